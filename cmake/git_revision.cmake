@@ -1,0 +1,25 @@
+# Writes OUT (a header with the git revision and a dirty flag) only when its content changes, so
+# an unchanged tree does not force a relink.
+execute_process(COMMAND git -C "${SRC}" rev-parse HEAD OUTPUT_VARIABLE rev
+                OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR rev STREQUAL "")
+  set(rev "unavailable")
+  set(dirty "unknown")
+else()
+  execute_process(COMMAND git -C "${SRC}" status --porcelain --untracked-files=no
+                  OUTPUT_VARIABLE status ERROR_QUIET)
+  if(status STREQUAL "")
+    set(dirty "false")
+  else()
+    set(dirty "true")
+  endif()
+endif()
+set(content "#pragma once\n#define KG_GIT_REVISION \"${rev}\"\n#define KG_GIT_DIRTY \"${dirty}\"\n")
+if(EXISTS "${OUT}")
+  file(READ "${OUT}" old)
+else()
+  set(old "")
+endif()
+if(NOT old STREQUAL content)
+  file(WRITE "${OUT}" "${content}")
+endif()
