@@ -1,0 +1,26 @@
+// A JSON Schema (draft 2020-12) validator for the subset that the result-file schema uses, so
+// `kernelgate validate` needs no external validator. Supported keywords: type, enum, const,
+// properties, patternProperties, required, additionalProperties, items, prefixItems, minItems,
+// maxItems, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, pattern,
+// allOf, anyOf, oneOf, not, if/then/else, and local $ref ("#", "#/$defs/...", any "#/pointer").
+// Other keywords ($schema, $id, title, description, format, ...) are ignored.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kg {
+
+struct schema_error {
+  std::string path;    // JSON pointer into the document, e.g. "/records/3/verdict"; "" is the root
+  std::string message; // starts with "invalid schema:" when the schema itself is at fault
+};
+
+// Returns every violation found (empty means valid). Never throws on a malformed schema; the
+// fault is reported as an error at the document location where it was hit.
+std::vector<schema_error> validate_json(const nlohmann::json& schema,
+                                        const nlohmann::json& document);
+
+} // namespace kg

@@ -1,0 +1,50 @@
+// The result envelope every command writes (schema "kernelgate.result/1"). Records stream to
+// <out>/records.jsonl as they are produced, one flushed line each, so nothing measured is lost if
+// the run dies; <out>/result.json is written once at the end through a temporary file and a
+// rename, so a result.json that exists is always complete.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kg {
+
+inline constexpr const char* result_schema_id = "kernelgate.result/1";
+
+// The output location cannot be used: a bad-input error (exit code 2), raised before any work.
+struct output_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class result_writer {
+public:
+  // Creates `dir`, removes a result.json left there by an earlier run (it would otherwise look
+  // like this run's), and opens records.jsonl. Throws output_error when the folder is unusable.
+  result_writer(std::filesystem::path dir, std::string kind, std::vector<std::string> argv,
+                nlohmann::json environment, nlohmann::json config);
+
+  void append(nlohmann::json record);
+  std::size_t record_count() const { return records_.size(); }
+  // Writes result.json atomically; returns its path.
+  std::filesystem::path finish(nlohmann::json summary);
+
+  const std::filesystem::path& dir() const { return dir_; }
+
+private:
+  std::filesystem::path dir_;
+  nlohmann::json envelope_;
+  std::vector<nlohmann::json> records_;
+  std::ofstream stream_;
+};
+
+std::string utc_timestamp(); // ISO 8601, seconds, "Z"
+
+// Writes `text` to `path` through `path`.tmp + rename (atomic on POSIX within a file system).
+void write_file_atomically(const std::filesystem::path& path, const std::string& text);
+
+} // namespace kg
