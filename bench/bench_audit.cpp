@@ -1,0 +1,62 @@
+// Speed of the audit path on the CPU: the whole `audit layernorm-affine --backend cpu` (target:
+// under 2 s wall on a CPU machine) and its building blocks.
+#include <filesystem>
+#include <sstream>
+#include <unistd.h>
+
+#include <benchmark/benchmark.h>
+
+#include "kernels/layernorm_backend.h"
+#include "oracles/comparators.h"
+#include "oracles/layernorm_oracle.h"
+#include "reports/sha256.h"
+#include "suite/cli.h"
+
+using namespace kg;
+
+static void bm_full_cpu_audit(benchmark::State& state) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("kg_bench_" + std::to_string(getpid()));
+  for (auto _ : state) {
+    std::ostringstream out, err;
+    const int rc = kernelgate_main(
+        {"kernelgate", "audit", "layernorm-affine", "--backend", "cpu", "--out", dir.string()}, out,
+        err);
+    if (rc != 0) state.SkipWithError(err.str().c_str());
+  }
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(bm_full_cpu_audit)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+static void bm_torch_reference_4x127(benchmark::State& state) {
+  auto backend = make_torch_layernorm_backend(half_norm_path::automatic);
+  const auto in = draw_layernorm_inputs({4, 127, dtype::float32, 42});
+  for (auto _ : state)
+    benchmark::DoNotOptimize(backend->run(affine_formula::reference, in, 1e-5));
+}
+BENCHMARK(bm_torch_reference_4x127)->Unit(benchmark::kMicrosecond);
+
+static void bm_oracle_4x127(benchmark::State& state) {
+  const auto in = draw_layernorm_inputs({4, 127, dtype::float32, 42});
+  for (auto _ : state)
+    benchmark::DoNotOptimize(layernorm_oracle_fp64(in, 1e-5));
+}
+BENCHMARK(bm_oracle_4x127)->Unit(benchmark::kMicrosecond);
+
+static void bm_sol_checker_4x127(benchmark::State& state) {
+  const auto in = draw_layernorm_inputs({4, 127, dtype::float32, 42});
+  const auto o = layernorm_oracle_fp64(in, 1e-5).cast(dtype::float32);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(compare_matched_ratio(o, o, 0.01, 0.01, 0.99));
+}
+BENCHMARK(bm_sol_checker_4x127)->Unit(benchmark::kMicrosecond);
+
+static void bm_sha256_1mib(benchmark::State& state) {
+  std::vector<std::byte> data(1 << 20, std::byte{7});
+  for (auto _ : state)
+    benchmark::DoNotOptimize(sha256_hex(std::span<const std::byte>(data)));
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(data.size()));
+}
+BENCHMARK(bm_sha256_1mib)->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,27 @@
+#include "suite/interrupt.h"
+
+#include <atomic>
+#include <csignal>
+
+namespace kg {
+namespace {
+volatile std::sig_atomic_t stop_flag = 0;
+extern "C" void on_signal(int) {
+  stop_flag = 1;
+}
+} // namespace
+
+void install_interrupt_handlers() {
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+}
+bool stop_requested() {
+  return stop_flag != 0;
+}
+void request_stop() {
+  stop_flag = 1;
+}
+void clear_stop() {
+  stop_flag = 0;
+}
+} // namespace kg

@@ -1,0 +1,10 @@
+// The thin kernelgate executable: all behaviour lives in the libraries.
+#include <iostream>
+
+#include "suite/cli.h"
+#include "suite/interrupt.h"
+
+int main(int argc, char** argv) {
+  kg::install_interrupt_handlers();
+  return kg::kernelgate_main(std::vector<std::string>(argv, argv + argc), std::cout, std::cerr);
+}

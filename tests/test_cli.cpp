@@ -1,0 +1,130 @@
+// Bad input gets a one-line error naming the problem and a documented exit code, and never
+// leaves a result.json that looks complete.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "suite/cli.h"
+#include "suite/exit_codes.h"
+#include "suite/interrupt.h"
+
+using namespace kg;
+namespace fs = std::filesystem;
+
+namespace {
+struct run_result {
+  int rc;
+  std::string out, err;
+};
+run_result run(std::vector<std::string> args) {
+  args.insert(args.begin(), "kernelgate");
+  std::ostringstream out, err;
+  const int rc = kernelgate_main(args, out, err);
+  return {rc, out.str(), err.str()};
+}
+fs::path temp(const std::string& name) {
+  auto p = fs::temp_directory_path() / ("kg_cli_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(p);
+  return p;
+}
+int lines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
+} // namespace
+
+TEST(cli, unknown_audit_is_a_one_line_error_with_exit_2) {
+  const auto out = temp("unknown_audit");
+  const auto r = run({"audit", "rmsnorm-bias", "--out", out.string()});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("unknown audit 'rmsnorm-bias'"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 1);
+  EXPECT_FALSE(fs::exists(out / "result.json"));
+}
+
+TEST(cli, unknown_protocol_is_a_one_line_error_with_exit_2) {
+  const auto out = temp("unknown_protocol");
+  const auto r = run({"audit", "layernorm-affine", "--protocol", "lenient", "--out", out.string()});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("unknown protocol 'lenient'"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 1);
+  EXPECT_FALSE(fs::exists(out / "result.json"));
+}
+
+TEST(cli, unwritable_output_is_a_one_line_error_with_exit_2) {
+  const auto base = temp("unwritable");
+  fs::create_directories(base);
+  std::ofstream(base / "a_file") << "not a folder";
+  const auto out = base / "a_file" / "out";
+  const auto r = run({"audit", "layernorm-affine", "--out", out.string()});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find(out.string()), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 1);
+  EXPECT_FALSE(fs::exists(out / "result.json"));
+  fs::remove_all(base);
+}
+
+TEST(cli, unknown_command_option_and_missing_value) {
+  EXPECT_EQ(run({"frobnicate"}).rc, exit_code::bad_input);
+  EXPECT_EQ(run({"audit", "layernorm-affine", "--fast"}).rc, exit_code::bad_input);
+  EXPECT_EQ(run({"audit", "layernorm-affine", "--out"}).rc, exit_code::bad_input);
+  EXPECT_EQ(run({"audit", "layernorm-affine", "--backend", "tpu"}).rc, exit_code::bad_input);
+  EXPECT_EQ(run({}).rc, exit_code::bad_input);
+  EXPECT_EQ(run({"help"}).rc, exit_code::ok);
+}
+
+TEST(cli, env_json_parses_and_names_every_section) {
+  const auto r = run({"env", "--json"});
+  ASSERT_EQ(r.rc, exit_code::ok) << r.err;
+  const auto env = nlohmann::json::parse(r.out);
+  for (const auto& k : {"gpu", "driver", "clocks", "build", "git", "cpu", "os", "nvml"})
+    EXPECT_TRUE(env.contains(k)) << k;
+}
+
+TEST(cli, validate_reports_missing_malformed_and_nonconforming_files) {
+  const auto dir = temp("validate");
+  fs::create_directories(dir);
+  EXPECT_EQ(run({"validate", (dir / "absent.json").string()}).rc, exit_code::bad_input);
+  std::ofstream(dir / "bad.json") << "{\"schema\": ";
+  const auto malformed = run({"validate", (dir / "bad.json").string()});
+  EXPECT_EQ(malformed.rc, exit_code::bad_input);
+  EXPECT_NE(malformed.err.find("malformed JSON"), std::string::npos);
+  std::ofstream(dir / "wrong.json") << R"({"schema": "kernelgate.result/0", "kind": "audit"})";
+  const auto wrong = run({"validate", (dir / "wrong.json").string()});
+  EXPECT_EQ(wrong.rc, exit_code::failures);
+  EXPECT_NE(wrong.err.find("/schema"), std::string::npos) << wrong.err;
+  fs::remove_all(dir);
+}
+
+TEST(cli, cuda_backend_without_a_gpu_exits_3) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0)
+    GTEST_SKIP() << "a CUDA device is present; the no-GPU path is exercised on CPU machines";
+  const auto out = temp("nogpu");
+  const auto r = run({"audit", "layernorm-affine", "--backend", "cuda", "--out", out.string()});
+  EXPECT_EQ(r.rc, exit_code::unavailable);
+  EXPECT_NE(r.err.find("backend 'cuda' unavailable"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 1);
+  EXPECT_FALSE(fs::exists(out / "result.json"));
+}
+
+TEST(cli, an_interrupted_audit_keeps_its_records_and_reports_the_rest_missing) {
+  // The stop flag is what SIGINT/SIGTERM set; raising it first means nothing gets measured.
+  const auto out = temp("interrupted");
+  kg::request_stop();
+  const auto r = run({"audit", "layernorm-affine", "--out", out.string()});
+  kg::clear_stop();
+  EXPECT_EQ(r.rc, exit_code::interrupted);
+  EXPECT_NE(r.err.find("interrupted"), std::string::npos);
+  std::ifstream f(out / "result.json");
+  const auto doc = nlohmann::json::parse(f);
+  EXPECT_EQ(doc["summary"]["status"], "interrupted");
+  EXPECT_EQ(doc["summary"]["totals"]["missing"], 504); // unknown, not rejected
+  EXPECT_EQ(doc["summary"]["totals"]["rejected"], 0);
+  fs::remove_all(out);
+}

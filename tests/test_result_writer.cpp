@@ -1,0 +1,53 @@
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "reports/result_writer.h"
+
+using namespace kg;
+namespace fs = std::filesystem;
+
+namespace {
+fs::path fresh_dir(const std::string& name) {
+  const auto d = fs::temp_directory_path() / ("kg_rw_" + name + "_" + std::to_string(getpid()));
+  fs::remove_all(d);
+  return d;
+}
+} // namespace
+
+TEST(result_writer, streams_records_and_writes_result_at_the_end) {
+  const auto dir = fresh_dir("stream");
+  result_writer w(dir, "audit", {"kernelgate", "audit"}, {{"k", 1}}, {{"c", 2}});
+  w.append({{"type", "observation"}, {"id", "a"}});
+  // Streamed before the end: the line is on disk, result.json is not.
+  {
+    std::ifstream f(dir / "records.jsonl");
+    std::string line;
+    ASSERT_TRUE(std::getline(f, line));
+    EXPECT_EQ(nlohmann::json::parse(line)["id"], "a");
+  }
+  EXPECT_FALSE(fs::exists(dir / "result.json"));
+  w.append({{"type", "observation"}, {"id", "b"}});
+  const auto path = w.finish({{"status", "complete"}});
+  EXPECT_FALSE(fs::exists(dir / "result.json.tmp"));
+  std::ifstream f(path);
+  const auto doc = nlohmann::json::parse(f);
+  EXPECT_EQ(doc["schema"], "kernelgate.result/1");
+  EXPECT_EQ(doc["records"].size(), 2u);
+  EXPECT_EQ(doc["environment"]["k"], 1);
+  fs::remove_all(dir);
+}
+
+TEST(result_writer, removes_a_stale_result_and_rejects_unusable_folders) {
+  const auto dir = fresh_dir("stale");
+  fs::create_directories(dir);
+  std::ofstream(dir / "result.json") << "{}";
+  result_writer w(dir, "audit", {"x"}, {}, {});
+  EXPECT_FALSE(fs::exists(dir / "result.json")); // an old result must not pass for this run's
+  const auto file = dir / "plain_file";
+  std::ofstream(file) << "x";
+  EXPECT_THROW(result_writer(file / "sub", "audit", {"x"}, {}, {}), output_error);
+  fs::remove_all(dir);
+}
