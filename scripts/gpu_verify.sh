@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# One-shot verification on a GPU machine that has no package registry (the shared H200): unpacks
+# Debian packages carried in .deps/debs (nlohmann/json, Eigen, Boost headers) into a private
+# prefix, builds with the PyTorch-bundled LibTorch, runs every test (GPU tests included), both
+# audits and the benchmarks, and writes logs to $LOG_DIR (default ./gpu-logs).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+logs=${LOG_DIR:-$root/gpu-logs}
+mkdir -p "$logs"
+prefix=/tmp/kg-deps
+if ls "$root"/.deps/debs/*.deb >/dev/null 2>&1; then
+  mkdir -p $prefix
+  for d in "$root"/.deps/debs/*.deb; do dpkg -x "$d" $prefix; done
+fi
+export KG_PREFIX_PATH=$prefix/usr
+export BUILD_DIR=${BUILD_DIR:-$root/build-gpu}
+{
+  echo "== nvidia-smi"; nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,clocks.max.sm,driver_version --format=csv
+  echo "== build"; time bash "$root/scripts/setup.sh" build
+} >"$logs/build.log" 2>&1
+tail -5 "$logs/build.log"
+cd "$BUILD_DIR" || exit 1
+(ctest --output-on-failure -j 8 2>&1) >"$logs/ctest_all.log"; tail -4 "$logs/ctest_all.log"
+(ctest -L gpu -V 2>&1) >"$logs/ctest_gpu.log"; grep -E 'tests passed|Passed|Failed|SKIPPED|Totals|Controls' "$logs/ctest_gpu.log" | head -20
+for b in cuda cpu; do
+  (time ./suite/kernelgate audit layernorm-affine --backend $b --out "$logs/audit-$b") \
+    >"$logs/audit_$b.txt" 2>&1
+  echo "audit $b exit $?"
+done
+./suite/kernelgate env --json >"$logs/env.json" 2>&1
+./suite/kernelgate validate "$logs/audit-cuda/result.json"
+./bench/kg_bench_audit >"$logs/bench.txt" 2>&1
+cat "$logs/audit_cuda.txt"
