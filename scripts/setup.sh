@@ -34,9 +34,9 @@ prefix_has() {
 need cmake command -v cmake >/dev/null
 need ninja-build command -v ninja >/dev/null
 need g++ command -v g++ >/dev/null
-need libgtest-dev test -f /usr/include/gtest/gtest.h
-need libbenchmark-dev test -f /usr/include/benchmark/benchmark.h
-need libboost-math-dev test -f /usr/include/boost/math/distributions/beta.hpp
+need libgtest-dev prefix_has include/gtest/gtest.h
+need libbenchmark-dev prefix_has include/benchmark/benchmark.h
+need libboost-math-dev prefix_has include/boost/math/distributions/beta.hpp
 need nlohmann-json3-dev prefix_has share/cmake/nlohmann_json/nlohmann_jsonConfig.cmake
 need libeigen3-dev prefix_has share/eigen3/cmake/Eigen3Config.cmake
 [ -n "$torch_prefix" ] || need libtorch-dev test -f /usr/include/torch/csrc/api/include/torch/torch.h
