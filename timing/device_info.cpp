@@ -4,6 +4,17 @@
 
 namespace kg {
 
+namespace {
+
+// Records a failed call and clears the runtime's last-error slot, so a later, unrelated
+// cudaGetLastError (a kernel launch check, say) does not report this failure as its own.
+std::string failure(const char* call, cudaError_t e) {
+  (void)cudaGetLastError(); // its return value is the very error being cleared
+  return std::string(call) + ": " + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
+}
+
+} // namespace
+
 std::string cuda_version_string(int v) {
   if (v <= 0) return "unavailable";
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
@@ -11,25 +22,39 @@ std::string cuda_version_string(int v) {
 
 device_info query_device(int index) {
   device_info d;
-  // Each call's status is checked; a failure is recorded, never fatal.
-  if (cudaDriverGetVersion(&d.driver_version) != cudaSuccess) d.driver_version = 0;
-  if (cudaRuntimeGetVersion(&d.runtime_version) != cudaSuccess) d.runtime_version = 0;
-  cudaError_t e = cudaGetDeviceCount(&d.device_count);
+
+  int version = 0;
+  cudaError_t e = cudaDriverGetVersion(&version);
+  if (e != cudaSuccess)
+    d.driver_version_error = failure("cudaDriverGetVersion", e);
+  else if (version == 0) // documented answer when no driver is installed
+    d.driver_version_error = "cudaDriverGetVersion: no CUDA driver is installed";
+  else
+    d.driver_version = version;
+
+  e = cudaRuntimeGetVersion(&version);
+  if (e != cudaSuccess)
+    d.runtime_version_error = failure("cudaRuntimeGetVersion", e);
+  else
+    d.runtime_version = version;
+
+  int count = 0;
+  e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
-    d.device_count = 0;
-    d.reason = std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e);
-    (void)cudaGetLastError(); // clear the sticky error for later callers
+    d.reason = failure("cudaGetDeviceCount", e);
     return d;
   }
-  if (d.device_count <= index) {
-    d.reason = "no CUDA device " + std::to_string(index) + " (" + std::to_string(d.device_count) +
+  d.device_count = count;
+  if (index < 0 || index >= count) {
+    d.reason = "no CUDA device " + std::to_string(index) + " (" + std::to_string(count) +
                " found)";
     return d;
   }
+
   cudaDeviceProp p{};
   e = cudaGetDeviceProperties(&p, index);
   if (e != cudaSuccess) {
-    d.reason = std::string("cudaGetDeviceProperties: ") + cudaGetErrorString(e);
+    d.reason = failure("cudaGetDeviceProperties", e);
     return d;
   }
   d.available = true;

@@ -1,59 +1,87 @@
 #include "timing/nvml.h"
 
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <dlfcn.h>
 
 namespace kg {
 
 namespace {
-// The few NVML types and constants used here (nvml.h is not shipped with every toolkit).
+
+// The few NVML types and constants used here. nvmlReturn_t and nvmlClockType_t are C enums, which
+// have int's size and calling convention on every platform NVML ships for.
 using nvml_return = int;
 using nvml_device = struct nvml_device_st*;
 constexpr nvml_return nvml_success = 0;
 constexpr int clock_sm = 1;  // NVML_CLOCK_SM
 constexpr int clock_mem = 2; // NVML_CLOCK_MEM
-constexpr unsigned long long reason_gpu_idle = 0x1ull;
-constexpr unsigned long long reason_app_clocks = 0x2ull;
 
 struct reason_name {
   unsigned long long bit;
   const char* name;
 };
-constexpr reason_name reasons[] = {
-    {0x1ull, "gpu_idle"},
-    {0x2ull, "applications_clocks_setting"},
-    {0x4ull, "sw_power_cap"},
-    {0x8ull, "hw_slowdown"},
-    {0x10ull, "sync_boost"},
-    {0x20ull, "sw_thermal_slowdown"},
-    {0x40ull, "hw_thermal_slowdown"},
-    {0x80ull, "hw_power_brake_slowdown"},
-    {0x100ull, "display_clock_setting"},
+// The suffixes of NVML's nvmlClocksThrottleReason* macros, so a name can be looked up in its docs.
+constexpr reason_name reason_names[] = {
+    {0x1ull, "GpuIdle"},
+    {0x2ull, "ApplicationsClocksSetting"},
+    {0x4ull, "SwPowerCap"},
+    {0x8ull, "HwSlowdown"},
+    {0x10ull, "SyncBoost"},
+    {0x20ull, "SwThermalSlowdown"},
+    {0x40ull, "HwThermalSlowdown"},
+    {0x80ull, "HwPowerBrakeSlowdown"},
+    {0x100ull, "DisplayClockSetting"},
 };
+
+std::string hex(unsigned long long v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", v);
+  return buf;
+}
+
 } // namespace
 
 std::vector<std::string> decode_throttle_reasons(unsigned long long mask) {
   std::vector<std::string> out;
   unsigned long long known = 0;
-  for (const auto& r : reasons) {
+  for (const auto& r : reason_names) {
     known |= r.bit;
     if (mask & r.bit) out.emplace_back(r.name);
   }
-  if (mask & ~known) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "unknown_0x%llx", mask & ~known);
-    out.emplace_back(buf);
-  }
+  // Newer drivers add bits; keep them visible rather than dropping them silently.
+  if (mask & ~known) out.push_back("Unknown" + hex(mask & ~known));
   return out;
+}
+
+lock_judgement judge_clocks_locked(std::optional<unsigned> sm_application,
+                                   std::optional<unsigned> sm_default_application,
+                                   std::optional<unsigned long long> throttle_mask) {
+  const bool have_app = sm_application && sm_default_application;
+  if (have_app && *sm_application != *sm_default_application)
+    return {true, "application SM clock " + std::to_string(*sm_application) +
+                      " MHz differs from the default application SM clock " +
+                      std::to_string(*sm_default_application) + " MHz"};
+  // An idle GPU drops its clocks whatever the setting, so the reason only counts while busy.
+  if (throttle_mask && (*throttle_mask & throttle_applications_clocks_setting) &&
+      !(*throttle_mask & throttle_gpu_idle))
+    return {true, "throttle reason ApplicationsClocksSetting active while not GpuIdle (mask " +
+                      hex(*throttle_mask) + ")"};
+  if (have_app && throttle_mask)
+    return {false, "application SM clock equals its default (" + std::to_string(*sm_application) +
+                       " MHz) and ApplicationsClocksSetting is not active while busy (mask " +
+                       hex(*throttle_mask) + ")"};
+  return {std::nullopt, std::string("no evidence of a lock, but NVML did not report ") +
+                            (have_app ? "throttle reasons" : "application SM clocks")};
 }
 
 struct nvml_session::impl {
   void* handle = nullptr;
   bool initialized = false;
   std::string library, why;
+
   nvml_return (*init)() = nullptr;
   nvml_return (*shutdown)() = nullptr;
+  const char* (*error_string)(nvml_return) = nullptr;
   nvml_return (*driver)(char*, unsigned) = nullptr;
   nvml_return (*count)(unsigned*) = nullptr;
   nvml_return (*by_index)(unsigned, nvml_device*) = nullptr;
@@ -63,12 +91,66 @@ struct nvml_session::impl {
   nvml_return (*app_clock)(nvml_device, int, unsigned*) = nullptr;
   nvml_return (*default_app_clock)(nvml_device, int, unsigned*) = nullptr;
   nvml_return (*throttle)(nvml_device, unsigned long long*) = nullptr;
+  // Resolved, never called here (see has_locked_clock_control).
+  nvml_return (*set_locked_clocks)(nvml_device, unsigned, unsigned) = nullptr;
+  nvml_return (*reset_locked_clocks)(nvml_device) = nullptr;
+
+  impl() {
+    const char* env = std::getenv("KERNELGATE_NVML_LIBRARY");
+    library = env && *env ? env : "libnvidia-ml.so.1";
+    // RTLD_LOCAL: NVML's symbols must not satisfy anything else in the process.
+    handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char* e = dlerror();
+      why = "cannot load " + library + (e ? std::string(": ") + e : std::string());
+      return;
+    }
+    bind(init, "nvmlInit_v2");
+    bind(shutdown, "nvmlShutdown");
+    bind(error_string, "nvmlErrorString");
+    bind(driver, "nvmlSystemGetDriverVersion");
+    bind(count, "nvmlDeviceGetCount_v2");
+    bind(by_index, "nvmlDeviceGetHandleByIndex_v2");
+    bind(name, "nvmlDeviceGetName");
+    bind(clock, "nvmlDeviceGetClockInfo");
+    bind(max_clock, "nvmlDeviceGetMaxClockInfo");
+    bind(app_clock, "nvmlDeviceGetApplicationsClock");
+    bind(default_app_clock, "nvmlDeviceGetDefaultApplicationsClock");
+    // NVML 12.x renamed "throttle reasons" to "clocks event reasons"; a future library may keep
+    // only the new name.
+    bind(throttle, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    if (!throttle) bind(throttle, "nvmlDeviceGetCurrentClocksEventReasons");
+    bind(set_locked_clocks, "nvmlDeviceSetGpuLockedClocks");
+    bind(reset_locked_clocks, "nvmlDeviceResetGpuLockedClocks");
+    if (!init) {
+      why = library + " does not export nvmlInit_v2";
+      return;
+    }
+    const nvml_return rc = init();
+    if (rc != nvml_success) {
+      why = "nvmlInit_v2 failed: " + error_text(rc);
+      return;
+    }
+    initialized = true;
+  }
+
+  ~impl() {
+    // NVML counts initializations: shut down only what this session started.
+    if (initialized && shutdown) shutdown();
+    if (handle) dlclose(handle);
+  }
+
+  impl(const impl&) = delete;
+  impl& operator=(const impl&) = delete;
 
   template <typename F>
-  void bind(F& f, const char* symbol, const char* fallback = nullptr) {
-    void* s = dlsym(handle, symbol);
-    if (!s && fallback) s = dlsym(handle, fallback);
-    f = reinterpret_cast<F>(s);
+  void bind(F& f, const char* symbol) {
+    f = reinterpret_cast<F>(dlsym(handle, symbol));
+  }
+
+  std::string error_text(nvml_return rc) const {
+    const char* s = error_string ? error_string(rc) : nullptr;
+    return (s ? std::string(s) + " " : std::string()) + "(NVML error " + std::to_string(rc) + ")";
   }
 
   std::optional<nvml_device> device(unsigned index) const {
@@ -78,58 +160,28 @@ struct nvml_session::impl {
   }
 };
 
-nvml_session::nvml_session() : p_(std::make_unique<impl>()) {
-  const char* env = std::getenv("KERNELGATE_NVML_LIBRARY");
-  p_->library = env && *env ? env : "libnvidia-ml.so.1";
-  p_->handle = dlopen(p_->library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!p_->handle) {
-    const char* e = dlerror();
-    p_->why = "cannot load " + p_->library + (e ? std::string(": ") + e : "");
-    return;
-  }
-  p_->bind(p_->init, "nvmlInit_v2", "nvmlInit");
-  p_->bind(p_->shutdown, "nvmlShutdown");
-  p_->bind(p_->driver, "nvmlSystemGetDriverVersion");
-  p_->bind(p_->count, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
-  p_->bind(p_->by_index, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
-  p_->bind(p_->name, "nvmlDeviceGetName");
-  p_->bind(p_->clock, "nvmlDeviceGetClockInfo");
-  p_->bind(p_->max_clock, "nvmlDeviceGetMaxClockInfo");
-  p_->bind(p_->app_clock, "nvmlDeviceGetApplicationsClock");
-  p_->bind(p_->default_app_clock, "nvmlDeviceGetDefaultApplicationsClock");
-  // Renamed "event reasons" in newer drivers; both names exist in current libraries.
-  p_->bind(p_->throttle, "nvmlDeviceGetCurrentClocksThrottleReasons",
-           "nvmlDeviceGetCurrentClocksEventReasons");
-  if (!p_->init) {
-    p_->why = p_->library + " has no nvmlInit";
-    return;
-  }
-  const nvml_return rc = p_->init();
-  if (rc != nvml_success) {
-    p_->why = "nvmlInit failed with NVML error " + std::to_string(rc);
-    return;
-  }
-  p_->initialized = true;
-}
-
-nvml_session::~nvml_session() {
-  if (p_->initialized && p_->shutdown) p_->shutdown();
-  if (p_->handle) dlclose(p_->handle);
-}
+nvml_session::nvml_session() : p_(std::make_unique<impl>()) {}
+nvml_session::~nvml_session() = default;
 
 bool nvml_session::available() const {
   return p_->initialized;
 }
-const std::string& nvml_session::why_unavailable() const {
+
+std::string nvml_session::why_unavailable() const {
   return p_->why;
 }
+
 const std::string& nvml_session::library() const {
   return p_->library;
 }
 
+bool nvml_session::has_locked_clock_control() const {
+  return p_->set_locked_clocks && p_->reset_locked_clocks;
+}
+
 std::optional<std::string> nvml_session::driver_version() const {
-  char buf[96] = {};
-  if (!p_->initialized || !p_->driver || p_->driver(buf, sizeof buf) != nvml_success)
+  char buf[96] = {}; // NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE is 80
+  if (!p_->initialized || !p_->driver || p_->driver(buf, sizeof buf - 1) != nvml_success)
     return std::nullopt;
   return std::string(buf);
 }
@@ -142,8 +194,8 @@ std::optional<unsigned> nvml_session::device_count() const {
 
 std::optional<std::string> nvml_session::device_name(unsigned index) const {
   const auto d = p_->device(index);
-  char buf[128] = {};
-  if (!d || !p_->name || p_->name(*d, buf, sizeof buf) != nvml_success) return std::nullopt;
+  char buf[128] = {}; // NVML_DEVICE_NAME_V2_BUFFER_SIZE is 96
+  if (!d || !p_->name || p_->name(*d, buf, sizeof buf - 1) != nvml_success) return std::nullopt;
   return std::string(buf);
 }
 
@@ -151,7 +203,8 @@ nvml_clocks nvml_session::clocks(unsigned index) const {
   nvml_clocks c;
   const auto d = p_->device(index);
   if (!d) return c;
-  auto read = [&](auto fn, int type) -> std::optional<unsigned> {
+  using getter = nvml_return (*)(nvml_device, int, unsigned*);
+  auto read = [&](getter fn, int type) -> std::optional<unsigned> {
     unsigned v = 0;
     if (!fn || fn(*d, type, &v) != nvml_success) return std::nullopt;
     return v;
@@ -169,24 +222,9 @@ nvml_clocks nvml_session::clocks(unsigned index) const {
     c.throttle_mask = mask;
     c.throttle_reasons = decode_throttle_reasons(mask);
   }
-  // Locked clocks show either as application clocks moved off their default, or as the clock
-  // being held by the applications-clocks setting while the GPU is busy.
-  if (c.sm_application && c.sm_default_application &&
-      *c.sm_application != *c.sm_default_application) {
-    c.locked = true;
-    c.locked_basis = "application SM clock " + std::to_string(*c.sm_application) +
-                     " MHz differs from its default " + std::to_string(*c.sm_default_application) +
-                     " MHz";
-  } else if (c.throttle_mask && (*c.throttle_mask & reason_app_clocks) &&
-             !(*c.throttle_mask & reason_gpu_idle)) {
-    c.locked = true;
-    c.locked_basis = "throttle reason applications_clocks_setting active while not idle";
-  } else if (c.sm_application && c.sm_default_application && c.throttle_mask) {
-    c.locked = false;
-    c.locked_basis = "application clocks at default and no applications_clocks_setting throttle";
-  } else {
-    c.locked_basis = "unavailable: NVML did not report application clocks or throttle reasons";
-  }
+  auto j = judge_clocks_locked(c.sm_application, c.sm_default_application, c.throttle_mask);
+  c.clocks_locked = j.locked;
+  c.locked_basis = std::move(j.basis);
   return c;
 }
 
