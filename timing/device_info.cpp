@@ -46,8 +46,7 @@ device_info query_device(int index) {
   }
   d.device_count = count;
   if (index < 0 || index >= count) {
-    d.reason = "no CUDA device " + std::to_string(index) + " (" + std::to_string(count) +
-               " found)";
+    d.reason = "no CUDA device " + std::to_string(index) + " (" + std::to_string(count) + " found)";
     return d;
   }
 

@@ -9,8 +9,8 @@
 namespace kg {
 
 struct device_info {
-  bool available = false; // the requested device exists and its properties were read
-  std::string reason;     // why not: "<call>: <cudaGetErrorString> (<error name>)"
+  bool available = false;          // the requested device exists and its properties were read
+  std::string reason;              // why not: "<call>: <cudaGetErrorString> (<error name>)"
   std::optional<int> device_count; // empty when cudaGetDeviceCount itself failed
   std::string name;
   int sm_count = 0;
