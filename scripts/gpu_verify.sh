@@ -23,13 +23,15 @@ cd "$BUILD_DIR" || exit 1
 (ctest --output-on-failure -j 8 2>&1) >"$logs/ctest_all.log"; tail -4 "$logs/ctest_all.log"
 (ctest -L gpu -V 2>&1) >"$logs/ctest_gpu.log"; grep -E 'tests passed|Test +#|SKIPPED' "$logs/ctest_gpu.log" | head -20
 for b in cuda cpu; do
-  (time ./suite/kernelgate audit layernorm-affine --backend $b --out "$logs/audit-$b") \
+  (time ./suite/kernelgate audit layernorm-affine --backend $b --out "$BUILD_DIR/audit-$b") \
     >"$logs/audit_$b.txt" 2>&1
   echo "audit $b exit $?"
 done
+cp "$BUILD_DIR/audit-cuda/result.json" "$logs/result_cuda.json"
 ./suite/kernelgate env --json >"$logs/env.json" 2>&1
-./suite/kernelgate validate "$logs/audit-cuda/result.json"
+./suite/kernelgate validate "$logs/result_cuda.json"
 for b in bm_full_cpu_audit bm_torch_reference bm_oracle bm_sol_checker bm_sha256; do
   ./bench/kg_bench_audit --benchmark_filter=$b >>"$logs/bench.txt" 2>&1 || echo "bench $b exit $?"
 done
+./bench/kg_bench_stats >>"$logs/bench.txt" 2>&1 || echo "bench stats exit $?"
 cat "$logs/audit_cuda.txt"
