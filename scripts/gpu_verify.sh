@@ -16,6 +16,7 @@ export KG_PREFIX_PATH=$prefix/usr
 export BUILD_DIR=${BUILD_DIR:-$root/build-gpu}
 {
   echo "== nvidia-smi"; nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,clocks.max.sm,driver_version --format=csv
+  echo "== compilers"; g++ --version | head -1; nvcc --version | tail -1; cmake --version | head -1
   echo "== build"; time bash "$root/scripts/setup.sh" build
 } >"$logs/build.log" 2>&1
 tail -5 "$logs/build.log"

@@ -28,7 +28,8 @@ missing=()
 need() { local pkg=$1; shift; "$@" && return 0; have_pkg "$pkg" || missing+=("$pkg"); }
 prefix_has() {
   local d
-  for d in ${KG_PREFIX_PATH//:/ } /usr /usr/local; do [ -e "$d/$1" ] && return 0; done
+  local p=${KG_PREFIX_PATH:-}
+  for d in ${p//:/ } /usr /usr/local; do [ -e "$d/$1" ] && return 0; done
   return 1
 }
 need cmake command -v cmake >/dev/null

