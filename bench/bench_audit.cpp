@@ -9,6 +9,7 @@
 #include "kernels/layernorm_backend.h"
 #include "oracles/comparators.h"
 #include "oracles/layernorm_oracle.h"
+#include "reports/remove_tree.h"
 #include "reports/sha256.h"
 #include "suite/cli.h"
 
@@ -24,7 +25,7 @@ static void bm_full_cpu_audit(benchmark::State& state) {
         err);
     if (rc != 0) state.SkipWithError(err.str().c_str());
   }
-  std::filesystem::remove_all(dir);
+  kg::remove_tree(dir);
 }
 BENCHMARK(bm_full_cpu_audit)->Unit(benchmark::kMillisecond)->Iterations(3);
 

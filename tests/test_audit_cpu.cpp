@@ -11,6 +11,7 @@
 
 #include "audit_expectations.h"
 #include "reports/json_schema.h"
+#include "reports/remove_tree.h"
 #include "reports/result_schema.h"
 #include "suite/cli.h"
 
@@ -21,7 +22,7 @@ class cpu_audit : public ::testing::Test {
 protected:
   static void SetUpTestSuite() {
     dir_ = fs::temp_directory_path() / ("kg_cpu_audit_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
+    kg::remove_tree(dir_);
     std::ostringstream out, err;
     rc_ = kernelgate_main(
         {"kernelgate", "audit", "layernorm-affine", "--backend", "cpu", "--out", dir_.string()},
@@ -31,7 +32,7 @@ protected:
     std::ifstream f(dir_ / "result.json");
     if (f) doc_ = nlohmann::json::parse(f);
   }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
+  static void TearDownTestSuite() { kg::remove_tree(dir_); }
   static inline fs::path dir_;
   static inline int rc_ = -1;
   static inline std::string stdout_, stderr_;

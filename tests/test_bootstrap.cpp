@@ -31,7 +31,8 @@ TEST(summary, hand_computed) {
 TEST(bootstrap, reproducible_for_a_seed) {
   rng r(1, 2);
   std::vector<double> x(200);
-  for (auto& v : x) v = std::exp(r.normal());
+  for (auto& v : x)
+    v = std::exp(r.normal());
   bootstrap_options a;
   a.resamples = 2000;
   const auto i1 = bootstrap_median(x, a), i2 = bootstrap_median(x, a);
@@ -49,12 +50,14 @@ TEST(bootstrap, fast_median_path_agrees_with_the_generic_path) {
   // resamples their percentile intervals agree closely.
   rng r(3, 4);
   std::vector<double> x(101);
-  for (auto& v : x) v = r.normal();
+  for (auto& v : x)
+    v = r.normal();
   bootstrap_options o;
   o.method = ci_method::percentile;
   o.resamples = 20000;
   const auto fast = bootstrap_median(x, o);
-  const auto slow = bootstrap(x, [](std::span<const double> v) { return median(v); }, o);
+  const auto slow = bootstrap(
+      x, [](std::span<const double> v) { return median(v); }, o);
   EXPECT_DOUBLE_EQ(fast.estimate, slow.estimate);
   EXPECT_NEAR(fast.lo, slow.lo, 0.05);
   EXPECT_NEAR(fast.hi, slow.hi, 0.05);
@@ -71,7 +74,8 @@ TEST(bootstrap, median_interval_coverage_on_lognormal_samples) {
     o.resamples = 2000;
     for (int rep = 0; rep < 1000; ++rep) {
       std::vector<double> x(50);
-      for (auto& v : x) v = std::exp(r.normal());
+      for (auto& v : x)
+        v = std::exp(r.normal());
       o.seed = static_cast<std::uint64_t>(rep);
       const auto ci = bootstrap_median(x, o);
       covered += ci.lo <= 1.0 && 1.0 <= ci.hi;

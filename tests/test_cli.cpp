@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "reports/remove_tree.h"
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
 #include "suite/interrupt.h"
@@ -30,7 +31,7 @@ run_result run(std::vector<std::string> args) {
 }
 fs::path temp(const std::string& name) {
   auto p = fs::temp_directory_path() / ("kg_cli_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(p);
+  kg::remove_tree(p);
   return p;
 }
 int lines(const std::string& s) {
@@ -66,7 +67,7 @@ TEST(cli, unwritable_output_is_a_one_line_error_with_exit_2) {
   EXPECT_NE(r.err.find(out.string()), std::string::npos) << r.err;
   EXPECT_EQ(lines(r.err), 1);
   EXPECT_FALSE(fs::exists(out / "result.json"));
-  fs::remove_all(base);
+  kg::remove_tree(base);
 }
 
 TEST(cli, unknown_command_option_and_missing_value) {
@@ -98,7 +99,7 @@ TEST(cli, validate_reports_missing_malformed_and_nonconforming_files) {
   const auto wrong = run({"validate", (dir / "wrong.json").string()});
   EXPECT_EQ(wrong.rc, exit_code::failures);
   EXPECT_NE(wrong.err.find("/schema"), std::string::npos) << wrong.err;
-  fs::remove_all(dir);
+  kg::remove_tree(dir);
 }
 
 TEST(cli, cuda_backend_without_a_gpu_exits_3) {
@@ -126,5 +127,5 @@ TEST(cli, an_interrupted_audit_keeps_its_records_and_reports_the_rest_missing) {
   EXPECT_EQ(doc["summary"]["status"], "interrupted");
   EXPECT_EQ(doc["summary"]["totals"]["missing"], 504); // unknown, not rejected
   EXPECT_EQ(doc["summary"]["totals"]["rejected"], 0);
-  fs::remove_all(out);
+  kg::remove_tree(out);
 }

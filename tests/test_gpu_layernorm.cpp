@@ -14,6 +14,7 @@
 #include "oracles/comparators.h"
 #include "oracles/layernorm_oracle.h"
 #include "reports/json_schema.h"
+#include "reports/remove_tree.h"
 #include "reports/result_schema.h"
 #include "suite/cli.h"
 
@@ -83,8 +84,8 @@ TEST(gpu_layernorm, cuda_reference_agrees_with_libtorch_reference) {
       for (std::int64_t i = 0; i < a.numel(); ++i)
         worst = std::max(worst, std::fabs(a.at(i) - b.at(i)) /
                                     (std::max(std::fabs(b.at(i)), 1.0) * unit_roundoff(t)));
-      std::cout << dtype_name(t) << " " << s.rows << "x" << s.cols
-                << ": worst difference " << worst << " units of roundoff\n";
+      std::cout << dtype_name(t) << " " << s.rows << "x" << s.cols << ": worst difference " << worst
+                << " units of roundoff\n";
       EXPECT_LE(worst, 8.0) << dtype_name(t) << " " << s.rows << "x" << s.cols;
     }
 }
@@ -92,7 +93,7 @@ TEST(gpu_layernorm, cuda_reference_agrees_with_libtorch_reference) {
 TEST(gpu_layernorm, cuda_audit_reproduces_the_target_table) {
   KG_REQUIRE_GPU();
   const auto dir = fs::temp_directory_path() / ("kg_gpu_audit_" + std::to_string(getpid()));
-  fs::remove_all(dir);
+  kg::remove_tree(dir);
   std::ostringstream out, err;
   const int rc = kernelgate_main(
       {"kernelgate", "audit", "layernorm-affine", "--backend", "cuda", "--out", dir.string()}, out,
@@ -106,5 +107,5 @@ TEST(gpu_layernorm, cuda_audit_reproduces_the_target_table) {
   for (const auto& e : validate_json(nlohmann::json::parse(result_schema_text()), doc))
     ADD_FAILURE() << e.path << ": " << e.message;
   EXPECT_EQ(doc["config"]["backend"]["backend"], "cuda");
-  fs::remove_all(dir);
+  kg::remove_tree(dir);
 }

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "reports/remove_tree.h"
 #include "reports/result_writer.h"
 
 using namespace kg;
@@ -12,7 +13,7 @@ namespace fs = std::filesystem;
 namespace {
 fs::path fresh_dir(const std::string& name) {
   const auto d = fs::temp_directory_path() / ("kg_rw_" + name + "_" + std::to_string(getpid()));
-  fs::remove_all(d);
+  kg::remove_tree(d);
   return d;
 }
 } // namespace
@@ -37,7 +38,7 @@ TEST(result_writer, streams_records_and_writes_result_at_the_end) {
   EXPECT_EQ(doc["schema"], "kernelgate.result/1");
   EXPECT_EQ(doc["records"].size(), 2u);
   EXPECT_EQ(doc["environment"]["k"], 1);
-  fs::remove_all(dir);
+  kg::remove_tree(dir);
 }
 
 TEST(result_writer, removes_a_stale_result_and_rejects_unusable_folders) {
@@ -49,5 +50,15 @@ TEST(result_writer, removes_a_stale_result_and_rejects_unusable_folders) {
   const auto file = dir / "plain_file";
   std::ofstream(file) << "x";
   EXPECT_THROW(result_writer(file / "sub", "audit", {"x"}, {}, {}), output_error);
-  fs::remove_all(dir);
+  kg::remove_tree(dir);
+}
+
+TEST(remove_tree, removes_nested_folders_and_tolerates_missing_paths) {
+  const auto dir = fresh_dir("tree");
+  fs::create_directories(dir / "a" / "b");
+  std::ofstream(dir / "a" / "b" / "f") << "x";
+  std::ofstream(dir / "g") << "y";
+  EXPECT_TRUE(kg::remove_tree(dir));
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_TRUE(kg::remove_tree(dir)); // already gone
 }
