@@ -62,6 +62,11 @@ void outcome_matrix::plan(std::string_view row, std::string_view col, int n) {
   at(row, col).missing += n;
 }
 
+void outcome_matrix::plan_every_cell(int n) {
+  for (auto& [key, counts] : cells_)
+    counts.missing += n;
+}
+
 void outcome_matrix::resolve(std::string_view row, std::string_view col, outcome o) {
   auto& c = at(row, col);
   if (c.missing <= 0) throw std::logic_error("resolving an observation that was never planned");

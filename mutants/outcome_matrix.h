@@ -30,6 +30,7 @@ public:
   outcome_matrix(std::vector<std::string> rows, std::vector<std::string> cols);
   // Every planned observation is first registered as missing, then resolved.
   void plan(std::string_view row, std::string_view col, int n = 1);
+  void plan_every_cell(int n); // n planned observations in each cell
   void resolve(std::string_view row, std::string_view col, outcome o);
   const outcome_counts& cell(std::string_view row, std::string_view col) const;
   outcome_counts row_total(std::string_view row) const;

@@ -314,12 +314,8 @@ int run_layernorm_affine_audit(const audit_request& req, const protocol& checker
   grid_run run{outcome_matrix(row_labels(impls, false), regime_labels()),
                outcome_matrix(row_labels(impls, true), regime_labels()),
                {}};
-  for (const auto& r : run.matrix.rows())
-    for (const auto& c : run.matrix.cols())
-      run.matrix.plan(r, c, static_cast<int>(grid.size()));
-  for (const auto& r : run.extra.rows())
-    for (const auto& c : run.extra.cols())
-      run.extra.plan(r, c, static_cast<int>(grid.size()));
+  run.matrix.plan_every_cell(static_cast<int>(grid.size()));
+  run.extra.plan_every_cell(static_cast<int>(grid.size()));
   run_grid(*backend, checker, impls, run, writer.get(), false);
 
   // LibTorch 1.13 has no CPU float16 layer_norm: rerun the float16 half of the grid with the
@@ -333,12 +329,8 @@ int run_layernorm_affine_audit(const audit_request& req, const protocol& checker
     grid_run alt_run{outcome_matrix(row_labels(impls, false), regime_labels()),
                      outcome_matrix(row_labels(impls, true), regime_labels()),
                      {}};
-    for (const auto& r : alt_run.matrix.rows())
-      for (const auto& c : alt_run.matrix.cols())
-        alt_run.matrix.plan(r, c, 9);
-    for (const auto& r : alt_run.extra.rows())
-      for (const auto& c : alt_run.extra.cols())
-        alt_run.extra.plan(r, c, 9);
+    alt_run.matrix.plan_every_cell(9); // the float16 half of the grid
+    alt_run.extra.plan_every_cell(9);
     run_grid(*alt_backend, checker, impls, alt_run, nullptr, true);
     int compared = 0, differing = 0;
     nlohmann::json differ_ids = nlohmann::json::array();
@@ -361,9 +353,7 @@ int run_layernorm_affine_audit(const audit_request& req, const protocol& checker
   for (const auto& r : row_labels(impls, true))
     all_rows.push_back(r);
   outcome_matrix presets(all_rows, preset_cols);
-  for (const auto& r : all_rows)
-    for (const auto& c : preset_cols)
-      presets.plan(r, c, static_cast<int>(grid.size()));
+  presets.plan_every_cell(static_cast<int>(grid.size()));
   if (!stop_requested()) run_presets(*backend, impls, presets, *writer);
 
   // --- print -----------------------------------------------------------------------------
