@@ -1,6 +1,6 @@
 #include <cuda_fp16.h>
 
-#include "kernels/device_buffer.h"
+#include "timing/device_buffer.h"
 #include "kernels/layernorm_affine_cuda.h"
 
 namespace kg {

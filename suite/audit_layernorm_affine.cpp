@@ -19,7 +19,7 @@
 #include "stats/proportion.h"
 #include "suite/audit.h"
 #include "suite/exit_codes.h"
-#include "suite/interrupt.h"
+#include "timing/interrupt.h"
 
 namespace kg {
 namespace {

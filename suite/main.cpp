@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "suite/cli.h"
-#include "suite/interrupt.h"
+#include "timing/interrupt.h"
 
 int main(int argc, char** argv) {
   kg::install_interrupt_handlers();

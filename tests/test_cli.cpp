@@ -13,7 +13,7 @@
 #include "reports/remove_tree.h"
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
-#include "suite/interrupt.h"
+#include "timing/interrupt.h"
 
 using namespace kg;
 namespace fs = std::filesystem;

@@ -91,7 +91,7 @@ struct nvml_session::impl {
   nvml_return (*app_clock)(nvml_device, int, unsigned*) = nullptr;
   nvml_return (*default_app_clock)(nvml_device, int, unsigned*) = nullptr;
   nvml_return (*throttle)(nvml_device, unsigned long long*) = nullptr;
-  // Resolved, never called here (see has_locked_clock_control).
+  // Called only through timing/clock_policy (an explicit --clocks lock=MHz).
   nvml_return (*set_locked_clocks)(nvml_device, unsigned, unsigned) = nullptr;
   nvml_return (*reset_locked_clocks)(nvml_device) = nullptr;
 
@@ -177,6 +177,23 @@ const std::string& nvml_session::library() const {
 
 bool nvml_session::has_locked_clock_control() const {
   return p_->set_locked_clocks && p_->reset_locked_clocks;
+}
+
+std::string nvml_session::lock_gpu_clocks(unsigned index, unsigned min_mhz, unsigned max_mhz) {
+  const auto d = p_->device(index);
+  if (!d) return "NVML unavailable: " + why_unavailable();
+  if (!p_->set_locked_clocks) return p_->library + " has no nvmlDeviceSetGpuLockedClocks";
+  const int rc = p_->set_locked_clocks(*d, min_mhz, max_mhz);
+  return rc == 0 ? "" : "nvmlDeviceSetGpuLockedClocks failed with NVML error " + std::to_string(rc);
+}
+
+std::string nvml_session::reset_gpu_clocks(unsigned index) {
+  const auto d = p_->device(index);
+  if (!d) return "NVML unavailable: " + why_unavailable();
+  if (!p_->reset_locked_clocks) return p_->library + " has no nvmlDeviceResetGpuLockedClocks";
+  const int rc = p_->reset_locked_clocks(*d);
+  return rc == 0 ? ""
+                 : "nvmlDeviceResetGpuLockedClocks failed with NVML error " + std::to_string(rc);
 }
 
 std::optional<std::string> nvml_session::driver_version() const {

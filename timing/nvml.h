@@ -65,9 +65,12 @@ public:
   nvml_clocks clocks(unsigned index) const;
 
   // Whether the library exports nvmlDeviceSetGpuLockedClocks and nvmlDeviceResetGpuLockedClocks.
-  // They are resolved here but deliberately never called: changing a shared GPU's clocks is a
-  // policy decision that belongs to its own component.
   bool has_locked_clock_control() const;
+  // Lock / reset the GPU clocks of a device (root only). Returns "" on success, else the reason.
+  // Only timing/clock_policy calls these, for an explicit `--clocks lock=MHz`; kernelgate never
+  // changes clocks on its own, and its tests use a fake NVML.
+  std::string lock_gpu_clocks(unsigned index, unsigned min_mhz, unsigned max_mhz);
+  std::string reset_gpu_clocks(unsigned index);
 
 private:
   struct impl;

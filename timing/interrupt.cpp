@@ -1,4 +1,4 @@
-#include "suite/interrupt.h"
+#include "timing/interrupt.h"
 
 #include <atomic>
 #include <csignal>

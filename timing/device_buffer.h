@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "kernels/cuda_check.h"
+#include "timing/cuda_check.h"
 
 namespace kg {
 

@@ -1,0 +1,60 @@
+// The timing loop's decisions that need no GPU: the stopping rule and the clock floor.
+#include <gtest/gtest.h>
+
+#include "timing/gpu_timer.h"
+#include "workloads/rng.h"
+
+using namespace kg;
+
+namespace {
+std::vector<double> noisy(double centre, double rel_sd, int n, std::uint64_t seed) {
+  rng r(seed, 1);
+  std::vector<double> x(static_cast<std::size_t>(n));
+  for (auto& v : x)
+    v = centre * (1.0 + rel_sd * r.normal());
+  return x;
+}
+} // namespace
+
+TEST(stopping_rule, needs_minimum_samples_and_gpu_time) {
+  timing_options o;
+  o.min_samples = 30;
+  o.min_gpu_seconds = 0.01;
+  const auto tight = noisy(100.0, 0.001, 29, 1);
+  EXPECT_EQ(gpu_timer::stop_reason(o, tight, 1.0, 0.1, 29), ""); // too few
+  const auto enough = noisy(100.0, 0.001, 40, 1);
+  EXPECT_EQ(gpu_timer::stop_reason(o, enough, 0.001, 0.1, 40), ""); // too little GPU time
+  EXPECT_EQ(gpu_timer::stop_reason(o, enough, 0.02, 0.1, 40), "target_reached");
+}
+
+TEST(stopping_rule, noisy_samples_keep_going_until_a_cap) {
+  timing_options o;
+  o.target_rel_halfwidth = 0.0025;
+  const auto wide = noisy(100.0, 0.05, 40, 2); // half-width ~ 1.5% of the median
+  EXPECT_EQ(gpu_timer::stop_reason(o, wide, 1.0, 0.1, 40), "");
+  EXPECT_EQ(gpu_timer::stop_reason(o, wide, 1.0, o.max_wall_seconds, 40), "wall_cap");
+  EXPECT_EQ(gpu_timer::stop_reason(o, wide, 1.0, 0.1, o.max_samples), "max_samples");
+  // The same noise with many more samples narrows the interval enough.
+  const auto many = noisy(100.0, 0.05, 4000, 3);
+  EXPECT_EQ(gpu_timer::stop_reason(o, many, 1.0, 0.1, 4000), "target_reached");
+}
+
+TEST(clock_floor, discards_samples_below_the_fraction_of_the_modal_clock) {
+  std::vector<timing_sample> s;
+  for (int i = 0; i < 10; ++i)
+    s.push_back({10.0, 1980.0, 0, false});
+  s.push_back({12.0, 1700.0, 0, false}); // 86% of 1980: below a 0.9 floor
+  s.push_back({11.0, 1800.0, 0, false}); // 91%: kept
+  s.push_back({10.0, 0.0, 0, false});    // no clock reading: never discarded on its account
+  EXPECT_DOUBLE_EQ(gpu_timer::apply_clock_floor(s, 0.9), 1980.0);
+  EXPECT_TRUE(s[10].discarded);
+  EXPECT_FALSE(s[11].discarded);
+  EXPECT_FALSE(s[12].discarded);
+  EXPECT_FALSE(s[0].discarded);
+}
+
+TEST(timing_backend, names_round_trip) {
+  EXPECT_EQ(parse_timing_backend("events"), timing_backend::events);
+  EXPECT_EQ(parse_timing_backend("graph"), timing_backend::graph);
+  EXPECT_FALSE(parse_timing_backend("cupti").has_value());
+}

@@ -1,0 +1,256 @@
+#include "timing/gpu_timer.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include "timing/cuda_raii.h"
+#include "timing/device_buffer.h"
+#include "timing/interrupt.h"
+#include "timing/timing_kernels.h"
+
+namespace kg {
+
+std::string_view timing_backend_name(timing_backend b) {
+  return b == timing_backend::graph ? "graph" : "events";
+}
+
+std::optional<timing_backend> parse_timing_backend(std::string_view s) {
+  if (s == "events") return timing_backend::events;
+  if (s == "graph") return timing_backend::graph;
+  return std::nullopt;
+}
+
+nlohmann::json timing_options::to_json() const {
+  return {{"backend", timing_backend_name(backend)},
+          {"warmup", warmup},
+          {"min_samples", min_samples},
+          {"max_samples", max_samples},
+          {"min_gpu_seconds", min_gpu_seconds},
+          {"target_rel_halfwidth", target_rel_halfwidth},
+          {"max_wall_seconds", max_wall_seconds},
+          {"clock_floor", clock_floor},
+          {"backoff_ms", backoff_ms},
+          {"flush_l2", flush_l2},
+          {"l2_flush", "memset of 2x the device's L2 size, a new byte value every sample"},
+          {"persisting_l2_reset", true},
+          {"blocking_timeout_ns", blocking_timeout_ns}};
+}
+
+namespace {
+nlohmann::json clocks_json(const nvml_clocks& c) {
+  auto opt = [](const std::optional<unsigned>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json("unavailable");
+  };
+  return {{"sm_current_mhz", opt(c.sm_current)},
+          {"mem_current_mhz", opt(c.mem_current)},
+          {"sm_application_mhz", opt(c.sm_application)},
+          {"throttle_reasons",
+           c.throttle_mask ? nlohmann::json(c.throttle_reasons) : nlohmann::json("unavailable")},
+          {"locked",
+           c.clocks_locked ? nlohmann::json(*c.clocks_locked) : nlohmann::json("unavailable")}};
+}
+
+double probe_mhz(const clock_probe& p) {
+  // Spans under 1 us are too coarse for %globaltimer's resolution: not a measurement.
+  return p.ns >= 1000 ? static_cast<double>(p.cycles) * 1000.0 / static_cast<double>(p.ns) : 0.0;
+}
+} // namespace
+
+nlohmann::json timing_result::to_json(bool with_samples) const {
+  nlohmann::json j = {{"backend", backend},
+                      {"samples_taken", samples.size()},
+                      {"samples_kept", kept_us.size()},
+                      {"samples_discarded", discarded},
+                      {"median_us", summary.median},
+                      {"q1_us", summary.q1},
+                      {"q3_us", summary.q3},
+                      {"mad_us", summary.mad},
+                      {"mean_us", summary.mean},
+                      {"min_us", summary.min},
+                      {"max_us", summary.max},
+                      {"median_ci95_us", {median_ci.lo, median_ci.hi}},
+                      {"ci_method", ci_method_name(median_ci.method)},
+                      {"ci_seed", median_ci.seed},
+                      {"sm_clock_mhz", {{"modal", modal_mhz}, {"min", min_mhz}, {"max", max_mhz}}},
+                      {"stop_reason", stop_reason},
+                      {"wall_seconds", wall_seconds},
+                      {"gpu_seconds", gpu_seconds},
+                      {"host_enqueue_us_median", host_us_median},
+                      {"nvml_before", clocks_json(nvml_before)},
+                      {"nvml_after", clocks_json(nvml_after)}};
+  if (with_samples) {
+    nlohmann::json raw = nlohmann::json::array();
+    for (const auto& s : samples)
+      raw.push_back({s.gpu_us, s.sm_mhz, s.discarded});
+    j["raw_samples"] = {{"columns", {"gpu_us", "sm_mhz", "discarded"}}, {"rows", raw}};
+  }
+  return j;
+}
+
+struct gpu_timer::state {
+  cuda_stream stream;
+  cuda_event start, stop;
+  mapped_host<int> flag;
+  mapped_host<std::array<clock_probe, 2>> probes;
+  device_buffer flush;
+  unsigned char flush_byte = 0;
+};
+
+gpu_timer::gpu_timer(const timing_options& opt) : opt_(opt), s_(std::make_unique<state>()) {
+  int device = 0, l2 = 0;
+  KG_CUDA_CHECK(cudaGetDevice(&device));
+  KG_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  if (opt_.flush_l2) s_->flush = device_buffer(2 * static_cast<std::size_t>(l2));
+}
+
+gpu_timer::~gpu_timer() = default;
+
+cudaStream_t gpu_timer::stream() const {
+  return s_->stream.get();
+}
+
+std::unique_ptr<gpu_timer::prepared> gpu_timer::prepare(const work_fn& work) {
+  auto p = std::make_unique<prepared>();
+  p->fn = work;
+  if (opt_.backend == timing_backend::graph) {
+    cudaGraph_t g = nullptr;
+    KG_CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+    work(stream());
+    KG_CUDA_CHECK(cudaStreamEndCapture(stream(), &g));
+    p->graph.adopt(g);
+    p->use_graph = true;
+  }
+  return p;
+}
+
+timing_sample gpu_timer::sample(prepared& work) {
+  const cudaStream_t s = stream();
+  const auto h0 = std::chrono::steady_clock::now();
+  if (opt_.flush_l2) {
+    // A new value each sample: the flush is real writes, never a no-op a cache could elide.
+    KG_CUDA_CHECK(cudaMemsetAsync(s_->flush.get(), ++s_->flush_byte, s_->flush.size(), s));
+  }
+  KG_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
+  volatile int* flag = s_->flag.host();
+  *flag = 0;
+  auto* probes = s_->probes.device()->data();
+  launch_blocking_kernel(s_->flag.device(), opt_.blocking_timeout_ns, &probes[0], s);
+  KG_CUDA_CHECK(cudaEventRecord(s_->start.get(), s));
+  if (work.use_graph)
+    KG_CUDA_CHECK(cudaGraphLaunch(work.graph.get(), s));
+  else
+    work.fn(s);
+  KG_CUDA_CHECK(cudaEventRecord(s_->stop.get(), s));
+  launch_clock_probe(&probes[1], 10'000, s);
+  const auto h1 = std::chrono::steady_clock::now();
+  std::atomic_thread_fence(std::memory_order_release);
+  *flag = 1;
+  KG_CUDA_CHECK(cudaStreamSynchronize(s));
+  const auto& p = *s_->probes.host();
+  if (p[0].timed_out)
+    throw timing_error("the blocking kernel timed out: the work synchronized with the host inside "
+                       "the timed call, or queued more launches than the device queue holds");
+  float ms = 0;
+  KG_CUDA_CHECK(cudaEventElapsedTime(&ms, s_->start.get(), s_->stop.get()));
+  timing_sample out;
+  out.gpu_us = 1000.0 * ms;
+  const double before = probe_mhz(p[0]), after = probe_mhz(p[1]);
+  out.sm_mhz = before > 0 && after > 0 ? std::min(before, after) : std::max(before, after);
+  out.host_us = std::chrono::duration<double, std::micro>(h1 - h0).count();
+  return out;
+}
+
+double gpu_timer::apply_clock_floor(std::vector<timing_sample>& samples, double floor) {
+  std::map<long, int> bins;
+  for (const auto& s : samples)
+    if (s.sm_mhz > 0) ++bins[std::lround(s.sm_mhz / 15.0)];
+  if (bins.empty()) return 0.0;
+  const auto mode = std::max_element(bins.begin(), bins.end(), [](auto& a, auto& b) {
+    return a.second < b.second || (a.second == b.second && a.first < b.first);
+  });
+  const double modal = 15.0 * static_cast<double>(mode->first);
+  for (auto& s : samples)
+    s.discarded = s.sm_mhz > 0 && s.sm_mhz < floor * modal;
+  return modal;
+}
+
+std::string gpu_timer::stop_reason(const timing_options& opt, const std::vector<double>& kept,
+                                   double gpu_seconds, double wall_seconds, int taken) {
+  if (wall_seconds >= opt.max_wall_seconds) return "wall_cap";
+  if (taken >= opt.max_samples) return "max_samples";
+  if (static_cast<int>(kept.size()) < opt.min_samples || gpu_seconds < opt.min_gpu_seconds)
+    return "";
+  bootstrap_options b;
+  b.resamples = 1000;
+  b.method = ci_method::percentile;
+  const auto ci = bootstrap_median(kept, b);
+  const double half = 0.5 * (ci.hi - ci.lo);
+  return ci.estimate > 0 && half / ci.estimate <= opt.target_rel_halfwidth ? "target_reached" : "";
+}
+
+timing_result gpu_timer::measure(const work_fn& work) {
+  timing_result r;
+  r.backend = std::string(timing_backend_name(opt_.backend));
+  const nvml_session nvml;
+  r.nvml_before = nvml.clocks(0);
+  auto p = prepare(work);
+  for (int i = 0; i < opt_.warmup; ++i)
+    (void)sample(*p);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<double> kept;
+  double modal = 0;
+  for (int taken = 0;;) {
+    timing_sample s = sample(*p);
+    ++taken;
+    r.samples.push_back(s);
+    // Running judgement for back-off; the final one is made over the whole run below.
+    if (taken % 16 == 1) modal = apply_clock_floor(r.samples, opt_.clock_floor);
+    if (modal > 0 && s.sm_mhz > 0 && s.sm_mhz < opt_.clock_floor * modal) {
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(opt_.backoff_ms));
+    } else {
+      kept.push_back(s.gpu_us);
+      r.gpu_seconds += s.gpu_us * 1e-6;
+    }
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (stop_requested()) {
+      r.stop_reason = "interrupted";
+      break;
+    }
+    if (taken % 10 == 0 || taken >= opt_.max_samples || wall >= opt_.max_wall_seconds) {
+      r.stop_reason = stop_reason(opt_, kept, r.gpu_seconds, wall, taken);
+      if (!r.stop_reason.empty()) break;
+    }
+  }
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.nvml_after = nvml.clocks(0);
+  r.modal_mhz = apply_clock_floor(r.samples, opt_.clock_floor);
+  r.min_mhz = r.max_mhz = 0;
+  std::vector<double> host;
+  r.gpu_seconds = 0;
+  for (const auto& s : r.samples) {
+    host.push_back(s.host_us);
+    if (s.sm_mhz > 0) {
+      r.min_mhz = r.min_mhz == 0 ? s.sm_mhz : std::min(r.min_mhz, s.sm_mhz);
+      r.max_mhz = std::max(r.max_mhz, s.sm_mhz);
+    }
+    if (s.discarded) {
+      ++r.discarded;
+    } else {
+      r.kept_us.push_back(s.gpu_us);
+      r.gpu_seconds += s.gpu_us * 1e-6;
+    }
+  }
+  if (r.kept_us.size() < 2) throw timing_error("fewer than two samples survived the clock floor");
+  r.summary = summarize(r.kept_us);
+  r.median_ci = bootstrap_median(r.kept_us);
+  r.host_us_median = median(host);
+  return r;
+}
+
+} // namespace kg

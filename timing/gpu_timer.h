@@ -1,0 +1,114 @@
+// The cold measurement loop. Per sample: overwrite a buffer of 2x the L2 size with a byte that
+// changes every sample, reset persisting L2 lines, hold the stream with a blocking kernel until
+// the start event, the work and the stop event are queued, then release. The SM clock is
+// measured on the device around every sample (clock64 over %globaltimer), samples below a
+// fraction of the run's modal clock are discarded, and the loop stops adaptively. Every raw
+// sample is kept.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <nlohmann/json.hpp>
+
+#include "stats/bootstrap.h"
+#include "stats/summary.h"
+#include "timing/cuda_raii.h"
+#include "timing/nvml.h"
+
+namespace kg {
+
+enum class timing_backend {
+  events, // cudaEventElapsedTime between events around the work on the measuring stream
+  graph,  // the work captured once into a CUDA graph; each sample replays it between events
+};
+std::string_view timing_backend_name(timing_backend b);
+std::optional<timing_backend> parse_timing_backend(std::string_view s);
+
+struct timing_options {
+  timing_backend backend = timing_backend::events;
+  int warmup = 3;
+  int min_samples = 30;
+  int max_samples = 20000;
+  double min_gpu_seconds = 0.02;        // of timed spans, kept samples only
+  double target_rel_halfwidth = 0.0025; // of the 95% interval of the median
+  double max_wall_seconds = 10.0;
+  double clock_floor = 0.90; // samples whose SM clock < floor x the run's modal clock are dropped
+  double backoff_ms = 2.0;   // pause after a low-clock sample
+  bool flush_l2 = true;
+  std::uint64_t blocking_timeout_ns = 2'000'000'000ull;
+  nlohmann::json to_json() const;
+};
+
+struct timing_sample {
+  double gpu_us = 0;  // the timed span
+  double sm_mhz = 0;  // the lower of the clocks measured before and after the span
+  double host_us = 0; // host time spent enqueueing the sample (API calls, not the GPU's time)
+  bool discarded = false;
+};
+
+struct timing_result {
+  std::string backend;
+  std::vector<timing_sample> samples; // every measured sample (warm-ups excluded)
+  std::vector<double> kept_us;
+  int discarded = 0;
+  double modal_mhz = 0, min_mhz = 0, max_mhz = 0;
+  sample_summary summary;         // of the kept samples
+  bootstrap_interval median_ci{}; // BCa, 95%
+  std::string stop_reason;        // target_reached | max_samples | wall_cap | interrupted
+  double wall_seconds = 0, gpu_seconds = 0, host_us_median = 0;
+  nvml_clocks nvml_before, nvml_after;
+  nlohmann::json to_json(bool with_samples = true) const;
+};
+
+// Raised when a sample cannot be taken honestly: the blocking kernel timed out (the work
+// synchronized with the host inside the timed call, or queued more launches than the device
+// queue holds) or the device reported an error.
+struct timing_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+using work_fn = std::function<void(cudaStream_t)>;
+
+class gpu_timer {
+public:
+  explicit gpu_timer(const timing_options& opt = {});
+  ~gpu_timer();
+  gpu_timer(const gpu_timer&) = delete;
+  gpu_timer& operator=(const gpu_timer&) = delete;
+
+  // A work item ready to be sampled (captured into a graph for the graph backend).
+  struct prepared {
+    work_fn fn;
+    cuda_graph_exec graph;
+    bool use_graph = false;
+  };
+  std::unique_ptr<prepared> prepare(const work_fn& work);
+  timing_sample sample(prepared& work);
+  // Warm-ups, then samples until the stopping rule holds; NVML clocks read before and after.
+  timing_result measure(const work_fn& work);
+  // The stopping rule on its own (testable without a GPU): enough samples and GPU time, and a
+  // 95% median interval narrower than the target; returns the reason or "" to continue.
+  static std::string stop_reason(const timing_options& opt, const std::vector<double>& kept_us,
+                                 double gpu_seconds, double wall_seconds, int samples_taken);
+  // Marks samples below floor x modal clock as discarded; returns the modal clock (MHz, 15 MHz
+  // bins: the granularity of NVIDIA's clock steps).
+  static double apply_clock_floor(std::vector<timing_sample>& samples, double floor);
+
+  cudaStream_t stream() const;
+  const timing_options& options() const { return opt_; }
+
+private:
+  struct state;
+  timing_options opt_;
+  std::unique_ptr<state> s_;
+};
+
+} // namespace kg
