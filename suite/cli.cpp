@@ -14,6 +14,7 @@
 #include "reports/result_schema.h"
 #include "suite/audit.h"
 #include "suite/exit_codes.h"
+#include "suite/time_command.h"
 
 namespace kg {
 namespace {
@@ -24,6 +25,9 @@ commands:
   env [--json]                     the environment every result embeds
   audit <name> [--backend cpu|cuda] [--protocol NAME] [--out DIR]
                                    audit a checker (names: layernorm-affine)
+  time --impl NAME [--vs NAME] [--clocks observe|require-locked|lock=MHz]
+       [--backend events|graph] [--shape RxC] [--dtype float32|float16] [--min-effect F]
+       [--out DIR]                 time a kernel (cold, L2 flushed), optionally against another
   protocols [--json]               the checking protocols and the peers they model
   validate <result.json>           check a result file against the result schema
   help                             this text
@@ -155,6 +159,7 @@ int kernelgate_main(const std::vector<std::string>& args, std::ostream& out, std
     if (cmd == "audit") return cmd_audit(args, out, err);
     if (cmd == "protocols") return cmd_protocols(args, out, err);
     if (cmd == "validate") return cmd_validate(args, out, err);
+    if (cmd == "time") return run_time_command(args, out, err);
   } catch (const std::exception& e) {
     err << "kernelgate: internal error: " << e.what() << "\n";
     return exit_code::internal;

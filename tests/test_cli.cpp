@@ -129,3 +129,31 @@ TEST(cli, an_interrupted_audit_keeps_its_records_and_reports_the_rest_missing) {
   EXPECT_EQ(doc["summary"]["totals"]["rejected"], 0);
   kg::remove_tree(out);
 }
+
+TEST(cli, time_rejects_unknown_implementations_and_bad_options) {
+  auto r = run({"time", "--impl", "layernorm-fast"});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("unknown implementation 'layernorm-fast'"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 1);
+  r = run({"time", "--impl", "layernorm", "--vs", "nope"});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  r = run({"time", "--impl", "layernorm", "--clocks", "lock=fast"});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("--clocks"), std::string::npos);
+  r = run({"time", "--impl", "layernorm", "--shape", "8192"});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  r = run({"time", "--impl", "layernorm", "--dtype", "int8"});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+}
+
+TEST(cli, time_without_a_gpu_exits_3) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) == cudaSuccess && n > 0)
+    GTEST_SKIP() << "a CUDA device is present; the no-GPU path is exercised on CPU machines";
+  const auto out = temp("time_nogpu");
+  const auto r = run({"time", "--impl", "layernorm", "--out", out.string()});
+  EXPECT_EQ(r.rc, exit_code::unavailable);
+  EXPECT_NE(r.err.find("no GPU"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 1);
+  EXPECT_FALSE(fs::exists(out / "result.json"));
+}

@@ -1,9 +1,16 @@
 // GPU timing tests (label gpu); each skips with a visible message where no CUDA device exists.
 #include <cmath>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
+#include "reports/json_schema.h"
+#include "reports/remove_tree.h"
+#include "reports/result_schema.h"
+#include "suite/cli.h"
+#include "suite/exit_codes.h"
 #include "timing/device_info.h"
 #include "timing/gpu_timer.h"
 #include "timing/timing_kernels.h"
@@ -52,4 +59,39 @@ TEST(gpu_timing, work_that_synchronizes_inside_the_timed_call_is_an_error_not_a_
     (void)cudaStreamSynchronize(s); // waits for the blocking kernel, which waits for the host
   });
   EXPECT_THROW(t.sample(*p), timing_error);
+}
+
+// On the shared H200 clocks are never locked: require-locked must refuse with exit code 3 before
+// measuring. (Where a lab locks clocks, this test skips.)
+TEST(gpu_timing, require_locked_on_unlocked_clocks_is_refused) {
+  KG_REQUIRE_GPU();
+  nvml_session nvml;
+  const auto c = nvml.clocks(0);
+  if (!c.clocks_locked.has_value() || *c.clocks_locked)
+    GTEST_SKIP() << "clocks locked or not judged: " << c.locked_basis;
+  std::ostringstream out, err;
+  const int rc = kernelgate_main({"kernelgate", "time", "--impl", "layernorm", "--clocks",
+                                  "require-locked", "--out", "/tmp/kg_require_locked"},
+                                 out, err);
+  EXPECT_EQ(rc, exit_code::unavailable);
+  EXPECT_NE(err.str().find("not locked"), std::string::npos) << err.str();
+}
+
+// End to end on the GPU: a timing with a comparison writes a valid result whose decision is SAME
+// for a kernel against itself (identical work: the paired ratio interval must sit inside +-3%).
+TEST(gpu_timing, time_command_compares_a_kernel_with_itself_as_same) {
+  KG_REQUIRE_GPU();
+  const std::string dir = "/tmp/kg_time_same";
+  std::ostringstream out, err;
+  const int rc = kernelgate_main({"kernelgate", "time", "--impl", "layernorm", "--vs", "layernorm",
+                                  "--shape", "4096x4096", "--out", dir},
+                                 out, err);
+  std::cout << out.str();
+  ASSERT_EQ(rc, exit_code::ok) << err.str();
+  std::ifstream f(dir + "/result.json");
+  const auto doc = nlohmann::json::parse(f);
+  for (const auto& e : validate_json(nlohmann::json::parse(result_schema_text()), doc))
+    ADD_FAILURE() << e.path << ": " << e.message;
+  EXPECT_EQ(doc["summary"]["comparison"]["decision"], "SAME") << doc["summary"].dump();
+  kg::remove_tree(dir);
 }

@@ -1,0 +1,236 @@
+// `kernelgate time --impl NAME [--vs NAME] [--clocks observe|require-locked|lock=MHz]
+//                  [--backend events|graph] [--shape RxC] [--dtype float32|float16]
+//                  [--min-effect F] [--out DIR]`
+// Implementations are the LayerNorm kernels of the affine audit (the task catalog comes later).
+#include "suite/time_command.h"
+
+#include <charconv>
+#include <iomanip>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <sstream>
+
+#include "kernels/layernorm_affine_cuda.h"
+#include "reports/environment.h"
+#include "reports/result_writer.h"
+#include "suite/exit_codes.h"
+#include "timing/clock_policy.h"
+#include "timing/device_buffer.h"
+#include "timing/device_info.h"
+#include "timing/gpu_timer.h"
+#include "timing/paired.h"
+
+namespace kg {
+namespace {
+
+// Device copies of one LayerNorm problem, shared by every implementation timed in a run.
+struct layernorm_buffers {
+  layernorm_config cfg;
+  device_buffer x, w, b, y;
+  explicit layernorm_buffers(const layernorm_config& c) : cfg(c) {
+    const auto in = draw_layernorm_inputs(c);
+    x = device_buffer(in.x.bytes.size());
+    w = device_buffer(in.weight.bytes.size());
+    b = device_buffer(in.bias.bytes.size());
+    y = device_buffer(in.x.bytes.size());
+    KG_CUDA_CHECK(cudaMemcpy(x.get(), in.x.bytes.data(), x.size(), cudaMemcpyHostToDevice));
+    KG_CUDA_CHECK(cudaMemcpy(w.get(), in.weight.bytes.data(), w.size(), cudaMemcpyHostToDevice));
+    KG_CUDA_CHECK(cudaMemcpy(b.get(), in.bias.bytes.data(), b.size(), cudaMemcpyHostToDevice));
+  }
+};
+
+std::map<std::string, std::function<work_fn(layernorm_buffers&)>> registry() {
+  std::map<std::string, std::function<work_fn(layernorm_buffers&)>> r;
+  r["layernorm"] = [](layernorm_buffers& d) -> work_fn {
+    return [&d](cudaStream_t s) {
+      launch_layernorm_affine(affine_formula::reference, d.cfg.type, d.x.get(), d.w.get(),
+                              d.b.get(), d.y.get(), d.cfg.rows, d.cfg.cols, 1e-5f, s);
+    };
+  };
+  r["layernorm-independent"] = [](layernorm_buffers& d) -> work_fn {
+    return [&d](cudaStream_t s) {
+      launch_layernorm_independent(d.cfg.type, d.x.get(), d.w.get(), d.b.get(), d.y.get(),
+                                   d.cfg.rows, d.cfg.cols, 1e-5f, s);
+    };
+  };
+  for (const auto& f : altered_formulas()) {
+    const affine_formula formula = f.formula;
+    r["layernorm-" + std::string(f.name)] = [formula](layernorm_buffers& d) -> work_fn {
+      return [&d, formula](cudaStream_t s) {
+        launch_layernorm_affine(formula, d.cfg.type, d.x.get(), d.w.get(), d.b.get(), d.y.get(),
+                                d.cfg.rows, d.cfg.cols, 1e-5f, s);
+      };
+    };
+  }
+  return r;
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> parse_shape(const std::string& s) {
+  const auto x = s.find('x');
+  if (x == std::string::npos) return std::nullopt;
+  std::int64_t r = 0, c = 0;
+  auto ok = [](const char* b, const char* e, std::int64_t& v) {
+    const auto [p, ec] = std::from_chars(b, e, v);
+    return ec == std::errc() && p == e && v > 0;
+  };
+  if (!ok(s.data(), s.data() + x, r) || !ok(s.data() + x + 1, s.data() + s.size(), c))
+    return std::nullopt;
+  return std::make_pair(r, c);
+}
+
+std::string fmt(double v, int precision = 2) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(precision) << v;
+  return o.str();
+}
+
+void print_result(std::ostream& out, const std::string& name, const timing_result& r) {
+  out << name << ": median " << fmt(r.summary.median, 3) << " us, 95% CI ["
+      << fmt(r.median_ci.lo, 3) << ", " << fmt(r.median_ci.hi, 3) << "], " << r.kept_us.size()
+      << " samples kept, " << r.discarded << " discarded, SM clock " << fmt(r.min_mhz, 0) << "-"
+      << fmt(r.max_mhz, 0) << " MHz (modal " << fmt(r.modal_mhz, 0) << "), backend " << r.backend
+      << ", stop " << r.stop_reason << "\n";
+}
+
+} // namespace
+
+std::vector<std::string> timed_implementation_names() {
+  std::vector<std::string> n;
+  for (const auto& [k, v] : registry())
+    n.push_back(k);
+  return n;
+}
+
+int run_time_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::map<std::string, std::string> o = {{"--clocks", "observe"},
+                                          {"--backend", "events"},
+                                          {"--shape", "8192x4096"},
+                                          {"--dtype", "float16"},
+                                          {"--min-effect", "0.03"},
+                                          {"--impl", ""},
+                                          {"--vs", ""},
+                                          {"--out", ""}};
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    if (!o.count(args[i])) {
+      err << "kernelgate: unknown option '" << args[i] << "' for time\n";
+      return exit_code::bad_input;
+    }
+    if (i + 1 >= args.size()) {
+      err << "kernelgate: option '" << args[i] << "' needs a value\n";
+      return exit_code::bad_input;
+    }
+    o[args[i]] = args[i + 1];
+    ++i;
+  }
+  const auto impls = registry();
+  for (const char* k : {"--impl", "--vs"}) {
+    const std::string& n = o[k];
+    if ((k == std::string("--impl") || !n.empty()) && !impls.count(n)) {
+      std::string known;
+      for (const auto& [name, f] : impls)
+        known += (known.empty() ? "" : ", ") + name;
+      err << "kernelgate: unknown implementation '" << n << "' (known: " << known << ")\n";
+      return exit_code::bad_input;
+    }
+  }
+  const auto policy = parse_clock_policy(o["--clocks"]);
+  const auto backend = parse_timing_backend(o["--backend"]);
+  const auto shape = parse_shape(o["--shape"]);
+  const auto type = parse_dtype(o["--dtype"]);
+  double min_effect = 0;
+  const auto& me = o["--min-effect"];
+  const auto [mp, mec] = std::from_chars(me.data(), me.data() + me.size(), min_effect);
+  std::string bad;
+  if (!policy)
+    bad = "--clocks '" + o["--clocks"] + "' (observe, require-locked, lock=<MHz>)";
+  else if (!backend)
+    bad = "--backend '" + o["--backend"] + "' (events, graph)";
+  else if (!shape)
+    bad = "--shape '" + o["--shape"] + "' (ROWSxCOLS)";
+  else if (!type || (*type != dtype::float32 && *type != dtype::float16))
+    bad = "--dtype '" + o["--dtype"] + "' (float32, float16)";
+  else if (mec != std::errc() || mp != me.data() + me.size() || min_effect < 0 || min_effect >= 1)
+    bad = "--min-effect '" + me + "' (a fraction in [0, 1))";
+  if (!bad.empty()) {
+    err << "kernelgate: invalid " << bad << "\n";
+    return exit_code::bad_input;
+  }
+  const device_info dev = query_device(0);
+  if (!dev.available) {
+    err << "kernelgate: no GPU to time on: " << dev.reason << "\n";
+    return exit_code::unavailable;
+  }
+  nvml_session nvml;
+  std::unique_ptr<clock_guard> clocks;
+  try {
+    clocks = std::make_unique<clock_guard>(nvml, 0, *policy);
+  } catch (const clock_policy_error& e) {
+    err << "kernelgate: " << e.what() << "\n";
+    return exit_code::unavailable;
+  }
+  timing_options topt;
+  topt.backend = *backend;
+  const layernorm_config cfg{shape->first, shape->second, *type, 42};
+  const std::string out_dir = o["--out"].empty() ? "kg-out/time-" + o["--impl"] : o["--out"];
+  nlohmann::json config = {{"impl", o["--impl"]},           {"vs", o["--vs"]},
+                           {"shape", {cfg.rows, cfg.cols}}, {"dtype", dtype_name(cfg.type)},
+                           {"clocks", policy->name()},      {"clock_policy_note", clocks->note()},
+                           {"timing", topt.to_json()},      {"min_effect", min_effect}};
+  std::unique_ptr<result_writer> writer;
+  try {
+    writer = std::make_unique<result_writer>(out_dir, "time", args, collect_environment(), config);
+  } catch (const output_error& e) {
+    err << "kernelgate: " << e.what() << "\n";
+    return exit_code::bad_input;
+  }
+  layernorm_buffers buffers(cfg);
+  gpu_timer timer(topt);
+  nlohmann::json summary = {{"status", "complete"}};
+  try {
+    const auto work = impls.at(o["--impl"])(buffers);
+    const auto r = timer.measure(work);
+    print_result(out, o["--impl"], r);
+    writer->append({{"type", "timing"},
+                    {"id", "timing/" + o["--impl"]},
+                    {"impl", o["--impl"]},
+                    {"result", r.to_json()}});
+    summary[o["--impl"]] = r.to_json(false);
+    if (!o["--vs"].empty()) {
+      const auto other = impls.at(o["--vs"])(buffers);
+      const auto rv = timer.measure(other);
+      print_result(out, o["--vs"], rv);
+      writer->append({{"type", "timing"},
+                      {"id", "timing/" + o["--vs"]},
+                      {"impl", o["--vs"]},
+                      {"result", rv.to_json()}});
+      paired_options po;
+      po.min_effect = min_effect;
+      // Baseline is --vs, candidate is --impl: the ratio says how --impl compares with it.
+      const auto p = measure_paired(timer, other, work, po);
+      out << o["--impl"] << " vs " << o["--vs"] << ": time ratio " << fmt(p.ratio_ci.estimate, 4)
+          << ", 95% CI [" << fmt(p.ratio_ci.lo, 4) << ", " << fmt(p.ratio_ci.hi, 4) << "] over "
+          << p.ratios.size() << " ABBA pairs (" << p.pairs_discarded << " discarded), min effect "
+          << fmt(100 * min_effect, 1) << "%: " << decision_name(p.verdict) << "\n";
+      writer->append({{"type", "comparison"},
+                      {"id", "comparison/" + o["--impl"] + "/" + o["--vs"]},
+                      {"candidate", o["--impl"]},
+                      {"baseline", o["--vs"]},
+                      {"result", p.to_json()}});
+      summary["comparison"] = {{"decision", decision_name(p.verdict)},
+                               {"median_ratio", p.ratio_ci.estimate},
+                               {"ratio_ci95", {p.ratio_ci.lo, p.ratio_ci.hi}}};
+    }
+  } catch (const std::exception& e) {
+    summary["status"] = "failed";
+    summary["error"] = e.what();
+    writer->finish(summary);
+    err << "kernelgate: timing failed: " << e.what() << "\n";
+    return exit_code::failures;
+  }
+  const auto path = writer->finish(summary);
+  out << "Wrote " << path.string() << "\n";
+  return exit_code::ok;
+}
+
+} // namespace kg

@@ -1,0 +1,99 @@
+#include "timing/paired.h"
+
+#include <chrono>
+
+#include "timing/interrupt.h"
+#include "workloads/rng.h"
+
+namespace kg {
+
+nlohmann::json paired_result::to_json() const {
+  return {{"pairs_kept", ratios.size()},
+          {"pairs_discarded", pairs_discarded},
+          {"ratio_definition", "candidate_us / baseline_us per adjacent pair; below 1 is faster"},
+          {"median_ratio", ratio_ci.estimate},
+          {"ratio_ci95", {ratio_ci.lo, ratio_ci.hi}},
+          {"ci_method", ci_method_name(ratio_ci.method)},
+          {"ci_seed", ratio_ci.seed},
+          {"min_effect", min_effect},
+          {"decision", decision_name(verdict)},
+          {"stop_reason", stop_reason},
+          {"wall_seconds", wall_seconds},
+          {"baseline_us", a_us},
+          {"candidate_us", b_us}};
+}
+
+paired_result measure_paired(gpu_timer& timer, const work_fn& a, const work_fn& b,
+                             const paired_options& opt) {
+  paired_result r;
+  r.min_effect = opt.min_effect;
+  auto pa = timer.prepare(a), pb = timer.prepare(b);
+  for (int i = 0; i < timer.options().warmup; ++i) {
+    (void)timer.sample(*pa);
+    (void)timer.sample(*pb);
+  }
+  rng order(opt.seed, stream_id("abba"));
+  std::vector<timing_sample> all; // for the run's modal clock
+  struct pair {
+    timing_sample a, b;
+  };
+  std::vector<pair> pairs;
+  const auto t0 = std::chrono::steady_clock::now();
+  bootstrap_options bo;
+  bo.resamples = 1000;
+  bo.method = ci_method::percentile;
+  for (;;) {
+    // One block: ABBA or BAAB, chosen at random, gives two pairs.
+    const bool a_first = order.below(2) == 0;
+    timing_sample s[4];
+    for (int k = 0; k < 4; ++k) {
+      const bool run_a = (k == 0 || k == 3) == a_first;
+      s[k] = timer.sample(run_a ? *pa : *pb);
+      all.push_back(s[k]);
+    }
+    pairs.push_back(a_first ? pair{s[0], s[1]} : pair{s[1], s[0]});
+    pairs.push_back(a_first ? pair{s[3], s[2]} : pair{s[2], s[3]});
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (stop_requested()) {
+      r.stop_reason = "interrupted";
+      break;
+    }
+    if (wall >= opt.max_wall_seconds) {
+      r.stop_reason = "wall_cap";
+      break;
+    }
+    if (static_cast<int>(pairs.size()) >= opt.max_pairs) {
+      r.stop_reason = "max_pairs";
+      break;
+    }
+    if (static_cast<int>(pairs.size()) >= opt.min_pairs && pairs.size() % 10 == 0) {
+      std::vector<double> q;
+      for (const auto& p : pairs)
+        q.push_back(p.b.gpu_us / p.a.gpu_us);
+      const auto ci = bootstrap_median(q, bo);
+      if (0.5 * (ci.hi - ci.lo) / ci.estimate <= opt.target_rel_halfwidth) {
+        r.stop_reason = "target_reached";
+        break;
+      }
+    }
+  }
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double modal = gpu_timer::apply_clock_floor(all, timer.options().clock_floor);
+  for (const auto& p : pairs) {
+    const double floor = timer.options().clock_floor * modal;
+    if ((p.a.sm_mhz > 0 && p.a.sm_mhz < floor) || (p.b.sm_mhz > 0 && p.b.sm_mhz < floor)) {
+      ++r.pairs_discarded;
+      continue;
+    }
+    r.a_us.push_back(p.a.gpu_us);
+    r.b_us.push_back(p.b.gpu_us);
+    r.ratios.push_back(p.b.gpu_us / p.a.gpu_us);
+  }
+  if (r.ratios.size() < 2) throw timing_error("fewer than two pairs survived the clock floor");
+  r.ratio_ci = bootstrap_paired_ratio(r.b_us, r.a_us);
+  r.verdict = decide(r.ratio_ci.lo, r.ratio_ci.hi, opt.min_effect);
+  return r;
+}
+
+} // namespace kg
