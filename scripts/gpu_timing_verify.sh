@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Timing verification on the GPU machine: builds (as gpu_verify.sh does), runs the GPU tests, the
+# side-by-side repeatability table, triton's own do_bench on the same ops, and ncu's kernel
+# durations (--clock-control none: clocks are never touched). Logs go to $LOG_DIR.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+logs=${LOG_DIR:-$root/gpu-logs}
+mkdir -p "$logs"
+prefix=/tmp/kg-deps
+mkdir -p $prefix
+for d in "$root"/.deps/debs/*.deb; do dpkg -x "$d" $prefix; done
+export KG_PREFIX_PATH=$prefix/usr BUILD_DIR=${BUILD_DIR:-$root/build-gpu}
+bash "$root/scripts/setup.sh" build >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log"; exit 1; }
+cd "$BUILD_DIR"
+timeout 200 ctest -L gpu -V >"$logs/ctest_gpu.log" 2>&1
+grep -E 'tests passed|measured / expected|time ratio|vs layernorm|\*\*\*' "$logs/ctest_gpu.log"
+timeout 60 ./suite/kernelgate time --impl layernorm-omit_bias --vs layernorm --out /tmp/kg-time \
+  >"$logs/time_cmd.txt" 2>&1; cat "$logs/time_cmd.txt"
+timeout 240 ./bench/kg_bench_repeatability >"$logs/repeatability.txt" 2>&1; cat "$logs/repeatability.txt"
+timeout 150 python3 "$root/scripts/dobench_peer.py" 8 >"$logs/dobench_peer.txt" 2>&1
+cat "$logs/dobench_peer.txt"
+timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+  ./bench/kg_bench_repeatability --child ncu >"$logs/ncu.csv" 2>"$logs/ncu.err"
+python3 - "$logs/ncu.csv" <<'PY'
+import csv, statistics, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+head = rows[0]; k = head.index("Kernel Name"); v = head.index("Metric Value"); u = head.index("Metric Unit")
+d = collections.defaultdict(list)
+for r in rows[1:]:
+    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(r[u], float("nan"))
+    d[r[k].split("(")[0].split("<")[0]].append(float(r[v].replace(",", "")) * scale)
+for name, xs in d.items():
+    print("ncu %-28s median %.2f us over %d launches" % (name, statistics.median(xs[3:]), len(xs) - 3))
+PY
