@@ -27,7 +27,7 @@ rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
 head = rows[0]; k = head.index("Kernel Name"); v = head.index("Metric Value"); u = head.index("Metric Unit")
 d = collections.defaultdict(list)
 for r in rows[1:]:
-    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(r[u], float("nan"))
+    scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}.get(r[u], float("nan"))
     d[r[k].split("(")[0].split("<")[0]].append(float(r[v].replace(",", "")) * scale)
 for name, xs in d.items():
     print("ncu %-28s median %.2f us over %d launches" % (name, statistics.median(xs[3:]), len(xs) - 3))

@@ -117,6 +117,11 @@ cudaStream_t gpu_timer::stream() const {
 std::unique_ptr<gpu_timer::prepared> gpu_timer::prepare(const work_fn& work) {
   auto p = std::make_unique<prepared>();
   p->fn = work;
+  // One plain call first: with lazy module loading (the CUDA default) a kernel's first launch
+  // loads its module, which waits for the device to go idle -- inside the blocking window that
+  // would wait for the blocking kernel, which waits for the host: a deadlock until its timeout.
+  work(stream());
+  KG_CUDA_CHECK(cudaStreamSynchronize(stream()));
   if (opt_.backend == timing_backend::graph) {
     cudaGraph_t g = nullptr;
     KG_CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
