@@ -36,7 +36,9 @@ nlohmann::json timing_options::to_json() const {
           {"clock_floor", clock_floor},
           {"backoff_ms", backoff_ms},
           {"flush_l2", flush_l2},
-          {"l2_flush", "memset of 2x the device's L2 size, a new byte value every sample"},
+          {"l2_flush", "memset of 2x the device's L2 size (a new byte value every sample), then a "
+                       "read pass over it so no dirty flush line is written back inside the "
+                       "timed span"},
           {"persisting_l2_reset", true},
           {"blocking_timeout_ns", blocking_timeout_ns}};
 }
@@ -98,6 +100,7 @@ struct gpu_timer::state {
   mapped_host<int> flag;
   mapped_host<std::array<clock_probe, 2>> probes;
   device_buffer flush;
+  device_buffer sink{sizeof(int)};
   unsigned char flush_byte = 0;
 };
 
@@ -139,6 +142,7 @@ timing_sample gpu_timer::sample(prepared& work) {
   if (opt_.flush_l2) {
     // A new value each sample: the flush is real writes, never a no-op a cache could elide.
     KG_CUDA_CHECK(cudaMemsetAsync(s_->flush.get(), ++s_->flush_byte, s_->flush.size(), s));
+    launch_l2_read_pass(s_->flush.get(), s_->flush.size(), static_cast<int*>(s_->sink.get()), s);
   }
   KG_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
   volatile int* flag = s_->flag.host();

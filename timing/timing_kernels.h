@@ -1,6 +1,7 @@
 // The small kernels the timing harness queues around the work under measurement.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda_runtime_api.h>
@@ -22,6 +23,11 @@ void launch_blocking_kernel(const volatile int* flag, std::uint64_t timeout_ns, 
 // One thread spins for about span_ns of %globaltimer and records both deltas: cycles / ns is the
 // SM clock at that moment.
 void launch_clock_probe(clock_probe* out, std::uint64_t span_ns, cudaStream_t stream);
+
+// Reads `bytes` of `buf` through L2. After the flush buffer is overwritten (new contents every
+// sample), this pass replaces the dirty lines the write left in L2 with clean ones, so the timed
+// work never pays for writing back the flush's data.
+void launch_l2_read_pass(const void* buf, std::size_t bytes, int* sink, cudaStream_t stream);
 
 // A kernel of known length: one thread per block spins until clock64() has advanced `cycles`.
 void launch_spin_kernel(std::int64_t cycles, int blocks, cudaStream_t stream);
