@@ -101,6 +101,7 @@ struct gpu_timer::state {
   mapped_host<std::array<clock_probe, 2>> probes;
   device_buffer flush;
   device_buffer sink{sizeof(int)};
+  int read_pass_blocks = 0; // 4 per SM, queried once: no device query on the per-sample path
   unsigned char flush_byte = 0;
 };
 
@@ -108,6 +109,9 @@ gpu_timer::gpu_timer(const timing_options& opt) : opt_(opt), s_(std::make_unique
   int device = 0, l2 = 0;
   KG_CUDA_CHECK(cudaGetDevice(&device));
   KG_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  int sms = 0;
+  KG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  s_->read_pass_blocks = 4 * sms;
   if (opt_.flush_l2) s_->flush = device_buffer(2 * static_cast<std::size_t>(l2));
 }
 
@@ -142,7 +146,8 @@ timing_sample gpu_timer::sample(prepared& work) {
   if (opt_.flush_l2) {
     // A new value each sample: the flush is real writes, never a no-op a cache could elide.
     KG_CUDA_CHECK(cudaMemsetAsync(s_->flush.get(), ++s_->flush_byte, s_->flush.size(), s));
-    launch_l2_read_pass(s_->flush.get(), s_->flush.size(), static_cast<int*>(s_->sink.get()), s);
+    launch_l2_read_pass(s_->flush.get(), s_->flush.size(), static_cast<int*>(s_->sink.get()),
+                        s_->read_pass_blocks, s);
   }
   KG_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
   volatile int* flag = s_->flag.host();

@@ -70,11 +70,9 @@ void launch_clock_probe(clock_probe* out, std::uint64_t span_ns, cudaStream_t st
   KG_CUDA_CHECK(cudaGetLastError());
 }
 
-void launch_l2_read_pass(const void* buf, std::size_t bytes, int* sink, cudaStream_t stream) {
-  int sms = 0, device = 0;
-  KG_CUDA_CHECK(cudaGetDevice(&device));
-  KG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  l2_read_kernel<<<4 * sms, 512, 0, stream>>>(static_cast<const uint4*>(buf), bytes / 16, sink);
+void launch_l2_read_pass(const void* buf, std::size_t bytes, int* sink, int blocks,
+                         cudaStream_t stream) {
+  l2_read_kernel<<<blocks, 512, 0, stream>>>(static_cast<const uint4*>(buf), bytes / 16, sink);
   KG_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -27,7 +27,8 @@ void launch_clock_probe(clock_probe* out, std::uint64_t span_ns, cudaStream_t st
 // Reads `bytes` of `buf` through L2. After the flush buffer is overwritten (new contents every
 // sample), this pass replaces the dirty lines the write left in L2 with clean ones, so the timed
 // work never pays for writing back the flush's data.
-void launch_l2_read_pass(const void* buf, std::size_t bytes, int* sink, cudaStream_t stream);
+void launch_l2_read_pass(const void* buf, std::size_t bytes, int* sink, int blocks,
+                         cudaStream_t stream);
 
 // A kernel of known length: one thread per block spins until clock64() has advanced `cycles`.
 void launch_spin_kernel(std::int64_t cycles, int blocks, cudaStream_t stream);
