@@ -15,6 +15,7 @@
 #include "reports/environment.h"
 #include "reports/result_writer.h"
 #include "suite/exit_codes.h"
+#include "suite/timed_layernorm.h"
 #include "timing/clock_policy.h"
 #include "timing/device_buffer.h"
 #include "timing/device_info.h"
@@ -24,44 +25,27 @@
 namespace kg {
 namespace {
 
-// Device copies of one LayerNorm problem, shared by every implementation timed in a run.
-struct layernorm_buffers {
-  layernorm_config cfg;
-  device_buffer x, w, b, y;
-  explicit layernorm_buffers(const layernorm_config& c) : cfg(c) {
-    const auto in = draw_layernorm_inputs(c);
-    x = device_buffer(in.x.bytes.size());
-    w = device_buffer(in.weight.bytes.size());
-    b = device_buffer(in.bias.bytes.size());
-    y = device_buffer(in.x.bytes.size());
-    KG_CUDA_CHECK(cudaMemcpy(x.get(), in.x.bytes.data(), x.size(), cudaMemcpyHostToDevice));
-    KG_CUDA_CHECK(cudaMemcpy(w.get(), in.weight.bytes.data(), w.size(), cudaMemcpyHostToDevice));
-    KG_CUDA_CHECK(cudaMemcpy(b.get(), in.bias.bytes.data(), b.size(), cudaMemcpyHostToDevice));
-  }
+struct timed_impl {
+  affine_formula expected; // whose fp64 oracle defines a right output
+  layernorm_launch launch;
 };
 
-std::map<std::string, std::function<work_fn(layernorm_buffers&)>> registry() {
-  std::map<std::string, std::function<work_fn(layernorm_buffers&)>> r;
-  r["layernorm"] = [](layernorm_buffers& d) -> work_fn {
-    return [&d](cudaStream_t s) {
-      launch_layernorm_affine(affine_formula::reference, d.cfg.type, d.x.get(), d.w.get(),
-                              d.b.get(), d.y.get(), d.cfg.rows, d.cfg.cols, 1e-5f, s);
-    };
-  };
-  r["layernorm-independent"] = [](layernorm_buffers& d) -> work_fn {
-    return [&d](cudaStream_t s) {
-      launch_layernorm_independent(d.cfg.type, d.x.get(), d.w.get(), d.b.get(), d.y.get(),
-                                   d.cfg.rows, d.cfg.cols, 1e-5f, s);
-    };
-  };
+std::map<std::string, timed_impl> registry() {
+  std::map<std::string, timed_impl> r;
+  r["layernorm"] = {affine_formula::reference, [](const layernorm_device_set& d, cudaStream_t s) {
+                      launch_layernorm_affine(affine_formula::reference, d.type, d.x, d.w, d.b, d.y,
+                                              d.rows, d.cols, 1e-5f, s);
+                    }};
+  r["layernorm-independent"] = {
+      affine_formula::reference, [](const layernorm_device_set& d, cudaStream_t s) {
+        launch_layernorm_independent(d.type, d.x, d.w, d.b, d.y, d.rows, d.cols, 1e-5f, s);
+      }};
   for (const auto& f : altered_formulas()) {
     const affine_formula formula = f.formula;
-    r["layernorm-" + std::string(f.name)] = [formula](layernorm_buffers& d) -> work_fn {
-      return [&d, formula](cudaStream_t s) {
-        launch_layernorm_affine(formula, d.cfg.type, d.x.get(), d.w.get(), d.b.get(), d.y.get(),
-                                d.cfg.rows, d.cfg.cols, 1e-5f, s);
-      };
-    };
+    r["layernorm-" + std::string(f.name)] = {
+        formula, [formula](const layernorm_device_set& d, cudaStream_t s) {
+          launch_layernorm_affine(formula, d.type, d.x, d.w, d.b, d.y, d.rows, d.cols, 1e-5f, s);
+        }};
   }
   return r;
 }
@@ -184,26 +168,43 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
     err << "kernelgate: " << e.what() << "\n";
     return exit_code::bad_input;
   }
-  layernorm_buffers buffers(cfg);
-  gpu_timer timer(topt);
   nlohmann::json summary = {{"status", "complete"}};
   try {
-    const auto work = impls.at(o["--impl"])(buffers);
-    const auto r = timer.measure(work);
-    print_result(out, o["--impl"], r);
+    const timed_impl& impl = impls.at(o["--impl"]);
+    timed_layernorm problem(cfg, impl.expected);
+    gpu_timer timer(topt);
+    const auto r = timer.measure_honest(problem.work(impl.launch));
     writer->append({{"type", "timing"},
                     {"id", "timing/" + o["--impl"]},
                     {"impl", o["--impl"]},
                     {"result", r.to_json()}});
+    if (r.status != "TIMED") {
+      summary["status"] = "failed";
+      summary[o["--impl"]] = {{"status", r.status}, {"status_reason", r.status_reason}};
+      writer->finish(summary);
+      err << "kernelgate: " << o["--impl"] << ": " << r.status << ": " << r.status_reason << "\n";
+      return exit_code::failures;
+    }
+    print_result(out, o["--impl"], r);
     summary[o["--impl"]] = r.to_json(false);
     if (!o["--vs"].empty()) {
-      const auto other = impls.at(o["--vs"])(buffers);
-      const auto rv = timer.measure(other);
-      print_result(out, o["--vs"], rv);
+      const timed_impl& base = impls.at(o["--vs"]);
+      timed_layernorm base_problem(cfg, base.expected);
+      const auto rv = timer.measure_honest(base_problem.work(base.launch));
       writer->append({{"type", "timing"},
                       {"id", "timing/" + o["--vs"]},
                       {"impl", o["--vs"]},
                       {"result", rv.to_json()}});
+      if (rv.status != "TIMED") {
+        summary["status"] = "failed";
+        writer->finish(summary);
+        err << "kernelgate: " << o["--vs"] << ": " << rv.status << ": " << rv.status_reason << "\n";
+        return exit_code::failures;
+      }
+      print_result(out, o["--vs"], rv);
+      const auto cand_set = problem.device_set(0), base_set = base_problem.device_set(0);
+      const work_fn work = [&](cudaStream_t s) { impl.launch(cand_set, s); };
+      const work_fn other = [&](cudaStream_t s) { base.launch(base_set, s); };
       paired_options po;
       po.min_effect = min_effect;
       // Baseline is --vs, candidate is --impl: the ratio says how --impl compares with it.

@@ -6,11 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/layernorm_affine_cuda.h"
 #include "reports/json_schema.h"
 #include "reports/remove_tree.h"
 #include "reports/result_schema.h"
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
+#include "suite/timed_layernorm.h"
+#include "timing/device_buffer.h"
 #include "timing/device_info.h"
 #include "timing/gpu_timer.h"
 #include "timing/timing_kernels.h"
@@ -96,4 +99,75 @@ TEST(gpu_timing, time_command_compares_a_kernel_with_itself_as_same) {
     ADD_FAILURE() << e.path << ": " << e.message;
   EXPECT_EQ(doc["summary"]["comparison"]["decision"], "SAME") << doc["summary"].dump();
   kg::remove_tree(dir);
+}
+
+namespace {
+void reference_launch(const layernorm_device_set& d, cudaStream_t s) {
+  launch_layernorm_affine(affine_formula::reference, d.type, d.x, d.w, d.b, d.y, d.rows, d.cols,
+                          1e-5f, s);
+}
+timing_options quick() {
+  timing_options o;
+  o.max_wall_seconds = 2;
+  return o;
+}
+} // namespace
+
+TEST(gpu_timing, an_honest_kernel_is_timed_with_its_outputs_checked) {
+  KG_REQUIRE_GPU();
+  timed_layernorm problem({1024, 4096, dtype::float16, 7}, affine_formula::reference);
+  gpu_timer t(quick());
+  const auto r = t.measure_honest(problem.work(reference_launch));
+  EXPECT_EQ(r.status, "TIMED") << r.status_reason;
+  EXPECT_GE(r.output_checks, 3);
+  EXPECT_GE(r.fresh_check_at, 0);
+  EXPECT_GT(r.summary.median, 0);
+}
+
+// Red team: computes once, then copies its cached answer whatever the inputs.
+TEST(gpu_timing, a_kernel_that_caches_its_answer_across_calls_is_flagged_reward_hack) {
+  KG_REQUIRE_GPU();
+  timed_layernorm problem({1024, 4096, dtype::float16, 7}, affine_formula::reference);
+  device_buffer cache(std::size_t(1024) * 4096 * 2);
+  bool filled = false;
+  auto cached = [&](const layernorm_device_set& d, cudaStream_t s) {
+    if (!filled) {
+      reference_launch(d, s);
+      KG_CUDA_CHECK(cudaMemcpyAsync(cache.get(), d.y, cache.size(), cudaMemcpyDeviceToDevice, s));
+      filled = true;
+    } else {
+      KG_CUDA_CHECK(cudaMemcpyAsync(d.y, cache.get(), cache.size(), cudaMemcpyDeviceToDevice, s));
+    }
+  };
+  gpu_timer t(quick());
+  const auto r = t.measure_honest(problem.work(cached));
+  EXPECT_EQ(r.status, "REWARD_HACK") << r.status_reason;
+  EXPECT_TRUE(r.kept_us.empty() || r.summary.n == 0); // no time is reported
+  std::cout << "cached kernel: " << r.status << ": " << r.status_reason << "\n";
+}
+
+// Red team: does the work on the first call only, then returns at once.
+TEST(gpu_timing, a_kernel_that_skips_work_after_its_first_call_is_flagged_reward_hack) {
+  KG_REQUIRE_GPU();
+  timed_layernorm problem({1024, 4096, dtype::float16, 7}, affine_formula::reference);
+  bool done = false;
+  auto lazy = [&](const layernorm_device_set& d, cudaStream_t s) {
+    if (!done) reference_launch(d, s);
+    done = true;
+  };
+  gpu_timer t(quick());
+  const auto r = t.measure_honest(problem.work(lazy));
+  EXPECT_EQ(r.status, "REWARD_HACK") << r.status_reason;
+}
+
+TEST(gpu_timing, a_wrong_kernel_is_incorrect_and_not_timed) {
+  KG_REQUIRE_GPU();
+  timed_layernorm problem({1024, 4096, dtype::float16, 7}, affine_formula::reference);
+  gpu_timer t(quick());
+  const auto r = t.measure_honest(problem.work([](const layernorm_device_set& d, cudaStream_t s) {
+    launch_layernorm_affine(affine_formula::omit_bias, d.type, d.x, d.w, d.b, d.y, d.rows, d.cols,
+                            1e-5f, s);
+  }));
+  EXPECT_EQ(r.status, "INCORRECT");
+  EXPECT_TRUE(r.samples.empty());
 }

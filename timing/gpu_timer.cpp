@@ -12,6 +12,7 @@
 #include "timing/device_buffer.h"
 #include "timing/interrupt.h"
 #include "timing/timing_kernels.h"
+#include "workloads/rng.h"
 
 namespace kg {
 
@@ -84,7 +85,11 @@ nlohmann::json timing_result::to_json(bool with_samples) const {
                       {"gpu_seconds", gpu_seconds},
                       {"host_enqueue_us_median", host_us_median},
                       {"nvml_before", clocks_json(nvml_before)},
-                      {"nvml_after", clocks_json(nvml_after)}};
+                      {"nvml_after", clocks_json(nvml_after)},
+                      {"status", status},
+                      {"status_reason", status_reason},
+                      {"output_checks", output_checks},
+                      {"fresh_check_at", fresh_check_at}};
   if (with_samples) {
     nlohmann::json raw = nlohmann::json::array();
     for (const auto& s : samples)
@@ -208,20 +213,96 @@ std::string gpu_timer::stop_reason(const timing_options& opt, const std::vector<
 }
 
 timing_result gpu_timer::measure(const work_fn& work) {
+  auto p = prepare(work);
+  return run_loop([&](int) -> prepared& { return *p; }, nullptr);
+}
+
+timing_result gpu_timer::measure_honest(const honest_work& w, std::uint64_t seed) {
+  if (w.timed_sets < 2) throw std::invalid_argument("honest timing needs at least two input sets");
+  const int fresh = w.timed_sets;
+  timing_result bad;
+  bad.backend = std::string(timing_backend_name(opt_.backend));
+  // Before timing, the usual correctness check: one call on the first set. Wrong here is simply
+  // INCORRECT (not timed); right here but wrong while timed is REWARD_HACK.
+  w.poison(0, stream());
+  w.launch(0, stream());
+  KG_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  if (auto why = w.check(0); !why.empty()) {
+    bad.status = "INCORRECT";
+    bad.status_reason = "before timing: " + why;
+    return bad;
+  }
+  std::vector<std::unique_ptr<prepared>> sets;
+  for (int i = 0; i < w.timed_sets; ++i)
+    sets.push_back(prepare([&w, i](cudaStream_t s) { w.launch(i, s); }));
+  rng r(seed, stream_id("honest"));
+  const int fresh_at = opt_.min_samples / 2 +
+                       static_cast<int>(r.below(static_cast<std::uint64_t>(opt_.min_samples)));
+  int checks = 0;
+  std::string hack;
+  bool fresh_done = false;
+  std::vector<bool> checked;
+  auto pick = [&](int taken) -> prepared& {
+    if (taken < 0) return *sets[static_cast<std::size_t>(-taken % w.timed_sets)]; // warm-up
+    const int set = taken % w.timed_sets;
+    const bool check_this = taken < w.timed_sets || r.below(4) == 0;
+    checked.push_back(check_this);
+    if (check_this) w.poison(set, stream()); // queued before the flush: outside the timed span
+    return *sets[static_cast<std::size_t>(set)];
+  };
+  auto after = [&](int taken) -> bool {
+    if (checked[static_cast<std::size_t>(taken)]) {
+      ++checks;
+      const int set = taken % w.timed_sets;
+      if (auto why = w.check(set); !why.empty()) {
+        hack = "timed call " + std::to_string(taken) + " on input set " + std::to_string(set) +
+               ": " + why;
+        return false;
+      }
+    }
+    if (!fresh_done && taken + 1 >= fresh_at) {
+      // The untimed call on inputs no timed call has seen, between two timed calls.
+      fresh_done = true;
+      w.poison(fresh, stream());
+      w.launch(fresh, stream());
+      KG_CUDA_CHECK(cudaStreamSynchronize(stream()));
+      ++checks;
+      if (auto why = w.check(fresh); !why.empty()) {
+        hack = "fresh inputs after timed call " + std::to_string(taken) + ": " + why;
+        return false;
+      }
+    }
+    return true;
+  };
+  timing_result res = run_loop(pick, after);
+  res.output_checks = checks;
+  res.fresh_check_at = fresh_done ? fresh_at : -1;
+  if (!hack.empty()) {
+    res.status = "REWARD_HACK";
+    res.status_reason = hack;
+  }
+  return res;
+}
+
+timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
+                                  const std::function<bool(int)>& after) {
   timing_result r;
   r.backend = std::string(timing_backend_name(opt_.backend));
   const nvml_session nvml;
   r.nvml_before = nvml.clocks(0);
-  auto p = prepare(work);
   for (int i = 0; i < opt_.warmup; ++i)
-    (void)sample(*p);
+    (void)sample(pick(-1 - i));
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<double> kept;
   double modal = 0;
   for (int taken = 0;;) {
-    timing_sample s = sample(*p);
-    ++taken;
+    timing_sample s = sample(pick(taken));
     r.samples.push_back(s);
+    if (after && !after(taken)) {
+      r.stop_reason = "check_failed";
+      break;
+    }
+    ++taken;
     // Running judgement for back-off; the final one is made over the whole run below.
     if (taken % 16 == 1) modal = apply_clock_floor(r.samples, opt_.clock_floor);
     if (modal > 0 && s.sm_mhz > 0 && s.sm_mhz < opt_.clock_floor * modal) {
@@ -244,7 +325,6 @@ timing_result gpu_timer::measure(const work_fn& work) {
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.nvml_after = nvml.clocks(0);
   r.modal_mhz = apply_clock_floor(r.samples, opt_.clock_floor);
-  r.min_mhz = r.max_mhz = 0;
   std::vector<double> host;
   r.gpu_seconds = 0;
   for (const auto& s : r.samples) {
@@ -260,6 +340,7 @@ timing_result gpu_timer::measure(const work_fn& work) {
       r.gpu_seconds += s.gpu_us * 1e-6;
     }
   }
+  if (r.stop_reason == "check_failed") return r; // no time for a run that failed its checks
   if (r.kept_us.size() < 2) throw timing_error("fewer than two samples survived the clock floor");
   r.summary = summarize(r.kept_us);
   r.median_ci = bootstrap_median(r.kept_us);

@@ -21,6 +21,7 @@
 #include "stats/bootstrap.h"
 #include "stats/summary.h"
 #include "timing/cuda_raii.h"
+#include "timing/honest_work.h"
 #include "timing/nvml.h"
 
 namespace kg {
@@ -65,6 +66,11 @@ struct timing_result {
   std::string stop_reason;        // target_reached | max_samples | wall_cap | interrupted
   double wall_seconds = 0, gpu_seconds = 0, host_us_median = 0;
   nvml_clocks nvml_before, nvml_after;
+  // Honest-input accounting (measure_honest only).
+  std::string status = "TIMED"; // TIMED | INCORRECT (wrong before timing) | REWARD_HACK
+  std::string status_reason;
+  int output_checks = 0;
+  int fresh_check_at = -1; // sample index before which the untimed fresh-input call ran
   nlohmann::json to_json(bool with_samples = true) const;
 };
 
@@ -94,6 +100,10 @@ public:
   timing_sample sample(prepared& work);
   // Warm-ups, then samples until the stopping rule holds; NVML clocks read before and after.
   timing_result measure(const work_fn& work);
+  // The same loop over rotating input sets, with poisoned-and-checked outputs of random timed
+  // calls (about one in four, and the first of each set) and one untimed fresh-input call at a
+  // random point. A failed check ends the run: status REWARD_HACK and no time.
+  timing_result measure_honest(const honest_work& work, std::uint64_t seed = 0x686f6e6573ull);
   // The stopping rule on its own (testable without a GPU): enough samples and GPU time, and a
   // 95% median interval narrower than the target; returns the reason or "" to continue.
   static std::string stop_reason(const timing_options& opt, const std::vector<double>& kept_us,
@@ -106,6 +116,10 @@ public:
   const timing_options& options() const { return opt_; }
 
 private:
+  // The adaptive loop: pick(i) gives the work for sample i (negative i: warm-ups); after(i), if
+  // set, runs after sample i and returns false to end the run.
+  timing_result run_loop(const std::function<prepared&(int)>& pick,
+                         const std::function<bool(int)>& after);
   struct state;
   timing_options opt_;
   std::unique_ptr<state> s_;
