@@ -58,3 +58,17 @@ TEST(timing_backend, names_round_trip) {
   EXPECT_EQ(parse_timing_backend("graph"), timing_backend::graph);
   EXPECT_FALSE(parse_timing_backend("cupti").has_value());
 }
+
+TEST(timing_result, a_result_that_failed_its_checks_carries_no_time) {
+  timing_result r;
+  r.backend = "events";
+  r.status = "REWARD_HACK";
+  r.status_reason = "timed call 3 on input set 1: element 0 is nan, expected 0.5";
+  r.samples.push_back({12.0, 1980.0, 0, false});
+  const auto j = r.to_json();
+  EXPECT_EQ(j["status"], "REWARD_HACK");
+  EXPECT_FALSE(j.contains("median_us"));
+  EXPECT_FALSE(j.contains("raw_samples"));
+  r.status = "TIMED";
+  EXPECT_TRUE(r.to_json().contains("median_us"));
+}

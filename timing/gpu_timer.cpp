@@ -65,6 +65,13 @@ double probe_mhz(const clock_probe& p) {
 } // namespace
 
 nlohmann::json timing_result::to_json(bool with_samples) const {
+  if (status != "TIMED") // no time for an implementation that failed its checks
+    return {{"backend", backend},
+            {"status", status},
+            {"status_reason", status_reason},
+            {"samples_taken", samples.size()},
+            {"output_checks", output_checks},
+            {"fresh_check_at", fresh_check_at}};
   nlohmann::json j = {{"backend", backend},
                       {"samples_taken", samples.size()},
                       {"samples_kept", kept_us.size()},
