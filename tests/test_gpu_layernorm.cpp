@@ -9,6 +9,8 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include "gpu_test_support.h"
+
 #include "audit_expectations.h"
 #include "kernels/layernorm_backend.h"
 #include "oracles/comparators.h"
@@ -22,19 +24,6 @@ using namespace kg;
 namespace fs = std::filesystem;
 
 namespace {
-std::string no_gpu_reason() {
-  int n = 0;
-  const cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(e);
-  if (n == 0) return "no CUDA device: none found";
-  return "";
-}
-
-#define KG_REQUIRE_GPU()                                                                           \
-  do {                                                                                             \
-    const std::string why = no_gpu_reason();                                                       \
-    if (!why.empty()) GTEST_SKIP() << "GPU test skipped: " << why;                                 \
-  } while (0)
 
 struct shape_case {
   std::int64_t rows, cols;

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "gpu_test_support.h"
+
 #include "kernels/layernorm_affine_cuda.h"
 #include "reports/json_schema.h"
 #include "reports/remove_tree.h"
@@ -19,12 +21,6 @@
 #include "timing/timing_kernels.h"
 
 using namespace kg;
-
-#define KG_REQUIRE_GPU()                                                                           \
-  do {                                                                                             \
-    const auto d = query_device(0);                                                                \
-    if (!d.available) GTEST_SKIP() << "GPU test skipped: " << d.reason;                            \
-  } while (0)
 
 // A kernel that spins a known number of SM cycles must measure cycles / f_SM, with f_SM the
 // clock the harness itself read around each sample.
