@@ -70,6 +70,8 @@ std::string fmt(double v, int precision = 2) {
 }
 
 void print_result(std::ostream& out, const std::string& name, const timing_result& r) {
+  if (const auto w = clock_variation_warning(r); !w.empty())
+    out << "warning: " << name << ": " << w << "\n";
   out << name << ": median " << fmt(r.summary.median, 3) << " us, 95% CI ["
       << fmt(r.median_ci.lo, 3) << ", " << fmt(r.median_ci.hi, 3) << "], " << r.kept_us.size()
       << " samples kept, " << r.discarded << " discarded, SM clock " << fmt(r.min_mhz, 0) << "-"

@@ -72,3 +72,17 @@ TEST(timing_result, a_result_that_failed_its_checks_carries_no_time) {
   r.status = "TIMED";
   EXPECT_TRUE(r.to_json().contains("median_us"));
 }
+
+TEST(clock_warning, steady_clocks_are_quiet_and_variation_or_throttling_is_reported) {
+  timing_result r;
+  r.modal_mhz = 1980;
+  r.min_mhz = 1950;
+  r.max_mhz = 1985; // 35 MHz = 1.8% of modal: steady
+  r.nvml_before.throttle_reasons = {"GpuIdle"};
+  EXPECT_EQ(clock_variation_warning(r), "");
+  r.min_mhz = 1800; // 185 MHz = 9.3%
+  EXPECT_NE(clock_variation_warning(r).find("1800-1985 MHz"), std::string::npos);
+  r.min_mhz = 1950;
+  r.nvml_after.throttle_reasons = {"SwPowerCap"};
+  EXPECT_NE(clock_variation_warning(r).find("SwPowerCap"), std::string::npos);
+}

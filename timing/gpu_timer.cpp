@@ -219,6 +219,19 @@ std::string gpu_timer::stop_reason(const timing_options& opt, const std::vector<
   return ci.estimate > 0 && half / ci.estimate <= opt.target_rel_halfwidth ? "target_reached" : "";
 }
 
+std::string clock_variation_warning(const timing_result& r, double spread) {
+  std::string msg;
+  if (r.modal_mhz > 0 && (r.max_mhz - r.min_mhz) > spread * r.modal_mhz)
+    msg = "SM clock varied " + std::to_string(std::lround(r.min_mhz)) + "-" +
+          std::to_string(std::lround(r.max_mhz)) + " MHz (modal " +
+          std::to_string(std::lround(r.modal_mhz)) + ")";
+  for (const auto* c : {&r.nvml_before, &r.nvml_after})
+    for (const auto& reason : c->throttle_reasons)
+      if (reason != "GpuIdle" && msg.find(reason) == std::string::npos)
+        msg += std::string(msg.empty() ? "" : "; ") + "NVML throttle reason " + reason;
+  return msg;
+}
+
 timing_result gpu_timer::measure(const work_fn& work) {
   auto p = prepare(work);
   return run_loop([&](int) -> prepared& { return *p; }, nullptr);

@@ -83,6 +83,11 @@ struct timing_error : std::runtime_error {
 
 using work_fn = std::function<void(cudaStream_t)>;
 
+// `--clocks observe` warns instead of refusing: a message when the SM clock measured across the
+// run's samples spread by more than `spread` of the modal clock, or when NVML reported a throttle
+// reason other than GpuIdle before or after the run; "" when the clocks held steady.
+std::string clock_variation_warning(const timing_result& r, double spread = 0.03);
+
 class gpu_timer {
 public:
   explicit gpu_timer(const timing_options& opt = {});
