@@ -1,5 +1,5 @@
 // `kernelgate time --impl NAME [--vs NAME] [--clocks observe|require-locked|lock=MHz]
-//                  [--backend events|graph] [--shape RxC] [--dtype float32|float16]
+//                  [--backend events|graph|cupti] [--shape RxC] [--dtype float32|float16]
 //                  [--min-effect F] [--out DIR]`
 // Implementations are the LayerNorm kernels of the affine audit (the task catalog comes later).
 #include "suite/time_command.h"
@@ -76,7 +76,7 @@ void print_result(std::ostream& out, const std::string& name, const timing_resul
       << fmt(r.median_ci.lo, 3) << ", " << fmt(r.median_ci.hi, 3) << "], " << r.kept_us.size()
       << " samples kept, " << r.discarded << " discarded, SM clock " << fmt(r.min_mhz, 0) << "-"
       << fmt(r.max_mhz, 0) << " MHz (modal " << fmt(r.modal_mhz, 0) << "), backend " << r.backend
-      << ", stop " << r.stop_reason << "\n";
+      << ", stop " << r.stop_reason << ", activity audit " << r.activity_audit << "\n";
 }
 
 } // namespace
@@ -131,7 +131,7 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
   if (!policy)
     bad = "--clocks '" + o["--clocks"] + "' (observe, require-locked, lock=<MHz>)";
   else if (!backend)
-    bad = "--backend '" + o["--backend"] + "' (events, graph)";
+    bad = "--backend '" + o["--backend"] + "' (events, graph, cupti)";
   else if (!shape)
     bad = "--shape '" + o["--shape"] + "' (ROWSxCOLS)";
   else if (!type || (*type != dtype::float32 && *type != dtype::float16))
@@ -157,6 +157,14 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
   }
   timing_options topt;
   topt.backend = *backend;
+  std::unique_ptr<gpu_timer> timer_holder;
+  try {
+    timer_holder = std::make_unique<gpu_timer>(topt);
+  } catch (const timing_error& e) { // e.g. --backend cupti under another profiler
+    err << "kernelgate: " << e.what() << "\n";
+    return exit_code::unavailable;
+  }
+  gpu_timer& timer = *timer_holder;
   const layernorm_config cfg{shape->first, shape->second, *type, 42};
   const std::string out_dir = o["--out"].empty() ? "kg-out/time-" + o["--impl"] : o["--out"];
   nlohmann::json config = {{"impl", o["--impl"]},           {"vs", o["--vs"]},
@@ -174,7 +182,6 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
   try {
     const timed_impl& impl = impls.at(o["--impl"]);
     timed_layernorm problem(cfg, impl.expected);
-    gpu_timer timer(topt);
     const auto r = timer.measure_honest(problem.work(impl.launch));
     writer->append({{"type", "timing"},
                     {"id", "timing/" + o["--impl"]},

@@ -17,6 +17,9 @@
 #include "suite/timed_layernorm.h"
 #include "timing/device_buffer.h"
 #include "timing/device_info.h"
+#include "oracles/device_allclose.h"
+#include "timing/activity_tracer.h"
+#include "timing/cuda_raii.h"
 #include "timing/gpu_timer.h"
 #include "timing/timing_kernels.h"
 
@@ -26,7 +29,7 @@ using namespace kg;
 // clock the harness itself read around each sample.
 TEST(gpu_timing, spin_kernel_of_known_cycles_is_timed_within_2_percent) {
   KG_REQUIRE_GPU();
-  for (timing_backend b : {timing_backend::events, timing_backend::graph}) {
+  for (timing_backend b : {timing_backend::events, timing_backend::graph, timing_backend::cupti}) {
     timing_options o;
     o.backend = b;
     o.max_wall_seconds = 3;
@@ -166,4 +169,98 @@ TEST(gpu_timing, a_wrong_kernel_is_incorrect_and_not_timed) {
   }));
   EXPECT_EQ(r.status, "INCORRECT");
   EXPECT_TRUE(r.samples.empty());
+}
+
+// CUPTI must work on a GPU machine with no other profiler attached: the side-stream audit and the
+// cupti backend rest on it.
+TEST(gpu_timing, cupti_activity_tracing_works_here) {
+  KG_REQUIRE_GPU();
+  std::string why;
+  ASSERT_NE(activity_tracer::instance(&why), nullptr) << why;
+}
+
+// Red team: the work's real cost runs on a side stream that never joins the measuring stream, so
+// it starts while the measuring stream is held and the events around the call never see it.
+// The event backend must flag it; the CUPTI backend must time it.
+TEST(gpu_timing, work_on_a_side_stream_is_timed_by_cupti_and_flagged_by_events) {
+  KG_REQUIRE_GPU();
+  cuda_stream side; // non-blocking: it never waits for the measuring stream
+  const std::int64_t cycles = 1'000'000;
+  auto work = [&](cudaStream_t s) {
+    launch_spin_kernel(cycles, 1, side.get());
+    launch_spin_kernel(1000, 1, s);
+  };
+  for (timing_backend b : {timing_backend::events, timing_backend::graph}) {
+    timing_options o;
+    o.backend = b;
+    o.max_wall_seconds = 2;
+    gpu_timer t(o);
+    if (b == timing_backend::graph) {
+      // The capture holds only the measuring stream's kernel: the graph backend refuses a call
+      // whose replay would drop some of its GPU work.
+      EXPECT_ANY_THROW((void)t.measure(work));
+      continue;
+    }
+    const auto r = t.measure(work);
+    std::cout << timing_backend_name(b) << ": " << r.status << ": " << r.status_reason << "\n";
+    EXPECT_EQ(r.status, "REWARD_HACK");
+    EXPECT_EQ(r.stop_reason, "untimed_activity");
+    EXPECT_EQ(r.to_json().count("median_us"), 0u); // no time reported
+  }
+  timing_options o;
+  o.backend = timing_backend::cupti;
+  o.max_wall_seconds = 2;
+  gpu_timer t(o);
+  const auto r = t.measure(work);
+  ASSERT_EQ(r.status, "TIMED");
+  const double expected_us = cycles / r.modal_mhz;
+  std::cout << "cupti: median " << r.summary.median << " us, spin alone " << expected_us
+            << " us at " << r.modal_mhz << " MHz\n";
+  EXPECT_GT(r.summary.median, 0.98 * expected_us);
+  EXPECT_LT(r.summary.median, 1.25 * expected_us);
+  for (const auto& s : r.samples)
+    EXPECT_EQ(s.activity_streams, 2);
+}
+
+// The CUPTI span of a short kernel excludes the launch gap that event timing includes.
+TEST(gpu_timing, cupti_span_of_a_short_kernel_is_not_longer_than_its_event_span) {
+  KG_REQUIRE_GPU();
+  timing_options o;
+  o.backend = timing_backend::cupti;
+  o.max_wall_seconds = 2;
+  gpu_timer t(o);
+  const auto r = t.measure([](cudaStream_t s) { launch_spin_kernel(10'000, 1, s); });
+  std::vector<double> ev, act;
+  for (const auto& s : r.samples) {
+    ev.push_back(s.event_us);
+    act.push_back(s.activity_us);
+  }
+  std::cout << "10k-cycle spin: cupti " << median(act) << " us, events " << median(ev) << " us\n";
+  EXPECT_LE(median(act), median(ev));
+  // Never shorter than the spin itself; longer by block launch and retirement only (< 1 us).
+  EXPECT_GE(median(act), 10'000 / r.modal_mhz);
+  EXPECT_LT(median(act), 10'000 / r.modal_mhz + 1.0);
+}
+
+// The GPU-side allclose on hand-made outputs: exact, within tolerance, outside it, and NaN.
+TEST(gpu_timing, device_allclose_counts_mismatches_and_finds_the_first) {
+  KG_REQUIRE_GPU();
+  const std::vector<float> expected = {1.0f, -2.0f, 100.0f, 0.5f, 3.0f, 7.0f};
+  // atol 0.01, rtol 0.01: bounds 0.02, 0.03, 1.01, 0.015, 0.04, 0.08.
+  const std::vector<float> y = {1.0f, -2.029f, 101.5f, 0.5f, std::nanf(""), 7.07f};
+  device_buffer e(expected.size() * 4), d(y.size() * 4);
+  KG_CUDA_CHECK(cudaMemcpy(e.get(), expected.data(), e.size(), cudaMemcpyHostToDevice));
+  KG_CUDA_CHECK(cudaMemcpy(d.get(), y.data(), d.size(), cudaMemcpyHostToDevice));
+  cuda_stream s;
+  const auto r = device_allclose(d.get(), dtype::float32, static_cast<const float*>(e.get()),
+                                 y.size(), 0.01f, 0.01f, s.get());
+  EXPECT_EQ(r.mismatches, 2u); // 101.5 (off by 1.5 > 1.01) and NaN
+  EXPECT_EQ(r.first, 2u);
+  // float16 outputs: 1.0 and -2.0 are exact in binary16.
+  const std::vector<std::uint16_t> h = {0x3c00, 0xc000};
+  device_buffer dh(h.size() * 2);
+  KG_CUDA_CHECK(cudaMemcpy(dh.get(), h.data(), dh.size(), cudaMemcpyHostToDevice));
+  const auto rh = device_allclose(dh.get(), dtype::float16, static_cast<const float*>(e.get()), 2,
+                                  0.0f, 0.0f, s.get());
+  EXPECT_EQ(rh.mismatches, 0u);
 }

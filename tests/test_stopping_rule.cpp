@@ -27,6 +27,16 @@ TEST(stopping_rule, needs_minimum_samples_and_gpu_time) {
   EXPECT_EQ(gpu_timer::stop_reason(o, enough, 0.02, 0.1, 40), "target_reached");
 }
 
+TEST(stopping_rule, the_gpu_time_minimum_is_waived_once_enough_samples_are_kept) {
+  timing_options o;
+  o.min_gpu_seconds = 0.25;
+  o.enough_samples = 2000;
+  const auto short_kernel = noisy(5.0, 0.01, 1999, 4); // 5 us each: 0.01 s of GPU time
+  EXPECT_EQ(gpu_timer::stop_reason(o, short_kernel, 0.01, 0.1, 1999), "");
+  const auto more = noisy(5.0, 0.01, 2000, 4);
+  EXPECT_EQ(gpu_timer::stop_reason(o, more, 0.01, 0.1, 2000), "target_reached");
+}
+
 TEST(stopping_rule, noisy_samples_keep_going_until_a_cap) {
   timing_options o;
   o.target_rel_halfwidth = 0.0025;
@@ -42,10 +52,10 @@ TEST(stopping_rule, noisy_samples_keep_going_until_a_cap) {
 TEST(clock_floor, discards_samples_below_the_fraction_of_the_modal_clock) {
   std::vector<timing_sample> s;
   for (int i = 0; i < 10; ++i)
-    s.push_back({10.0, 1980.0, 0, false});
-  s.push_back({12.0, 1700.0, 0, false}); // 86% of 1980: below a 0.9 floor
-  s.push_back({11.0, 1800.0, 0, false}); // 91%: kept
-  s.push_back({10.0, 0.0, 0, false});    // no clock reading: never discarded on its account
+    s.push_back({.gpu_us = 10.0, .sm_mhz = 1980.0});
+  s.push_back({.gpu_us = 12.0, .sm_mhz = 1700.0}); // 86% of 1980: below a 0.9 floor
+  s.push_back({.gpu_us = 11.0, .sm_mhz = 1800.0}); // 91%: kept
+  s.push_back({.gpu_us = 10.0, .sm_mhz = 0.0});    // no clock reading: never discarded on its account
   EXPECT_DOUBLE_EQ(gpu_timer::apply_clock_floor(s, 0.9), 1980.0);
   EXPECT_TRUE(s[10].discarded);
   EXPECT_FALSE(s[11].discarded);
@@ -56,7 +66,10 @@ TEST(clock_floor, discards_samples_below_the_fraction_of_the_modal_clock) {
 TEST(timing_backend, names_round_trip) {
   EXPECT_EQ(parse_timing_backend("events"), timing_backend::events);
   EXPECT_EQ(parse_timing_backend("graph"), timing_backend::graph);
-  EXPECT_FALSE(parse_timing_backend("cupti").has_value());
+  EXPECT_EQ(parse_timing_backend("cupti"), timing_backend::cupti);
+  for (auto b : {timing_backend::events, timing_backend::graph, timing_backend::cupti})
+    EXPECT_EQ(parse_timing_backend(timing_backend_name(b)), b);
+  EXPECT_FALSE(parse_timing_backend("nvtx").has_value());
 }
 
 TEST(timing_result, a_result_that_failed_its_checks_carries_no_time) {
@@ -64,7 +77,7 @@ TEST(timing_result, a_result_that_failed_its_checks_carries_no_time) {
   r.backend = "events";
   r.status = "REWARD_HACK";
   r.status_reason = "timed call 3 on input set 1: element 0 is nan, expected 0.5";
-  r.samples.push_back({12.0, 1980.0, 0, false});
+  r.samples.push_back({.gpu_us = 12.0, .event_us = 12.0, .sm_mhz = 1980.0});
   const auto j = r.to_json();
   EXPECT_EQ(j["status"], "REWARD_HACK");
   EXPECT_FALSE(j.contains("median_us"));

@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "timing/activity_tracer.h"
 #include "timing/cuda_raii.h"
 #include "timing/device_buffer.h"
 #include "timing/interrupt.h"
@@ -17,21 +18,34 @@
 namespace kg {
 
 std::string_view timing_backend_name(timing_backend b) {
-  return b == timing_backend::graph ? "graph" : "events";
+  switch (b) {
+  case timing_backend::graph:
+    return "graph";
+  case timing_backend::cupti:
+    return "cupti";
+  default:
+    return "events";
+  }
 }
 
 std::optional<timing_backend> parse_timing_backend(std::string_view s) {
   if (s == "events") return timing_backend::events;
   if (s == "graph") return timing_backend::graph;
+  if (s == "cupti") return timing_backend::cupti;
   return std::nullopt;
 }
 
 nlohmann::json timing_options::to_json() const {
   return {{"backend", timing_backend_name(backend)},
           {"warmup", warmup},
+          {"warmup_wall_seconds", warmup_wall_seconds},
+          {"trace_activity", trace_activity},
+          {"audit_every", audit_every},
+          {"nvml_per_sample", nvml_per_sample},
           {"min_samples", min_samples},
           {"max_samples", max_samples},
           {"min_gpu_seconds", min_gpu_seconds},
+          {"enough_samples", enough_samples},
           {"target_rel_halfwidth", target_rel_halfwidth},
           {"max_wall_seconds", max_wall_seconds},
           {"clock_floor", clock_floor},
@@ -69,6 +83,7 @@ nlohmann::json timing_result::to_json(bool with_samples) const {
     return {{"backend", backend},
             {"status", status},
             {"status_reason", status_reason},
+            {"activity_audit", activity_audit},
             {"samples_taken", samples.size()},
             {"output_checks", output_checks},
             {"fresh_check_at", fresh_check_at}};
@@ -88,9 +103,13 @@ nlohmann::json timing_result::to_json(bool with_samples) const {
                       {"ci_seed", median_ci.seed},
                       {"sm_clock_mhz", {{"modal", modal_mhz}, {"min", min_mhz}, {"max", max_mhz}}},
                       {"stop_reason", stop_reason},
+                      {"activity_audit", activity_audit},
+                      {"warmup_samples", warmup_samples},
                       {"wall_seconds", wall_seconds},
                       {"gpu_seconds", gpu_seconds},
                       {"host_enqueue_us_median", host_us_median},
+                      {"host_enqueue_us_traced_median", host_us_traced_median},
+                      {"traced_samples", traced_samples},
                       {"nvml_before", clocks_json(nvml_before)},
                       {"nvml_after", clocks_json(nvml_after)},
                       {"status", status},
@@ -100,8 +119,12 @@ nlohmann::json timing_result::to_json(bool with_samples) const {
   if (with_samples) {
     nlohmann::json raw = nlohmann::json::array();
     for (const auto& s : samples)
-      raw.push_back({s.gpu_us, s.sm_mhz, s.discarded});
-    j["raw_samples"] = {{"columns", {"gpu_us", "sm_mhz", "discarded"}}, {"rows", raw}};
+      raw.push_back({s.gpu_us, s.event_us, s.activity_us, s.activity_streams, s.sm_mhz,
+                     s.nvml_sm_mhz, s.throttle_mask, s.host_us, s.discarded});
+    j["raw_samples"] = {{"columns",
+                         {"gpu_us", "event_us", "activity_us", "activity_streams", "sm_mhz",
+                          "nvml_sm_mhz", "throttle_mask", "host_us", "discarded"}},
+                        {"rows", raw}};
   }
   return j;
 }
@@ -115,6 +138,12 @@ struct gpu_timer::state {
   device_buffer sink{sizeof(int)};
   int read_pass_blocks = 0; // 4 per SM, queried once: no device query on the per-sample path
   unsigned char flush_byte = 0;
+  activity_tracer* tracer = nullptr; // null: CUPTI unavailable or not asked for
+  std::string tracer_why;
+  std::uint64_t next_tag = 0;
+  std::uint64_t samples_seen = 0;
+  rng audit_pick{0x617564697431ull, stream_id("audit")};
+  bool always_traced = false; // cupti backend: tracing held on for the timer's lifetime
 };
 
 gpu_timer::gpu_timer(const timing_options& opt) : opt_(opt), s_(std::make_unique<state>()) {
@@ -125,9 +154,22 @@ gpu_timer::gpu_timer(const timing_options& opt) : opt_(opt), s_(std::make_unique
   KG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   s_->read_pass_blocks = 4 * sms;
   if (opt_.flush_l2) s_->flush = device_buffer(2 * static_cast<std::size_t>(l2));
+  if (opt_.trace_activity || opt_.backend == timing_backend::cupti) {
+    s_->tracer = activity_tracer::instance(&s_->tracer_why);
+    if (!s_->tracer && opt_.backend == timing_backend::cupti)
+      throw timing_error("timing backend 'cupti' unavailable: " + s_->tracer_why);
+    if (s_->tracer && opt_.backend == timing_backend::cupti) {
+      s_->tracer->acquire();
+      s_->always_traced = true;
+    }
+  } else {
+    s_->tracer_why = "not requested";
+  }
 }
 
-gpu_timer::~gpu_timer() = default;
+gpu_timer::~gpu_timer() {
+  if (s_->always_traced) s_->tracer->release();
+}
 
 cudaStream_t gpu_timer::stream() const {
   return s_->stream.get();
@@ -139,8 +181,28 @@ std::unique_ptr<gpu_timer::prepared> gpu_timer::prepare(const work_fn& work) {
   // One plain call first: with lazy module loading (the CUDA default) a kernel's first launch
   // loads its module, which waits for the device to go idle -- inside the blocking window that
   // would wait for the blocking kernel, which waits for the host: a deadlock until its timeout.
+  activity_tracer* tr = s_->tracer;
+  const std::uint64_t tag = (++s_->next_tag) * 4;
+  if (tr) {
+    tr->acquire();
+    tr->begin(tag);
+  }
   work(stream());
-  KG_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  if (tr) tr->end();
+  KG_CUDA_CHECK(cudaDeviceSynchronize());
+  // Records of finished work can trail a flush by a moment: count until the count holds.
+  auto settled_count = [tr](std::uint64_t t) {
+    std::size_t n = tr->collect({t}).size();
+    for (int i = 0; i < 5; ++i) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      const std::size_t m = tr->collect({t}).size();
+      if (m == n) break;
+      n = m;
+    }
+    return n;
+  };
+  const std::size_t direct = tr ? settled_count(tag) : 0;
+  if (tr) tr->clear();
   if (opt_.backend == timing_backend::graph) {
     cudaGraph_t g = nullptr;
     KG_CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
@@ -148,12 +210,44 @@ std::unique_ptr<gpu_timer::prepared> gpu_timer::prepare(const work_fn& work) {
     KG_CUDA_CHECK(cudaStreamEndCapture(stream(), &g));
     p->graph.adopt(g);
     p->use_graph = true;
+    if (tr) {
+      // A launch onto a stream the capture does not follow runs once, eagerly, and is missing
+      // from every replay: such a call cannot be graph-timed.
+      KG_CUDA_CHECK(cudaDeviceSynchronize());
+      tr->clear();
+      tr->begin(tag + 1);
+      KG_CUDA_CHECK(cudaGraphLaunch(p->graph.get(), stream()));
+      tr->end();
+      KG_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::size_t replay = settled_count(tag + 1);
+      tr->clear();
+      if (replay < direct)
+        throw timing_error("the CUDA graph captured " + std::to_string(replay) + " of the " +
+                           std::to_string(direct) +
+                           " GPU activities a direct call launches (work on a stream the capture "
+                           "does not follow); time it with --backend events or cupti");
+    }
+  }
+  if (tr) {
+    tr->clear();
+    tr->release();
   }
   return p;
 }
 
 timing_sample gpu_timer::sample(prepared& work) {
   const cudaStream_t s = stream();
+  // Events and graph samples are audited by CUPTI now and then (tracing slows every CUDA call
+  // on the host); the cupti backend traces every sample.
+  const std::uint64_t seen = s_->samples_seen++;
+  const bool audit = s_->always_traced ||
+                     (s_->tracer && (seen < 4 || opt_.audit_every <= 1 ||
+                                     s_->audit_pick.below(static_cast<std::uint64_t>(
+                                         opt_.audit_every)) == 0));
+  activity_tracer* tr = audit ? s_->tracer : nullptr;
+  if (tr && !s_->always_traced) tr->acquire();
+  // Tags for this sample's holding kernel, work and trailing probe (CUPTI correlation).
+  const std::uint64_t tag = (++s_->next_tag) * 4;
   const auto h0 = std::chrono::steady_clock::now();
   if (opt_.flush_l2) {
     // A new value each sample: the flush is real writes, never a no-op a cache could elide.
@@ -161,18 +255,33 @@ timing_sample gpu_timer::sample(prepared& work) {
     launch_l2_read_pass(s_->flush.get(), s_->flush.size(), static_cast<int*>(s_->sink.get()),
                         s_->read_pass_blocks, s);
   }
-  KG_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
+  // Persisting lines exist only while a set-aside is configured (the work may configure one).
+  std::size_t persisting = 0;
+  KG_CUDA_CHECK(cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize));
+  if (persisting > 0) KG_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
   volatile int* flag = s_->flag.host();
   *flag = 0;
   auto* probes = s_->probes.device()->data();
+  if (tr) tr->begin(tag + 1);
   launch_blocking_kernel(s_->flag.device(), opt_.blocking_timeout_ns, &probes[0], s);
   KG_CUDA_CHECK(cudaEventRecord(s_->start.get(), s));
+  if (tr) {
+    tr->end();
+    tr->begin(tag + 2);
+  }
+  const auto w0 = std::chrono::steady_clock::now();
   if (work.use_graph)
     KG_CUDA_CHECK(cudaGraphLaunch(work.graph.get(), s));
   else
     work.fn(s);
+  const auto w1 = std::chrono::steady_clock::now();
+  if (tr) {
+    tr->end();
+    tr->begin(tag + 3);
+  }
   KG_CUDA_CHECK(cudaEventRecord(s_->stop.get(), s));
   launch_clock_probe(&probes[1], 10'000, s);
+  if (tr) tr->end();
   const auto h1 = std::chrono::steady_clock::now();
   std::atomic_thread_fence(std::memory_order_release);
   *flag = 1;
@@ -184,10 +293,41 @@ timing_sample gpu_timer::sample(prepared& work) {
   float ms = 0;
   KG_CUDA_CHECK(cudaEventElapsedTime(&ms, s_->start.get(), s_->stop.get()));
   timing_sample out;
-  out.gpu_us = 1000.0 * ms;
+  out.event_us = 1000.0 * ms;
+  out.gpu_us = out.event_us;
+  if (tr) {
+    // Work on another stream may still be running: wait for the whole device before reading.
+    KG_CUDA_CHECK(cudaDeviceSynchronize());
+    auto acts = tr->collect({tag + 1, tag + 2, tag + 3});
+    auto has_probe = [&] {
+      return std::any_of(acts.begin(), acts.end(), [&](auto& a) { return a.tag == tag + 3; });
+    };
+    // Records of finished kernels can trail the flush by a moment; ask again before judging.
+    for (int retry = 0; retry < 20 && !has_probe(); ++retry) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      acts = tr->collect({tag + 1, tag + 2, tag + 3});
+    }
+    tr->clear();
+    if (!s_->always_traced) tr->release();
+    out.traced = true;
+    std::uint64_t open = 0, close = 0;
+    std::vector<gpu_activity> work_acts;
+    for (const auto& a : acts) {
+      if (a.tag == tag + 1) open = a.end_ns;
+      else if (a.tag == tag + 3) close = a.start_ns;
+      else work_acts.push_back(a);
+    }
+    const auto span = summarize_activity(work_acts, open, close);
+    out.activity_us = span.span_us;
+    out.activity_streams = span.streams;
+    out.untimed_activity = span.outside_window;
+    out.untimed_stream = span.outside_stream;
+    if (opt_.backend == timing_backend::cupti) out.gpu_us = span.span_us;
+  }
   const double before = probe_mhz(p[0]), after = probe_mhz(p[1]);
   out.sm_mhz = before > 0 && after > 0 ? std::min(before, after) : std::max(before, after);
-  out.host_us = std::chrono::duration<double, std::micro>(h1 - h0).count();
+  out.work_enqueue_us = std::chrono::duration<double, std::micro>(w1 - w0).count();
+  out.host_us = std::chrono::duration<double, std::micro>(h1 - h0).count() - out.work_enqueue_us;
   return out;
 }
 
@@ -209,7 +349,8 @@ std::string gpu_timer::stop_reason(const timing_options& opt, const std::vector<
                                    double gpu_seconds, double wall_seconds, int taken) {
   if (wall_seconds >= opt.max_wall_seconds) return "wall_cap";
   if (taken >= opt.max_samples) return "max_samples";
-  if (static_cast<int>(kept.size()) < opt.min_samples || gpu_seconds < opt.min_gpu_seconds)
+  const int n = static_cast<int>(kept.size());
+  if (n < opt.min_samples || (gpu_seconds < opt.min_gpu_seconds && n < opt.enough_samples))
     return "";
   bootstrap_options b;
   b.resamples = 1000;
@@ -310,14 +451,39 @@ timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
   r.backend = std::string(timing_backend_name(opt_.backend));
   const nvml_session nvml;
   r.nvml_before = nvml.clocks(0);
-  for (int i = 0; i < opt_.warmup; ++i)
-    (void)sample(pick(-1 - i));
+  r.activity_audit = s_->tracer ? "cupti" : "unavailable: " + s_->tracer_why;
+  // GPU work of the call outside the window the events bracket: no time for such a run.
+  auto escaped = [&](const timing_sample& s, const std::string& where) {
+    if (!s.untimed_activity || opt_.backend == timing_backend::cupti) return false;
+    r.stop_reason = "untimed_activity";
+    r.status = "REWARD_HACK";
+    r.status_reason = where + ": GPU work of the timed call ran outside the timed window (stream " +
+                      std::to_string(s.untimed_stream) + "); " + r.backend +
+                      " timing cannot see it (--backend cupti times it)";
+    return true;
+  };
+  const auto w0 = std::chrono::steady_clock::now();
+  // Warm-ups by count and by wall time: a GPU that was idle needs a moment under load before
+  // its clocks settle where they will stay for the run.
+  for (int i = 0;; ++i) {
+    const double warm = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    if (i >= opt_.warmup && (warm >= opt_.warmup_wall_seconds || i >= 100 * opt_.warmup)) break;
+    const timing_sample w = sample(pick(-1 - i));
+    ++r.warmup_samples;
+    if (escaped(w, "warm-up sample " + std::to_string(i))) return r;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<double> kept;
   double modal = 0;
   for (int taken = 0;;) {
     timing_sample s = sample(pick(taken));
+    if (opt_.nvml_per_sample && nvml.available()) {
+      const auto n = nvml.sample(0);
+      s.nvml_sm_mhz = n.sm_mhz.value_or(0);
+      s.throttle_mask = n.throttle_mask.value_or(0);
+    }
     r.samples.push_back(s);
+    if (escaped(s, "sample " + std::to_string(taken))) break;
     if (after && !after(taken)) {
       r.stop_reason = "check_failed";
       break;
@@ -345,10 +511,11 @@ timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.nvml_after = nvml.clocks(0);
   r.modal_mhz = apply_clock_floor(r.samples, opt_.clock_floor);
-  std::vector<double> host;
+  std::vector<double> host, host_traced;
   r.gpu_seconds = 0;
   for (const auto& s : r.samples) {
-    host.push_back(s.host_us);
+    (s.traced ? host_traced : host).push_back(s.host_us);
+    r.traced_samples += s.traced ? 1 : 0;
     if (s.sm_mhz > 0) {
       r.min_mhz = r.min_mhz == 0 ? s.sm_mhz : std::min(r.min_mhz, s.sm_mhz);
       r.max_mhz = std::max(r.max_mhz, s.sm_mhz);
@@ -360,11 +527,13 @@ timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
       r.gpu_seconds += s.gpu_us * 1e-6;
     }
   }
-  if (r.stop_reason == "check_failed") return r; // no time for a run that failed its checks
+  // No time for a run that failed its checks or escaped its timer.
+  if (r.stop_reason == "check_failed" || r.stop_reason == "untimed_activity") return r;
   if (r.kept_us.size() < 2) throw timing_error("fewer than two samples survived the clock floor");
   r.summary = summarize(r.kept_us);
   r.median_ci = bootstrap_median(r.kept_us);
-  r.host_us_median = median(host);
+  r.host_us_median = median(host.empty() ? host_traced : host);
+  r.host_us_traced_median = host_traced.empty() ? 0.0 : median(host_traced);
   return r;
 }
 

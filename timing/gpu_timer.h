@@ -29,29 +29,51 @@ namespace kg {
 enum class timing_backend {
   events, // cudaEventElapsedTime between events around the work on the measuring stream
   graph,  // the work captured once into a CUDA graph; each sample replays it between events
+  cupti,  // CUPTI activity records: first start to last end of the call's GPU work, any stream
 };
 std::string_view timing_backend_name(timing_backend b);
 std::optional<timing_backend> parse_timing_backend(std::string_view s);
 
 struct timing_options {
   timing_backend backend = timing_backend::events;
-  int warmup = 3;
+  int warmup = 3;                   // at least this many warm-up samples ...
+  double warmup_wall_seconds = 0.025; // ... and this much wall time (clocks settle under load)
   int min_samples = 30;
   int max_samples = 20000;
-  double min_gpu_seconds = 0.02;        // of timed spans, kept samples only
+  // Of timed spans, kept samples only. A run's median moves less between processes the more
+  // samples back it (a 1.4 ms matmul: 30 samples left it 0.04% apart, about 0.2 s of samples
+  // 0.02%); the minimum is waived once `enough_samples` are kept, so a 5 us kernel is not asked
+  // for 50,000.
+  double min_gpu_seconds = 0.25;
+  int enough_samples = 2000;
   double target_rel_halfwidth = 0.0025; // of the 95% interval of the median
   double max_wall_seconds = 10.0;
   double clock_floor = 0.90; // samples whose SM clock < floor x the run's modal clock are dropped
   double backoff_ms = 2.0;   // pause after a low-clock sample
   bool flush_l2 = true;
   std::uint64_t blocking_timeout_ns = 2'000'000'000ull;
+  // Trace every sample with CUPTI where it works: GPU activity of the call outside the timed
+  // window (a side stream the events cannot see) ends the run as REWARD_HACK.
+  bool trace_activity = true;
+  int audit_every = 8; // events / graph: the first 4 samples traced, then about 1 in audit_every
+  bool nvml_per_sample = true; // read NVML's SM clock and throttle reasons after every sample
   nlohmann::json to_json() const;
 };
 
 struct timing_sample {
-  double gpu_us = 0;  // the timed span
-  double sm_mhz = 0;  // the lower of the clocks measured before and after the span
-  double host_us = 0; // host time spent enqueueing the sample (API calls, not the GPU's time)
+  double gpu_us = 0;        // the timed span, by the run's backend
+  double event_us = 0;      // between the events around the work (recorded in every backend)
+  double activity_us = -1;  // CUPTI: first start to last end of the call's activity (-1: untraced)
+  int activity_streams = 0; // streams the call's GPU activity ran on
+  bool traced = false;           // CUPTI recorded this sample's GPU activity
+  bool untimed_activity = false; // some of the call's activity ran outside the timed window
+  std::uint32_t untimed_stream = 0;
+  double sm_mhz = 0;        // the lower of the clocks measured on the device before and after
+  double nvml_sm_mhz = 0;   // NVML's SM clock read after the sample (0: unavailable)
+  unsigned long long throttle_mask = 0; // NVML throttle reasons read after the sample
+  double host_us = 0;       // host time the harness spent enqueueing the sample, the work's own
+                            // API calls excluded
+  double work_enqueue_us = 0; // host time of the work's own API calls
   bool discarded = false;
 };
 
@@ -63,8 +85,14 @@ struct timing_result {
   double modal_mhz = 0, min_mhz = 0, max_mhz = 0;
   sample_summary summary;         // of the kept samples
   bootstrap_interval median_ci{}; // BCa, 95%
-  std::string stop_reason;        // target_reached | max_samples | wall_cap | interrupted
-  double wall_seconds = 0, gpu_seconds = 0, host_us_median = 0;
+  std::string stop_reason; // target_reached | max_samples | wall_cap | interrupted |
+                           // check_failed | untimed_activity
+  std::string activity_audit; // "cupti", or "unavailable: <why>"
+  int warmup_samples = 0;
+  double wall_seconds = 0, gpu_seconds = 0;
+  double host_us_median = 0;        // harness enqueue time of the untraced samples (all if none)
+  double host_us_traced_median = 0; // the same for samples traced by CUPTI (0: none)
+  int traced_samples = 0;
   nvml_clocks nvml_before, nvml_after;
   // Honest-input accounting (measure_honest only).
   std::string status = "TIMED"; // TIMED | INCORRECT (wrong before timing) | REWARD_HACK

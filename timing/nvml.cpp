@@ -216,6 +216,17 @@ std::optional<std::string> nvml_session::device_name(unsigned index) const {
   return std::string(buf);
 }
 
+nvml_sample nvml_session::sample(unsigned index) const {
+  nvml_sample out;
+  const auto d = p_->device(index);
+  if (!d) return out;
+  unsigned v = 0;
+  if (p_->clock && p_->clock(*d, clock_sm, &v) == nvml_success) out.sm_mhz = v;
+  unsigned long long mask = 0;
+  if (p_->throttle && p_->throttle(*d, &mask) == nvml_success) out.throttle_mask = mask;
+  return out;
+}
+
 nvml_clocks nvml_session::clocks(unsigned index) const {
   nvml_clocks c;
   const auto d = p_->device(index);

@@ -41,6 +41,12 @@ struct nvml_clocks {
   std::string locked_basis;                  // empty when NVML could not be asked at all
 };
 
+// The two readings taken around every timing sample: cheap enough to take each time.
+struct nvml_sample {
+  std::optional<unsigned> sm_mhz;
+  std::optional<unsigned long long> throttle_mask;
+};
+
 // Names of the bits of nvmlDeviceGetCurrentClocksThrottleReasons' mask, in bit order ("GpuIdle",
 // "ApplicationsClocksSetting", ...). Bits NVML may add later appear as "Unknown0x...".
 std::vector<std::string> decode_throttle_reasons(unsigned long long mask);
@@ -63,6 +69,7 @@ public:
   std::optional<unsigned> device_count() const;
   std::optional<std::string> device_name(unsigned index) const;
   nvml_clocks clocks(unsigned index) const;
+  nvml_sample sample(unsigned index) const; // SM clock and throttle reasons only
 
   // Whether the library exports nvmlDeviceSetGpuLockedClocks and nvmlDeviceResetGpuLockedClocks.
   bool has_locked_clock_control() const;
