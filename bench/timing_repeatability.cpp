@@ -1,14 +1,19 @@
 // Repeatability of timing methods, measured side by side (issue: timing and statistics).
-// For each op of targets.md section 5, three methods each report a median in 8 fresh processes,
-// interleaved round by round: kernelgate's harness, a C++ re-implementation of KernelBench's
+// For each op of targets.md section 5, four methods each report a median in 8 fresh processes,
+// interleaved round by round: kernelgate's harness (CUDA-event backend, and CUPTI backend), a
+// C++ re-implementation of KernelBench's
 // loop (3 warm-ups, 100 event-timed trials, mean, no flush) and of triton's do_bench (25 ms of
 // warm-up, 100 ms of repetitions, 256 MB cache zeroed before each, median). It prints per op the
 // median and the CV across processes per method, and the ratio of CVs.
 //
 //   kg_bench_repeatability [--rounds N]          the table
-//   kg_bench_repeatability --child METHOD        one process: one line "op median_us host_us"
+//   kg_bench_repeatability --child METHOD        one process: per op one line
+//                                                "op median_us host_us modal_mhz samples"
 //   kg_bench_repeatability --child ncu           launches each op 20 times (for ncu to time)
+//   kg_bench_repeatability --child host          the harness's host cost per sample, by part
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
@@ -24,6 +29,7 @@
 #include "timing/cuda_raii.h"
 #include "timing/device_buffer.h"
 #include "timing/gpu_timer.h"
+#include "timing/timing_kernels.h"
 
 using namespace kg;
 
@@ -82,18 +88,80 @@ double do_bench_loop(bench_op& op, cudaStream_t s) {
   return median(t);
 }
 
+// Host cost of each call the harness makes per sample (1000 repetitions, medians), and the
+// per-sample enqueue time of the events backend with CUPTI auditing off and on.
+int host_breakdown() {
+  cuda_stream stream;
+  const cudaStream_t s = stream.get();
+  int device = 0, l2 = 0;
+  KG_CUDA_CHECK(cudaGetDevice(&device));
+  KG_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  device_buffer flush(2 * static_cast<std::size_t>(l2)), sink(4);
+  mapped_host<std::array<clock_probe, 2>> probes;
+  mapped_host<int> flag;
+  cuda_event e;
+  std::map<std::string, std::vector<double>> t;
+  auto timed = [&](const char* what, auto&& f) {
+    const auto a = std::chrono::steady_clock::now();
+    f();
+    t[what].push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count());
+  };
+  for (int i = 0; i < 1000; ++i) {
+    *flag.host() = 1; // the blocking kernel returns at once
+    timed("cudaMemsetAsync (flush)", [&] {
+      KG_CUDA_CHECK(cudaMemsetAsync(flush.get(), i & 0xff, flush.size(), s));
+    });
+    timed("l2 read pass launch", [&] {
+      launch_l2_read_pass(flush.get(), flush.size(), static_cast<int*>(sink.get()), 528, s);
+    });
+    std::size_t lim = 0;
+    timed("cudaDeviceGetLimit", [&] {
+      KG_CUDA_CHECK(cudaDeviceGetLimit(&lim, cudaLimitPersistingL2CacheSize));
+    });
+    timed("blocking kernel launch", [&] {
+      launch_blocking_kernel(flag.device(), 1'000'000'000ull, &probes.device()->data()[0], s);
+    });
+    timed("cudaEventRecord", [&] { KG_CUDA_CHECK(cudaEventRecord(e.get(), s)); });
+    timed("clock probe launch", [&] { launch_clock_probe(&probes.device()->data()[1], 10'000, s); });
+    KG_CUDA_CHECK(cudaStreamSynchronize(s));
+  }
+  std::cout << "Host cost per call (median of 1000, us):\n";
+  for (auto& [k, v] : t)
+    std::cout << "  " << std::left << std::setw(28) << k << std::right << std::fixed
+              << std::setprecision(2) << median(v) << "\n";
+  auto op = make_bench_op("softmax");
+  for (bool trace : {false, true}) {
+    timing_options o;
+    o.trace_activity = trace;
+    o.max_wall_seconds = 2;
+    gpu_timer timer(o);
+    const auto r = timer.measure([&](cudaStream_t st) { op->launch(st); });
+    std::cout << "events backend, CUPTI audit " << (trace ? "on " : "off") << ": harness enqueue "
+              << std::setprecision(2) << r.host_us_median << " us/sample untraced, "
+              << r.host_us_traced_median << " us traced (" << r.traced_samples << " of "
+              << r.samples.size() << " samples traced), wall "
+              << 1e6 * r.wall_seconds / static_cast<double>(r.samples.size()) << " us/sample\n";
+  }
+  return 0;
+}
+
 int child(const std::string& method) {
   cuda_stream stream;
   for (const auto& name : bench_op_names()) {
     auto op = make_bench_op(name);
-    double med = 0, host = 0;
-    if (method == "kernelgate") {
-      timing_options o;
+    double med = 0, host = 0, modal = 0;
+    std::size_t n = 0;
+    if (method == "kernelgate" || method == "kg-cupti") {
+      timing_options o; // the defaults a user gets, but for a shorter wall-time cap
       o.max_wall_seconds = 4;
+      if (method == "kg-cupti") o.backend = timing_backend::cupti;
       gpu_timer t(o);
       const auto r = t.measure([&](cudaStream_t s) { op->launch(s); });
       med = r.summary.median;
       host = r.host_us_median;
+      modal = r.modal_mhz;
+      n = r.kept_us.size();
     } else if (method == "kb") {
       med = kernelbench_loop(*op, stream.get());
     } else if (method == "dobench") {
@@ -108,7 +176,8 @@ int child(const std::string& method) {
       std::cerr << "unknown method " << method << "\n";
       return 2;
     }
-    std::cout << name << " " << std::setprecision(9) << med << " " << host << std::endl;
+    std::cout << name << " " << std::setprecision(9) << med << " " << host << " " << modal << " "
+              << n << std::endl;
   }
   return 0;
 }
@@ -117,12 +186,14 @@ int child(const std::string& method) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 2 && args[0] == "--child" && args[1] == "host") return host_breakdown();
   if (args.size() == 2 && args[0] == "--child") return child(args[1]);
   int rounds = 8;
   if (args.size() == 2 && args[0] == "--rounds") rounds = std::stoi(args[1]);
-  const std::vector<std::string> methods = {"kernelgate", "kb", "dobench"};
+  const std::vector<std::string> methods = {"kernelgate", "kg-cupti", "kb", "dobench"};
   std::map<std::string, std::map<std::string, std::vector<double>>> med; // op -> method -> runs
-  std::map<std::string, std::vector<double>> host;
+  std::map<std::string, std::map<std::string, std::vector<std::string>>> detail;
+  std::map<std::string, std::map<std::string, std::vector<double>>> host; // op -> method
   for (int r = 0; r < rounds; ++r) {
     // Rotate the method order every round so no method always runs first on a cold GPU.
     for (std::size_t k = 0; k < methods.size(); ++k) {
@@ -131,10 +202,14 @@ int main(int argc, char** argv) {
       FILE* p = popen(cmd.c_str(), "r");
       if (!p) return 4;
       char op[64];
-      double v = 0, h = 0;
-      while (std::fscanf(p, "%63s %lf %lf", op, &v, &h) == 3) {
+      double v = 0, h = 0, mhz = 0, n = 0;
+      while (std::fscanf(p, "%63s %lf %lf %lf %lf", op, &v, &h, &mhz, &n) == 5) {
         med[op][m].push_back(v);
-        if (m == "kernelgate") host[op].push_back(h);
+        if (m == "kernelgate" || m == "kg-cupti") host[op][m].push_back(h);
+        std::ostringstream d;
+        d << std::fixed << std::setprecision(2) << v;
+        if (mhz > 0) d << "@" << std::setprecision(0) << mhz << "/" << n;
+        detail[op][m].push_back(d.str());
       }
       if (pclose(p) != 0) {
         std::cerr << "child " << m << " failed\n";
@@ -148,20 +223,34 @@ int main(int argc, char** argv) {
   };
   std::cout << "Timing repeatability: median of each method's per-process result, and the CV of "
                "that result across "
-            << rounds << " fresh processes\n";
-  std::cout << std::left << std::setw(12) << "op" << std::right << std::setw(14) << "kg median us"
-            << std::setw(9) << "kg CV" << std::setw(14) << "KB median us" << std::setw(9) << "KB CV"
-            << std::setw(14) << "db median us" << std::setw(9) << "db CV" << std::setw(12)
-            << "db/kg CV" << std::setw(14) << "kg host us"
-            << "\n";
+            << rounds << " fresh processes (kg: kernelgate, events backend; kgC: kernelgate, "
+               "CUPTI backend; KB: KernelBench loop; db: do_bench loop)\n";
+  std::cout << std::left << std::setw(11) << "op" << std::right << std::setw(10) << "kg us"
+            << std::setw(8) << "kg CV" << std::setw(10) << "kgC us" << std::setw(8) << "kgC CV"
+            << std::setw(10) << "KB us" << std::setw(8) << "KB CV" << std::setw(10) << "db us"
+            << std::setw(8) << "db CV" << std::setw(10) << "db/kg" << std::setw(10) << "db/kgC"
+            << std::setw(10) << "kg host" << std::setw(10) << "kgC host"
+            << "  (host: harness enqueue us per sample)\n";
   for (const auto& name : bench_op_names()) {
     auto& m = med[name];
-    const double kg = cv(m["kernelgate"]), kb = cv(m["kb"]), db = cv(m["dobench"]);
-    std::cout << std::left << std::setw(12) << name << std::right << std::fixed
-              << std::setprecision(2) << std::setw(14) << median(m["kernelgate"]) << std::setw(8)
-              << 100 * kg << "%" << std::setw(14) << median(m["kb"]) << std::setw(8) << 100 * kb
-              << "%" << std::setw(14) << median(m["dobench"]) << std::setw(8) << 100 * db << "%"
-              << std::setw(11) << db / kg << "x" << std::setw(14) << median(host[name]) << "\n";
+    const double kg = cv(m["kernelgate"]), kgc = cv(m["kg-cupti"]), kb = cv(m["kb"]),
+                 db = cv(m["dobench"]);
+    std::cout << std::left << std::setw(11) << name << std::right << std::fixed
+              << std::setprecision(2) << std::setw(10) << median(m["kernelgate"]) << std::setw(7)
+              << 100 * kg << "%" << std::setw(10) << median(m["kg-cupti"]) << std::setw(7)
+              << 100 * kgc << "%" << std::setw(10) << median(m["kb"]) << std::setw(7) << 100 * kb
+              << "%" << std::setw(10) << median(m["dobench"]) << std::setw(7) << 100 * db << "%"
+              << std::setw(9) << db / kg << "x" << std::setw(9) << db / kgc << "x"
+              << std::setw(10) << median(host[name]["kernelgate"]) << std::setw(10)
+              << median(host[name]["kg-cupti"]) << "\n";
   }
+  std::cout << "\nPer process (median us, and for kernelgate @modal MHz/kept samples), in run order:\n";
+  for (const auto& name : bench_op_names())
+    for (const auto& meth : methods) {
+      std::cout << std::left << std::setw(11) << name << std::setw(11) << meth;
+      for (const auto& d : detail[name][meth])
+        std::cout << " " << d;
+      std::cout << "\n";
+    }
   return 0;
 }

@@ -193,10 +193,24 @@ public:
   }
 };
 
+// The floor of each timing method: a kernel that does nothing. What a method reports for it is
+// what it adds to every kernel (launch, scheduling, its own instrumentation).
+__global__ void empty_kernel() {}
+
+class empty_op final : public bench_op {
+public:
+  std::string name() const override { return "empty kernel 1x32"; }
+  std::string kernel_regex() const override { return "empty_kernel"; }
+  void launch(cudaStream_t s) override {
+    empty_kernel<<<1, 32, 0, s>>>();
+    KG_CUDA_CHECK(cudaGetLastError());
+  }
+};
+
 } // namespace
 
 std::vector<std::string> bench_op_names() {
-  return {"layer_norm", "matmul", "softmax", "gemv"};
+  return {"layer_norm", "matmul", "softmax", "gemv", "empty"};
 }
 
 std::unique_ptr<bench_op> make_bench_op(const std::string& name) {
@@ -204,6 +218,7 @@ std::unique_ptr<bench_op> make_bench_op(const std::string& name) {
   if (name == "matmul") return std::make_unique<matmul_op>();
   if (name == "softmax") return std::make_unique<softmax_op>();
   if (name == "gemv") return std::make_unique<gemv_op>();
+  if (name == "empty") return std::make_unique<empty_op>();
   throw std::invalid_argument("unknown bench op " + name);
 }
 

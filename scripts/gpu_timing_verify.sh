@@ -10,15 +10,18 @@ prefix=/tmp/kg-deps
 mkdir -p $prefix
 for d in "$root"/.deps/debs/*.deb; do dpkg -x "$d" $prefix; done
 export KG_PREFIX_PATH=$prefix/usr BUILD_DIR=${BUILD_DIR:-$root/build-gpu}
+SECONDS=0
 bash "$root/scripts/setup.sh" build >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log"; exit 1; }
+echo "build: ${SECONDS}s"
 cd "$BUILD_DIR"
 timeout 200 ctest -L gpu -V >"$logs/ctest_gpu.log" 2>&1
-grep -E 'tests passed|measured / expected|time ratio|vs layernorm|\*\*\*' "$logs/ctest_gpu.log"
+grep -E 'tests passed|measured / expected|time ratio|vs layernorm|cupti|events:|\*\*\*|Failed|FAILED' "$logs/ctest_gpu.log"
+echo "ctest: ${SECONDS}s"
 timeout 60 ./suite/kernelgate time --impl layernorm-omit_bias --vs layernorm --out /tmp/kg-time \
   >"$logs/time_cmd.txt" 2>&1; cat "$logs/time_cmd.txt"
-timeout 240 ./bench/kg_bench_repeatability >"$logs/repeatability.txt" 2>&1; cat "$logs/repeatability.txt"
-timeout 150 python3 "$root/scripts/dobench_peer.py" 8 >"$logs/dobench_peer.txt" 2>&1
-cat "$logs/dobench_peer.txt"
+timeout ${BENCH_TIMEOUT:-280} ./bench/kg_bench_repeatability >"$logs/repeatability.txt" 2>&1; cat "$logs/repeatability.txt"
+echo "bench: ${SECONDS}s"
+timeout 60 ./bench/kg_bench_repeatability --child host >"$logs/host.txt" 2>&1; cat "$logs/host.txt"
 timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --csv \
   ./bench/kg_bench_repeatability --child ncu >"$logs/ncu.csv" 2>"$logs/ncu.err"
 python3 - "$logs/ncu.csv" <<'PY'
@@ -33,3 +36,8 @@ for name, xs in d.items():
     if len(xs) <= 3: continue  # set-up kernels (fills), not the timed ops
     print("ncu %-28s median %.2f us over %d launches" % (name, statistics.median(xs[3:]), len(xs) - 3))
 PY
+[ -n "${SKIP_PEER:-}" ] || {
+timeout 150 python3 "$root/scripts/dobench_peer.py" 8 >"$logs/dobench_peer.txt" 2>&1
+cat "$logs/dobench_peer.txt"
+}
+echo "total: ${SECONDS}s"

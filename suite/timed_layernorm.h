@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "mutants/affine_formula.h"
+#include "timing/cuda_raii.h"
 #include "timing/device_buffer.h"
 #include "timing/honest_work.h"
 #include "workloads/layernorm_affine.h"
@@ -33,11 +34,13 @@ public:
 private:
   struct set {
     device_buffer x, w, b, y;
-    std::vector<float> oracle;
+    std::vector<float> oracle; // fp64 oracle rounded to float, on the host ...
+    device_buffer oracle_dev;  // ... and on the device, where outputs are checked
   };
   layernorm_config cfg_;
   std::vector<set> sets_;
   int timed_sets_;
+  cuda_stream check_stream_;
   std::string check(int i);
 };
 
