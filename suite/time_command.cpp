@@ -1,5 +1,5 @@
 // `kernelgate time --impl NAME [--vs NAME] [--clocks observe|require-locked|lock=MHz]
-//                  [--backend events|graph|cupti] [--shape RxC] [--dtype float32|float16]
+//                  [--backend auto|events|graph|cupti] [--shape RxC] [--dtype float32|float16]
 //                  [--min-effect F] [--out DIR]`
 // Implementations are the LayerNorm kernels of the affine audit (the task catalog comes later).
 #include "suite/time_command.h"
@@ -90,7 +90,7 @@ std::vector<std::string> timed_implementation_names() {
 
 int run_time_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::map<std::string, std::string> o = {{"--clocks", "observe"},
-                                          {"--backend", "events"},
+                                          {"--backend", "auto"},
                                           {"--shape", "8192x4096"},
                                           {"--dtype", "float16"},
                                           {"--min-effect", "0.03"},
@@ -131,7 +131,7 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
   if (!policy)
     bad = "--clocks '" + o["--clocks"] + "' (observe, require-locked, lock=<MHz>)";
   else if (!backend)
-    bad = "--backend '" + o["--backend"] + "' (events, graph, cupti)";
+    bad = "--backend '" + o["--backend"] + "' (auto, events, graph, cupti)";
   else if (!shape)
     bad = "--shape '" + o["--shape"] + "' (ROWSxCOLS)";
   else if (!type || (*type != dtype::float32 && *type != dtype::float16))

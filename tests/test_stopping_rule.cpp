@@ -67,7 +67,9 @@ TEST(timing_backend, names_round_trip) {
   EXPECT_EQ(parse_timing_backend("events"), timing_backend::events);
   EXPECT_EQ(parse_timing_backend("graph"), timing_backend::graph);
   EXPECT_EQ(parse_timing_backend("cupti"), timing_backend::cupti);
-  for (auto b : {timing_backend::events, timing_backend::graph, timing_backend::cupti})
+  EXPECT_EQ(parse_timing_backend("auto"), timing_backend::automatic);
+  for (auto b : {timing_backend::automatic, timing_backend::events, timing_backend::graph,
+                 timing_backend::cupti})
     EXPECT_EQ(parse_timing_backend(timing_backend_name(b)), b);
   EXPECT_FALSE(parse_timing_backend("nvtx").has_value());
 }

@@ -23,12 +23,15 @@ std::string_view timing_backend_name(timing_backend b) {
     return "graph";
   case timing_backend::cupti:
     return "cupti";
+  case timing_backend::automatic:
+    return "auto";
   default:
     return "events";
   }
 }
 
 std::optional<timing_backend> parse_timing_backend(std::string_view s) {
+  if (s == "auto") return timing_backend::automatic;
   if (s == "events") return timing_backend::events;
   if (s == "graph") return timing_backend::graph;
   if (s == "cupti") return timing_backend::cupti;
@@ -154,8 +157,12 @@ gpu_timer::gpu_timer(const timing_options& opt) : opt_(opt), s_(std::make_unique
   KG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   s_->read_pass_blocks = 4 * sms;
   if (opt_.flush_l2) s_->flush = device_buffer(2 * static_cast<std::size_t>(l2));
-  if (opt_.trace_activity || opt_.backend == timing_backend::cupti) {
+  const bool want_cupti =
+      opt_.backend == timing_backend::cupti || opt_.backend == timing_backend::automatic;
+  if (opt_.trace_activity || want_cupti) {
     s_->tracer = activity_tracer::instance(&s_->tracer_why);
+    if (opt_.backend == timing_backend::automatic)
+      opt_.backend = s_->tracer ? timing_backend::cupti : timing_backend::events;
     if (!s_->tracer && opt_.backend == timing_backend::cupti)
       throw timing_error("timing backend 'cupti' unavailable: " + s_->tracer_why);
     if (s_->tracer && opt_.backend == timing_backend::cupti) {
@@ -165,6 +172,7 @@ gpu_timer::gpu_timer(const timing_options& opt) : opt_(opt), s_(std::make_unique
   } else {
     s_->tracer_why = "not requested";
   }
+  if (opt_.backend == timing_backend::automatic) opt_.backend = timing_backend::events;
 }
 
 gpu_timer::~gpu_timer() {
@@ -235,7 +243,7 @@ std::unique_ptr<gpu_timer::prepared> gpu_timer::prepare(const work_fn& work) {
   return p;
 }
 
-timing_sample gpu_timer::sample(prepared& work) {
+timing_sample gpu_timer::take(prepared& work) {
   const cudaStream_t s = stream();
   // Events and graph samples are audited by CUPTI now and then (tracing slows every CUDA call
   // on the host); the cupti backend traces every sample.
@@ -296,39 +304,70 @@ timing_sample gpu_timer::sample(prepared& work) {
   out.event_us = 1000.0 * ms;
   out.gpu_us = out.event_us;
   if (tr) {
-    // Work on another stream may still be running: wait for the whole device before reading.
+    // Work on another stream may still be running: the next sample must not overlap it.
     KG_CUDA_CHECK(cudaDeviceSynchronize());
-    auto acts = tr->collect({tag + 1, tag + 2, tag + 3});
-    auto has_probe = [&] {
-      return std::any_of(acts.begin(), acts.end(), [&](auto& a) { return a.tag == tag + 3; });
-    };
-    // Records of finished kernels can trail the flush by a moment; ask again before judging.
-    for (int retry = 0; retry < 20 && !has_probe(); ++retry) {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-      acts = tr->collect({tag + 1, tag + 2, tag + 3});
-    }
-    tr->clear();
     if (!s_->always_traced) tr->release();
     out.traced = true;
-    std::uint64_t open = 0, close = 0;
-    std::vector<gpu_activity> work_acts;
-    for (const auto& a : acts) {
-      if (a.tag == tag + 1) open = a.end_ns;
-      else if (a.tag == tag + 3) close = a.start_ns;
-      else work_acts.push_back(a);
-    }
-    const auto span = summarize_activity(work_acts, open, close);
-    out.activity_us = span.span_us;
-    out.activity_streams = span.streams;
-    out.untimed_activity = span.outside_window;
-    out.untimed_stream = span.outside_stream;
-    if (opt_.backend == timing_backend::cupti) out.gpu_us = span.span_us;
+    out.trace_tag = tag;
   }
   const double before = probe_mhz(p[0]), after = probe_mhz(p[1]);
   out.sm_mhz = before > 0 && after > 0 ? std::min(before, after) : std::max(before, after);
   out.work_enqueue_us = std::chrono::duration<double, std::micro>(w1 - w0).count();
   out.host_us = std::chrono::duration<double, std::micro>(h1 - h0).count() - out.work_enqueue_us;
   return out;
+}
+
+timing_sample gpu_timer::sample(prepared& work) {
+  timing_sample out = take(work);
+  resolve(&out, &out + 1);
+  return out;
+}
+
+void gpu_timer::resolve(timing_sample* first, timing_sample* last) {
+  activity_tracer* tr = s_->tracer;
+  if (!tr) return;
+  std::vector<std::uint64_t> tags;
+  int pending = 0;
+  for (auto* s = first; s != last; ++s)
+    if (s->trace_tag) {
+      ++pending;
+      for (std::uint64_t k = 1; k <= 3; ++k)
+        tags.push_back(s->trace_tag + k);
+    }
+  if (!pending) return;
+  auto acts = tr->collect(tags);
+  auto probes_seen = [&] {
+    int n = 0;
+    for (const auto& a : acts)
+      n += a.tag % 4 == 3 ? 1 : 0;
+    return n;
+  };
+  // Records of finished kernels can trail the flush by a moment; ask again before judging.
+  for (int retry = 0; retry < 20 && probes_seen() < pending; ++retry) {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+    acts = tr->collect(tags);
+  }
+  tr->clear();
+  std::map<std::uint64_t, std::vector<gpu_activity>> by_sample;
+  for (const auto& a : acts)
+    by_sample[a.tag - a.tag % 4].push_back(a);
+  for (auto* s = first; s != last; ++s) {
+    if (!s->trace_tag) continue;
+    std::uint64_t open = 0, close = 0;
+    std::vector<gpu_activity> work_acts;
+    for (const auto& a : by_sample[s->trace_tag]) {
+      if (a.tag % 4 == 1) open = a.end_ns;
+      else if (a.tag % 4 == 3) close = a.start_ns;
+      else work_acts.push_back(a);
+    }
+    const auto span = summarize_activity(work_acts, open, close);
+    s->activity_us = span.span_us;
+    s->activity_streams = span.streams;
+    s->untimed_activity = span.outside_window;
+    s->untimed_stream = span.outside_stream;
+    if (opt_.backend == timing_backend::cupti) s->gpu_us = span.span_us;
+    s->trace_tag = 0;
+  }
 }
 
 double gpu_timer::apply_clock_floor(std::vector<timing_sample>& samples, double floor) {
@@ -465,38 +504,50 @@ timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
   const auto w0 = std::chrono::steady_clock::now();
   // Warm-ups by count and by wall time: a GPU that was idle needs a moment under load before
   // its clocks settle where they will stay for the run.
+  std::vector<timing_sample> warm;
   for (int i = 0;; ++i) {
-    const double warm = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-    if (i >= opt_.warmup && (warm >= opt_.warmup_wall_seconds || i >= 100 * opt_.warmup)) break;
-    const timing_sample w = sample(pick(-1 - i));
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+    if (i >= opt_.warmup && (t >= opt_.warmup_wall_seconds || i >= 100 * opt_.warmup)) break;
+    warm.push_back(take(pick(-1 - i)));
     ++r.warmup_samples;
-    if (escaped(w, "warm-up sample " + std::to_string(i))) return r;
   }
+  resolve(warm.data(), warm.data() + warm.size());
+  for (std::size_t i = 0; i < warm.size(); ++i)
+    if (escaped(warm[i], "warm-up sample " + std::to_string(i))) return r;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<double> kept;
   double modal = 0;
+  std::size_t settled = 0; // samples [0, settled) have had their CUPTI records read and judged
+  // Reads pending CUPTI records, judges the new samples; false when one escaped its timer.
+  auto settle = [&] {
+    resolve(r.samples.data() + settled, r.samples.data() + r.samples.size());
+    for (; settled < r.samples.size(); ++settled) {
+      const timing_sample& s = r.samples[settled];
+      if (escaped(s, "sample " + std::to_string(settled))) return false;
+      // Running judgement; the final one is made over the whole run below.
+      if (!(modal > 0 && s.sm_mhz > 0 && s.sm_mhz < opt_.clock_floor * modal)) {
+        kept.push_back(s.gpu_us);
+        r.gpu_seconds += s.gpu_us * 1e-6;
+      }
+    }
+    return true;
+  };
   for (int taken = 0;;) {
-    timing_sample s = sample(pick(taken));
+    timing_sample s = take(pick(taken));
     if (opt_.nvml_per_sample && nvml.available()) {
       const auto n = nvml.sample(0);
       s.nvml_sm_mhz = n.sm_mhz.value_or(0);
       s.throttle_mask = n.throttle_mask.value_or(0);
     }
     r.samples.push_back(s);
-    if (escaped(s, "sample " + std::to_string(taken))) break;
     if (after && !after(taken)) {
       r.stop_reason = "check_failed";
       break;
     }
     ++taken;
-    // Running judgement for back-off; the final one is made over the whole run below.
     if (taken % 16 == 1) modal = apply_clock_floor(r.samples, opt_.clock_floor);
-    if (modal > 0 && s.sm_mhz > 0 && s.sm_mhz < opt_.clock_floor * modal) {
+    if (modal > 0 && s.sm_mhz > 0 && s.sm_mhz < opt_.clock_floor * modal)
       std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(opt_.backoff_ms));
-    } else {
-      kept.push_back(s.gpu_us);
-      r.gpu_seconds += s.gpu_us * 1e-6;
-    }
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (stop_requested()) {
@@ -504,10 +555,12 @@ timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
       break;
     }
     if (taken % 10 == 0 || taken >= opt_.max_samples || wall >= opt_.max_wall_seconds) {
+      if (!settle()) break;
       r.stop_reason = stop_reason(opt_, kept, r.gpu_seconds, wall, taken);
       if (!r.stop_reason.empty()) break;
     }
   }
+  if (r.status == "TIMED") (void)settle();
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.nvml_after = nvml.clocks(0);
   r.modal_mhz = apply_clock_floor(r.samples, opt_.clock_floor);

@@ -27,6 +27,7 @@
 namespace kg {
 
 enum class timing_backend {
+  automatic, // "auto": cupti where CUPTI can trace (no other profiler attached), else events
   events, // cudaEventElapsedTime between events around the work on the measuring stream
   graph,  // the work captured once into a CUDA graph; each sample replays it between events
   cupti,  // CUPTI activity records: first start to last end of the call's GPU work, any stream
@@ -35,7 +36,10 @@ std::string_view timing_backend_name(timing_backend b);
 std::optional<timing_backend> parse_timing_backend(std::string_view s);
 
 struct timing_options {
-  timing_backend backend = timing_backend::events;
+  // Default auto: on the H200 the CUPTI span repeated to 0.03% or better across fresh processes
+  // on all four ops of targets.md section 5, where event timing had 0.3-0.6% outlier processes
+  // and adds ~2.3 us of launch gap to every kernel (docs/architecture.md, timing).
+  timing_backend backend = timing_backend::automatic;
   int warmup = 3;                   // at least this many warm-up samples ...
   double warmup_wall_seconds = 0.025; // ... and this much wall time (clocks settle under load)
   int min_samples = 30;
@@ -66,6 +70,7 @@ struct timing_sample {
   double activity_us = -1;  // CUPTI: first start to last end of the call's activity (-1: untraced)
   int activity_streams = 0; // streams the call's GPU activity ran on
   bool traced = false;           // CUPTI recorded this sample's GPU activity
+  std::uint64_t trace_tag = 0;   // while its records are not yet read (internal)
   bool untimed_activity = false; // some of the call's activity ran outside the timed window
   std::uint32_t untimed_stream = 0;
   double sm_mhz = 0;        // the lower of the clocks measured on the device before and after
@@ -130,6 +135,7 @@ public:
     bool use_graph = false;
   };
   std::unique_ptr<prepared> prepare(const work_fn& work);
+  // One sample, complete (its CUPTI records read at once).
   timing_sample sample(prepared& work);
   // Warm-ups, then samples until the stopping rule holds; NVML clocks read before and after.
   timing_result measure(const work_fn& work);
@@ -149,6 +155,12 @@ public:
   const timing_options& options() const { return opt_; }
 
 private:
+  // One sample whose CUPTI records, if traced, are read later by resolve(): a forced CUPTI
+  // flush per sample costs hundreds of microseconds of host time in the calls that follow it.
+  timing_sample take(prepared& work);
+  // Reads the CUPTI records of every traced sample in [first, last) and fills in its activity
+  // fields (and, for the cupti backend, its time).
+  void resolve(timing_sample* first, timing_sample* last);
   // The adaptive loop: pick(i) gives the work for sample i (negative i: warm-ups); after(i), if
   // set, runs after sample i and returns false to end the run.
   timing_result run_loop(const std::function<prepared&(int)>& pick,
