@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <iomanip>
 #include <iostream>
 #include <map>
@@ -131,13 +132,16 @@ int host_breakdown() {
     std::cout << "  " << std::left << std::setw(28) << k << std::right << std::fixed
               << std::setprecision(2) << median(v) << "\n";
   auto op = make_bench_op("softmax");
-  for (bool trace : {false, true}) {
+  for (int k = 0; k < 3; ++k) {
+    const bool trace = k > 0;
     timing_options o;
     o.trace_activity = trace;
+    o.backend = k == 2 ? timing_backend::cupti : timing_backend::events;
     o.max_wall_seconds = 2;
     gpu_timer timer(o);
     const auto r = timer.measure([&](cudaStream_t st) { op->launch(st); });
-    std::cout << "events backend, CUPTI audit " << (trace ? "on " : "off") << ": harness enqueue "
+    std::cout << (k == 2 ? "cupti backend              " : "events backend, CUPTI audit ")
+              << (k == 2 ? "   " : trace ? "on " : "off") << ": harness enqueue "
               << std::setprecision(2) << r.host_us_median << " us/sample untraced, "
               << r.host_us_traced_median << " us traced (" << r.traced_samples << " of "
               << r.samples.size() << " samples traced), wall "
@@ -155,7 +159,7 @@ int child(const std::string& method) {
     if (method == "kernelgate" || method == "kg-cupti") {
       timing_options o; // the defaults a user gets, but for a shorter wall-time cap
       o.max_wall_seconds = 4;
-      if (method == "kg-cupti") o.backend = timing_backend::cupti;
+      o.backend = method == "kg-cupti" ? timing_backend::cupti : timing_backend::events;
       gpu_timer t(o);
       const auto r = t.measure([&](cudaStream_t s) { op->launch(s); });
       med = r.summary.median;
@@ -219,7 +223,10 @@ int main(int argc, char** argv) {
   }
   auto cv = [](const std::vector<double>& x) {
     const auto s = summarize(x);
-    return s.stdev / s.mean;
+    // Identical medians (CUPTI's 32 ns timestamp steps) are a CV of exactly 0, not rounding dust.
+    return std::adjacent_find(x.begin(), x.end(), std::not_equal_to<>()) == x.end()
+               ? 0.0
+               : s.stdev / s.mean;
   };
   std::cout << "Timing repeatability: median of each method's per-process result, and the CV of "
                "that result across "

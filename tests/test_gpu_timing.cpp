@@ -38,6 +38,7 @@ TEST(gpu_timing, spin_kernel_of_known_cycles_is_timed_within_2_percent) {
     // under 1%.
     const std::int64_t cycles = 1'000'000;
     const auto r = t.measure([&](cudaStream_t s) { launch_spin_kernel(cycles, 1, s); });
+    ASSERT_EQ(r.status, "TIMED") << timing_backend_name(b) << ": " << r.status_reason;
     std::vector<double> ratio;
     for (const auto& s : r.samples)
       if (!s.discarded && s.sm_mhz > 0) ratio.push_back(s.gpu_us / (cycles / s.sm_mhz));

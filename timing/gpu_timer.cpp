@@ -248,10 +248,12 @@ timing_sample gpu_timer::take(prepared& work) {
   // Events and graph samples are audited by CUPTI now and then (tracing slows every CUDA call
   // on the host); the cupti backend traces every sample.
   const std::uint64_t seen = s_->samples_seen++;
+  // Graph replays are not audited: a replay runs only the captured work, ordered on the
+  // measuring stream, and prepare() refuses a capture that dropped any of the call's work.
   const bool audit = s_->always_traced ||
-                     (s_->tracer && (seen < 4 || opt_.audit_every <= 1 ||
-                                     s_->audit_pick.below(static_cast<std::uint64_t>(
-                                         opt_.audit_every)) == 0));
+                     (s_->tracer && opt_.backend == timing_backend::events &&
+                      (seen < 4 || opt_.audit_every <= 1 ||
+                       s_->audit_pick.below(static_cast<std::uint64_t>(opt_.audit_every)) == 0));
   activity_tracer* tr = audit ? s_->tracer : nullptr;
   if (tr && !s_->always_traced) tr->acquire();
   // Tags for this sample's holding kernel, work and trailing probe (CUPTI correlation).
