@@ -26,7 +26,7 @@ commands:
   audit <name> [--backend cpu|cuda] [--protocol NAME] [--out DIR]
                                    audit a checker (names: layernorm-affine)
   time --impl NAME [--vs NAME] [--clocks observe|require-locked|lock=MHz]
-       [--backend events|graph] [--shape RxC] [--dtype float32|float16] [--min-effect F]
+       [--backend auto|events|graph|cupti] [--shape RxC] [--dtype float32|float16] [--min-effect F]
        [--out DIR]                 time a kernel (cold, L2 flushed), optionally against another
   protocols [--json]               the checking protocols and the peers they model
   validate <result.json>           check a result file against the result schema
