@@ -1,0 +1,98 @@
+#include "suite/process.h"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace kg {
+
+std::string process_result::describe() const {
+  if (timed_out) return "timed out after " + std::to_string(seconds) + " s";
+  if (exited) return "exit code " + std::to_string(exit_code);
+  return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
+}
+
+process_result run_process(const std::vector<std::string>& argv, const std::filesystem::path& log,
+                           const process_limits& limits) {
+  if (argv.empty()) throw std::runtime_error("run_process: empty command");
+  std::vector<char*> args;
+  for (const auto& a : argv)
+    args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot open log " + log.string() + ": " + strerror(errno));
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fd);
+    throw std::runtime_error(std::string("fork failed: ") + strerror(errno));
+  }
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec.
+    ::setpgid(0, 0);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    auto lim = [](int what, rlim_t v) {
+      if (v == 0) return;
+      rlimit r{v, v};
+      ::setrlimit(what, &r);
+    };
+    lim(RLIMIT_CPU, static_cast<rlim_t>(limits.cpu_seconds));
+    lim(RLIMIT_FSIZE, static_cast<rlim_t>(limits.file_bytes));
+    lim(RLIMIT_NOFILE, static_cast<rlim_t>(limits.open_files));
+    rlimit core{0, 0}; // a crashing candidate leaves no core file behind
+    ::setrlimit(RLIMIT_CORE, &core);
+    ::execvp(args[0], args.data());
+    const char msg[] = "exec failed\n";
+    (void)!::write(2, msg, sizeof msg - 1);
+    ::_exit(127);
+  }
+  ::close(fd);
+  ::setpgid(pid, pid); // also from the parent: whichever runs first wins, both agree
+  process_result r;
+  int status = 0;
+  for (;;) {
+    const pid_t w = ::waitpid(pid, &status, WNOHANG);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (w == pid) break;
+    if (w < 0 && errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + strerror(errno));
+    if (r.seconds > limits.timeout_seconds) {
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      r.timed_out = true;
+      return r;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ::kill(-pid, SIGKILL); // anything the child left running in its group
+  if (WIFEXITED(status)) {
+    r.exited = true;
+    r.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    r.signal = WTERMSIG(status);
+  }
+  return r;
+}
+
+std::string file_tail(const std::filesystem::path& f, std::size_t max_bytes) {
+  std::ifstream in(f, std::ios::binary);
+  if (!in) return "";
+  in.seekg(0, std::ios::end);
+  const auto size = static_cast<std::size_t>(in.tellg());
+  const std::size_t from = size > max_bytes ? size - max_bytes : 0;
+  in.seekg(static_cast<std::streamoff>(from));
+  std::string s(size - from, '\0');
+  in.read(s.data(), static_cast<std::streamsize>(s.size()));
+  return s;
+}
+
+} // namespace kg

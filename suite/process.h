@@ -1,0 +1,36 @@
+// Child processes for the parts of an evaluation that must not take kernelgate down with them:
+// the compiler and the candidate worker. Each child gets its own process group (a timeout kills
+// everything it started), its output in a log file, and optional resource limits.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kg {
+
+struct process_limits {
+  double timeout_seconds = 60;  // wall clock; then SIGKILL to the whole process group
+  long cpu_seconds = 0;         // RLIMIT_CPU (0: none)
+  long long file_bytes = 0;     // RLIMIT_FSIZE (0: none)
+  long open_files = 0;          // RLIMIT_NOFILE (0: none)
+};
+
+struct process_result {
+  int exit_code = -1;  // valid when exited
+  int signal = 0;      // the signal that ended it, 0 when it exited
+  bool exited = false;
+  bool timed_out = false;
+  double seconds = 0;
+  std::string describe() const; // "exit code 3", "killed by signal 11 (Segmentation fault)", ...
+};
+
+// Runs argv[0] (looked up on PATH) with stdout and stderr appended to `log`. Never throws for the
+// child's behaviour; throws std::runtime_error only when the child cannot be started.
+process_result run_process(const std::vector<std::string>& argv, const std::filesystem::path& log,
+                           const process_limits& limits = {});
+
+// The last `max_bytes` of a file (a log tail for error messages); "" when unreadable.
+std::string file_tail(const std::filesystem::path& f, std::size_t max_bytes = 2000);
+
+} // namespace kg

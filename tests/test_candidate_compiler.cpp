@@ -1,0 +1,75 @@
+// Child processes and the candidate compiler (nvcc runs on CPU-only machines too).
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "suite/candidate_compiler.h"
+#include "suite/process.h"
+
+using namespace kg;
+namespace fs = std::filesystem;
+
+namespace {
+fs::path scratch(const std::string& name) {
+  const fs::path d = fs::temp_directory_path() / ("kg-cc-" + std::to_string(::getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+} // namespace
+
+TEST(process, exit_codes_signals_and_timeouts_are_reported_not_suffered) {
+  const auto d = scratch("proc");
+  auto r = run_process({"sh", "-c", "echo hello; exit 3"}, d / "a.log");
+  EXPECT_TRUE(r.exited);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(file_tail(d / "a.log").find("hello"), std::string::npos);
+  r = run_process({"sh", "-c", "kill -SEGV $$"}, d / "b.log");
+  EXPECT_FALSE(r.exited);
+  EXPECT_EQ(r.signal, 11);
+  EXPECT_NE(r.describe().find("signal 11"), std::string::npos) << r.describe();
+  // A child that hangs, and a grandchild it started, are both gone after the timeout.
+  r = run_process({"sh", "-c", "sleep 30 & sleep 30"}, d / "c.log", {.timeout_seconds = 0.5});
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_LT(r.seconds, 5.0);
+  EXPECT_THROW(run_process({"sh"}, "/nonexistent-dir/x.log"), std::runtime_error);
+}
+
+TEST(candidate_compiler, compiles_in_parallel_then_hits_the_cache) {
+  compile_options o;
+  o.cache_dir = scratch("cache");
+  std::vector<fs::path> src;
+  for (const char* t : {"relu", "softmax_lastdim", "rmsnorm_weight", "residual_add_rmsnorm"})
+    src.push_back(fs::path(KG_SOURCE_DIR) / "kernels" / "tasks" / (std::string(t) + ".cu"));
+  const auto first = compile_candidates(src, o);
+  for (const auto& r : first) {
+    EXPECT_TRUE(r.ok) << r.source << ": " << r.log;
+    EXPECT_FALSE(r.cached);
+    EXPECT_TRUE(fs::exists(r.shared_object));
+    EXPECT_EQ(r.key.size(), 64u);
+  }
+  const auto again = compile_candidates(src, o);
+  for (std::size_t k = 0; k < src.size(); ++k) {
+    EXPECT_TRUE(again[k].cached) << src[k];
+    EXPECT_EQ(again[k].key, first[k].key);
+  }
+  EXPECT_NE(first[0].key, first[1].key);
+  // The flags every candidate gets: Hopper's sm_90a and the ABI include folder.
+  const auto& cmd = first[0].command;
+  EXPECT_NE(std::find(cmd.begin(), cmd.end(), "-gencode=arch=compute_90a,code=sm_90a"), cmd.end());
+}
+
+TEST(candidate_compiler, a_compile_error_keeps_the_compilers_message) {
+  compile_options o;
+  o.cache_dir = scratch("bad");
+  const auto f = scratch("src") / "broken.cu";
+  std::ofstream(f) << "#include \"kg_candidate.h\"\nextern \"C\" int kg_run(const kg_tensor* in, "
+                      "int n_in, kg_tensor* out, int n_out, cudaStream_t s) { return undeclared_x; }\n";
+  const auto r = compile_candidate(f, o);
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("undeclared_x"), std::string::npos) << r.log;
+  EXPECT_NE(r.log.find("exit code"), std::string::npos) << r.log;
+  // Not cached as good: a second attempt compiles (and fails) again.
+  EXPECT_FALSE(compile_candidate(f, o).cached);
+}

@@ -1,0 +1,121 @@
+// The task catalog: every file in data/tasks loads; bad files fail with the file and the field
+// named; dimension expressions and role-based inputs behave as documented.
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "suite/task_catalog.h"
+
+using namespace kg;
+namespace fs = std::filesystem;
+
+namespace {
+const char* good = R"json({
+  "id": "t", "title": "a task", "kind": "single", "op": "relu", "reference": "torch.relu(x)",
+  "inputs": [{"name": "x", "dtype": "float32", "role": "activation", "shape": ["R", "C"]}],
+  "outputs": [{"name": "y", "dtype": "float32", "shape": ["R", "C"]}],
+  "shapes": [{"name": "a", "dims": {"R": 4, "C": 8}}, {"name": "b", "dims": {"R": 3, "C": 5}}],
+  "flops": "R*C", "min_bytes": "8*R*C",
+  "tolerance": {"float32": {"atol": 0, "rtol": 0}}, "library_calls": "forbidden"})json";
+
+fs::path write_task(const std::string& text, const std::string& id = "t") {
+  const fs::path dir = fs::temp_directory_path() / ("kg-task-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path f = dir / (id + ".json");
+  std::ofstream(f) << text;
+  return f;
+}
+
+std::string error_of(const std::string& text) {
+  const auto f = write_task(text);
+  try {
+    (void)load_task(f);
+  } catch (const task_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string replaced(std::string s, const std::string& from, const std::string& to) {
+  s.replace(s.find(from), from.size(), to);
+  return s;
+}
+} // namespace
+
+TEST(task_catalog, every_task_file_of_the_catalog_loads) {
+  const auto tasks = load_tasks(std::string(KG_SOURCE_DIR) + "/data/tasks");
+  ASSERT_GE(tasks.size(), 4u);
+  for (const auto& t : tasks) {
+    EXPECT_GE(t.shapes.size(), 2u) << t.id;
+    EXPECT_TRUE(fs::exists(fs::path(KG_SOURCE_DIR) / "kernels" / "tasks" / (t.id + ".cu")))
+        << t.id << " has no verified kernel in kernels/tasks";
+  }
+}
+
+TEST(task_catalog, a_good_file_loads_with_its_fields) {
+  const auto t = load_task(write_task(good));
+  EXPECT_EQ(t.id, "t");
+  ASSERT_EQ(t.inputs.size(), 1u);
+  EXPECT_EQ(t.inputs[0].type, dtype::float32);
+  EXPECT_EQ(resolve_shape(t.inputs[0], t.shapes[1]), (std::vector<std::int64_t>{3, 5}));
+  EXPECT_DOUBLE_EQ(eval_dim_expr(t.min_bytes, t.shapes[0].dims), 256.0); // 8 * 4 * 8
+  EXPECT_DOUBLE_EQ(t.tolerance.at(dtype::float32).atol, 0.0);
+}
+
+TEST(task_catalog, bad_files_name_the_file_and_the_field) {
+  const std::string f = write_task("").string();
+  // A missing field.
+  auto e = error_of(replaced(good, R"("op": "relu", )", ""));
+  EXPECT_NE(e.find(f), std::string::npos) << e;
+  EXPECT_NE(e.find("op"), std::string::npos) << e;
+  // A dtype that does not exist.
+  e = error_of(replaced(good, R"("dtype": "float32", "role")", R"("dtype": "float8", "role")"));
+  EXPECT_NE(e.find("/inputs/0/dtype"), std::string::npos) << e;
+  // A shape that does not define a symbol the tensors use (a shape mismatch).
+  e = error_of(replaced(good, R"({"R": 3, "C": 5})", R"({"R": 3, "K": 5})"));
+  EXPECT_NE(e.find("/shapes/1"), std::string::npos) << e;
+  EXPECT_NE(e.find("'C'"), std::string::npos) << e;
+  // No odd dimension anywhere: no shape crosses a tile tail.
+  e = error_of(replaced(good, R"({"R": 3, "C": 5})", R"({"R": 2, "C": 6})"));
+  EXPECT_NE(e.find("/shapes"), std::string::npos) << e;
+  // No tolerance for the output dtype.
+  e = error_of(replaced(good, R"("tolerance": {"float32")", R"("tolerance": {"float16")"));
+  EXPECT_NE(e.find("/tolerance"), std::string::npos) << e;
+  // The id must be the file name.
+  e = error_of(replaced(good, R"("id": "t")", R"("id": "u")"));
+  EXPECT_NE(e.find("/id"), std::string::npos) << e;
+  // Malformed JSON and an unknown expression symbol.
+  EXPECT_NE(error_of("{").find("malformed JSON"), std::string::npos);
+  e = error_of(replaced(good, R"("flops": "R*C")", R"("flops": "R*Q")"));
+  EXPECT_NE(e.find("/flops"), std::string::npos) << e;
+}
+
+TEST(task_catalog, expressions_follow_arithmetic_precedence) {
+  const std::map<std::string, std::int64_t> d = {{"M", 3}, {"N", 5}, {"K", 7}};
+  EXPECT_DOUBLE_EQ(eval_dim_expr("2*M*N*K", d), 210.0);
+  EXPECT_DOUBLE_EQ(eval_dim_expr("2*(M*K + K*N + M*N)", d), 2.0 * (21 + 35 + 15));
+  EXPECT_DOUBLE_EQ(eval_dim_expr("M - N - K", d), -9.0); // left associative
+  EXPECT_DOUBLE_EQ(eval_dim_expr("K / 2 * 4", d), 14.0);
+  EXPECT_THROW(eval_dim_expr("M +", d), std::invalid_argument);
+  EXPECT_THROW(eval_dim_expr("M / (N - 5)", d), std::invalid_argument);
+  EXPECT_THROW(eval_dim_expr("M N", d), std::invalid_argument);
+}
+
+TEST(task_catalog, inputs_are_drawn_by_role_and_never_the_identity) {
+  const auto t = load_task(std::string(KG_SOURCE_DIR) + "/data/tasks/rmsnorm_weight.json");
+  const auto in = make_task_inputs(t, t.shapes[1], 42);
+  ASSERT_EQ(in.size(), 2u);
+  EXPECT_EQ(in[0].shape, (std::vector<std::int64_t>{33, 1531}));
+  int ones = 0;
+  double neg = 0;
+  for (std::int64_t k = 0; k < in[1].numel(); ++k)
+    ones += in[1].at(k) == 1.0 ? 1 : 0;
+  for (std::int64_t k = 0; k < in[0].numel(); ++k)
+    neg += in[0].at(k) < 0 ? 1 : 0;
+  EXPECT_LT(ones, in[1].numel() / 10); // a weight of ones would hide a kernel that ignores it
+  EXPECT_GT(neg / static_cast<double>(in[0].numel()), 0.4); // signed activations
+  // Same seed, same bytes; another seed, other bytes.
+  EXPECT_EQ(make_task_inputs(t, t.shapes[1], 42)[0].bytes, in[0].bytes);
+  EXPECT_NE(make_task_inputs(t, t.shapes[1], 43)[0].bytes, in[0].bytes);
+}

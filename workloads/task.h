@@ -1,0 +1,57 @@
+// A task of the catalog (data/tasks/<id>.json): what a candidate kernel must compute, on which
+// shapes and inputs, how close it must come, and what its speed-of-light bound is. The format is
+// data/schema/task.schema.json; suite/task_catalog loads and validates the files.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "workloads/tensor.h"
+
+namespace kg {
+
+struct task_tensor {
+  std::string name;
+  dtype type = dtype::float32;
+  std::string role = "activation"; // how inputs are drawn (see make_task_inputs)
+  std::string upper;               // indices: exclusive upper bound (a dimension symbol or integer)
+  std::vector<std::string> shape;  // dimension symbols ("R") or integers ("4")
+};
+
+struct task_shape {
+  std::string name;
+  std::map<std::string, std::int64_t> dims;
+};
+
+struct task_tolerance {
+  double atol = 0, rtol = 0;
+};
+
+struct task_def {
+  std::string id, title, kind, op, reference, file;
+  nlohmann::json params = nlohmann::json::object();
+  std::vector<task_tensor> inputs, outputs;
+  std::vector<task_shape> shapes;
+  std::string flops, min_bytes; // arithmetic over dimension symbols
+  std::map<dtype, task_tolerance> tolerance;
+  bool library_calls_allowed = false;
+};
+
+// Evaluates + - * / and parentheses over integers, decimals and dimension symbols (double
+// arithmetic). Throws std::invalid_argument naming the problem.
+double eval_dim_expr(const std::string& expr, const std::map<std::string, std::int64_t>& dims);
+std::int64_t resolve_dim(const std::string& dim, const task_shape& shape);
+std::vector<std::int64_t> resolve_shape(const task_tensor& t, const task_shape& shape);
+
+// Inputs drawn by role, one stream per (task, shape, input, seed):
+//   activation N(0,1); uniform01 U[0,1); positive U[0.5, 2); weight 1 + 0.1 N(0,1) and bias
+//   0.1 N(0,1) (never the identity: a kernel that ignores them must fail); matrix
+//   N(0,1)/sqrt(last dim); indices uniform in [0, upper); mask 0/1 with probability 1/2.
+std::vector<host_tensor> make_task_inputs(const task_def& t, const task_shape& shape,
+                                          std::uint64_t seed);
+
+} // namespace kg
