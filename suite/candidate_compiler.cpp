@@ -46,8 +46,19 @@ std::string read_file(const std::filesystem::path& p) {
 } // namespace
 
 std::vector<std::string> candidate_nvcc_flags() {
-  return {"-O3",      "-std=c++17", "-shared",    "-Xcompiler", "-fPIC",
-          "-lineinfo", "-gencode=arch=compute_90a,code=sm_90a", "-I" KG_ABI_DIR};
+  // --cudart=shared: every runtime call the candidate makes is an imported symbol that
+  // symbol_scan can read; the rpath finds the toolkit's runtime without LD_LIBRARY_PATH.
+  return {"-O3",
+          "-std=c++17",
+          "-shared",
+          "-Xcompiler",
+          "-fPIC",
+          "-lineinfo",
+          "-gencode=arch=compute_90a,code=sm_90a",
+          "--cudart=shared",
+          "-Xlinker",
+          "-rpath=" KG_CUDA_LIBDIR,
+          "-I" KG_ABI_DIR};
 }
 
 std::filesystem::path default_cache_dir() {

@@ -6,6 +6,7 @@
 
 #include "suite/candidate_compiler.h"
 #include "suite/process.h"
+#include "suite/symbol_scan.h"
 
 using namespace kg;
 namespace fs = std::filesystem;
@@ -72,4 +73,34 @@ TEST(candidate_compiler, a_compile_error_keeps_the_compilers_message) {
   EXPECT_NE(r.log.find("exit code"), std::string::npos) << r.log;
   // Not cached as good: a second attempt compiles (and fails) again.
   EXPECT_FALSE(compile_candidate(f, o).cached);
+}
+
+// The red-team candidates that break the rules in their imports are caught before they run;
+// the task's own kernels import nothing forbidden.
+TEST(symbol_scan, forbidden_imports_of_red_team_candidates_are_named) {
+  compile_options o;
+  o.cache_dir = scratch("scan");
+  const fs::path red = fs::path(KG_SOURCE_DIR) / "tests" / "red_team" / "relu";
+  const std::vector<fs::path> src = {red / "calls_cublas.cu", red / "spawns_thread.cu",
+                                     red / "touches_timer.cu",
+                                     fs::path(KG_SOURCE_DIR) / "kernels" / "tasks" / "relu.cu"};
+  const auto built = compile_candidates(src, o);
+  std::vector<std::vector<forbidden_import>> found;
+  for (const auto& b : built) {
+    ASSERT_TRUE(b.ok) << b.source << ": " << b.log;
+    const auto imports = imported_symbols(b.shared_object);
+    ASSERT_TRUE(imports.has_value());
+    found.push_back(forbidden_imports(*imports, false));
+  }
+  ASSERT_FALSE(found[0].empty());
+  EXPECT_EQ(found[0][0].symbol, "cublasCreate_v2");
+  EXPECT_EQ(found[0][0].why, "calls cuBLAS");
+  ASSERT_FALSE(found[1].empty());
+  EXPECT_NE(found[1][0].why.find("threads"), std::string::npos);
+  ASSERT_FALSE(found[2].empty());
+  EXPECT_NE(found[2][0].why.find("timer"), std::string::npos);
+  EXPECT_TRUE(found[3].empty()) << found[3][0].symbol;
+  // Where a task allows library calls, cuBLAS is fine; the timer never is.
+  EXPECT_TRUE(forbidden_imports({"cublasCreate_v2"}, true).empty());
+  EXPECT_FALSE(forbidden_imports({"cudaEventRecord"}, true).empty());
 }

@@ -1,0 +1,216 @@
+// kernelgate eval --tasks GLOB --candidates DIR [--protocol strict] [--trials N] [--timeout S]
+//                 [--jobs N] [--cache DIR] [--out DIR]
+#include "suite/eval_command.h"
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "oracles/task_oracles.h"
+#include "reports/environment.h"
+#include "reports/result_writer.h"
+#include "reports/sha256.h"
+#include "suite/candidate_compiler.h"
+#include "suite/exit_codes.h"
+#include "suite/sandbox.h"
+#include "suite/task_catalog.h"
+#include "timing/device_info.h"
+#include "timing/interrupt.h"
+
+namespace kg {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct pair_plan {
+  const task_def* task;
+  std::string candidate;
+  fs::path source; // empty: no candidate for the task
+};
+
+// DIR/<task>.cu is candidate <DIR's name>; DIR/<task>/<name>.cu is candidate <name>.
+std::vector<pair_plan> find_pairs(const std::vector<task_def>& tasks, const fs::path& dir) {
+  std::vector<pair_plan> out;
+  const std::string dir_name = fs::absolute(dir).lexically_normal().filename().string();
+  for (const auto& t : tasks) {
+    bool any = false;
+    if (const auto f = dir / (t.id + ".cu"); fs::is_regular_file(f)) {
+      out.push_back({&t, dir_name.empty() ? "candidate" : dir_name, f});
+      any = true;
+    }
+    if (const auto sub = dir / t.id; fs::is_directory(sub)) {
+      std::vector<fs::path> files;
+      for (const auto& e : fs::directory_iterator(sub))
+        if (e.path().extension() == ".cu") files.push_back(e.path());
+      std::sort(files.begin(), files.end());
+      for (const auto& f : files) {
+        out.push_back({&t, f.stem().string(), f});
+        any = true;
+      }
+    }
+    if (!any) out.push_back({&t, "", {}});
+  }
+  return out;
+}
+
+std::string file_sha256(const std::string& f) {
+  std::ifstream in(f, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return sha256_hex(s.str());
+}
+
+fs::path worker_binary() {
+  if (const char* e = std::getenv("KERNELGATE_WORKER"); e && *e) return e;
+  return fs::read_symlink("/proc/self/exe");
+}
+
+} // namespace
+
+int run_eval_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::map<std::string, std::string> o = {{"--tasks", ""},          {"--candidates", ""},
+                                          {"--protocol", "strict"}, {"--trials", "3"},
+                                          {"--timeout", "60"},      {"--jobs", "0"},
+                                          {"--cache", ""},          {"--out", "kg-out/eval"}};
+  for (std::size_t i = 2; i < args.size(); i += 2) {
+    if (!o.count(args[i])) {
+      err << "kernelgate: unknown option '" << args[i] << "' for eval\n";
+      return exit_code::bad_input;
+    }
+    if (i + 1 >= args.size()) {
+      err << "kernelgate: option '" << args[i] << "' needs a value\n";
+      return exit_code::bad_input;
+    }
+    o[args[i]] = args[i + 1];
+  }
+  if (o["--tasks"].empty() || o["--candidates"].empty()) {
+    err << "kernelgate: eval needs --tasks GLOB and --candidates DIR\n";
+    return exit_code::bad_input;
+  }
+  if (o["--protocol"] != "strict") {
+    err << "kernelgate: eval supports --protocol strict only so far (got '" << o["--protocol"]
+        << "'); the peers' protocols are modelled by `kernelgate audit`\n";
+    return exit_code::bad_input;
+  }
+  int trials = 0, jobs = 0;
+  double timeout = 0;
+  auto num = [&](const std::string& k, auto& v) {
+    const auto& s = o[k];
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() && p == s.data() + s.size();
+  };
+  if (!num("--trials", trials) || trials < 1 || !num("--timeout", timeout) || timeout <= 0 ||
+      !num("--jobs", jobs) || jobs < 0) {
+    err << "kernelgate: --trials and --jobs take whole numbers (trials >= 1), --timeout seconds > 0\n";
+    return exit_code::bad_input;
+  }
+  std::vector<task_def> tasks;
+  try {
+    tasks = load_tasks(o["--tasks"]);
+  } catch (const task_error& e) {
+    err << "kernelgate: " << e.what() << "\n";
+    return exit_code::bad_input;
+  }
+  for (const auto& t : tasks)
+    if (!find_task_oracle(t.op)) {
+      err << "kernelgate: " << t.file << ": /op: no fp64 oracle for op '" << t.op << "'\n";
+      return exit_code::bad_input;
+    }
+  if (!fs::is_directory(o["--candidates"])) {
+    err << "kernelgate: --candidates '" << o["--candidates"] << "' is not a folder\n";
+    return exit_code::bad_input;
+  }
+  const device_info dev = query_device(0);
+  if (!dev.available) {
+    err << "kernelgate: no GPU to evaluate on: " << dev.reason << "\n";
+    return exit_code::unavailable;
+  }
+  const auto pairs = find_pairs(tasks, o["--candidates"]);
+  nlohmann::json intended = nlohmann::json::array(), task_files = nlohmann::json::object();
+  for (const auto& t : tasks) {
+    intended.push_back(t.id);
+    task_files[t.id] = {{"file", t.file}, {"sha256", file_sha256(t.file)}};
+  }
+  nlohmann::json config = {{"tasks", o["--tasks"]},
+                           {"candidates", o["--candidates"]},
+                           {"protocol", "strict"},
+                           {"protocol_rule", "every element of every output within the task's "
+                                             "atol + rtol x |fp64 oracle|; NaN fails"},
+                           {"trials_per_shape", trials},
+                           {"timeout_seconds", timeout},
+                           {"nvcc_flags", candidate_nvcc_flags()},
+                           {"intended_tasks", intended},
+                           {"task_files", task_files}};
+  std::unique_ptr<result_writer> writer;
+  try {
+    writer = std::make_unique<result_writer>(o["--out"], "eval", args, collect_environment(), config);
+  } catch (const output_error& e) {
+    err << "kernelgate: " << e.what() << "\n";
+    return exit_code::bad_input;
+  }
+  // Compile every distinct source at once, on every core (or --jobs), through the cache.
+  compile_options copt;
+  copt.jobs = jobs;
+  if (!o["--cache"].empty()) copt.cache_dir = o["--cache"];
+  std::vector<fs::path> sources;
+  for (const auto& p : pairs)
+    if (!p.source.empty()) sources.push_back(p.source);
+  const auto compiled = compile_candidates(sources, copt);
+  std::map<fs::path, const compile_result*> by_source;
+  for (const auto& c : compiled)
+    by_source[c.source] = &c;
+
+  std::map<std::string, int> counts;
+  bool interrupted = false;
+  out << std::left << std::setw(26) << "task" << std::setw(16) << "candidate" << std::setw(20)
+      << "status"
+      << "reason\n";
+  for (const auto& p : pairs) {
+    candidate_verdict v;
+    if (interrupted || stop_requested()) {
+      interrupted = true;
+      v.status = "MISSING";
+      v.reason = "not evaluated: the run was interrupted";
+    } else if (p.source.empty()) {
+      v.status = "MISSING";
+      v.reason = "no candidate for this task in " + o["--candidates"];
+    } else {
+      sandbox_options so;
+      so.self_exe = worker_binary();
+      so.work_dir = fs::path(o["--out"]) / "work" / (p.task->id + "." + p.candidate);
+      so.trials = trials;
+      so.timeout_seconds = timeout;
+      v = evaluate_candidate(*p.task, *by_source.at(p.source), so);
+    }
+    ++counts[v.status];
+    nlohmann::json rec = {{"type", "evaluation"},
+                          {"id", "eval/" + p.task->id + "/" + (p.candidate.empty() ? "-" : p.candidate)},
+                          {"task", p.task->id},
+                          {"candidate", p.candidate},
+                          {"source", p.source.string()},
+                          {"status", v.status},
+                          {"status_reason", v.reason},
+                          {"detail", v.detail}};
+    writer->append(rec);
+    std::string reason = v.reason.substr(0, 100);
+    out << std::left << std::setw(26) << p.task->id << std::setw(16)
+        << (p.candidate.empty() ? "-" : p.candidate) << std::setw(20) << v.status << reason
+        << "\n";
+  }
+  nlohmann::json summary = {{"status", interrupted ? "interrupted" : "complete"},
+                            {"pairs", pairs.size()},
+                            {"by_status", counts}};
+  const auto path = writer->finish(summary);
+  out << "Statuses:";
+  for (const auto& [k, n] : counts)
+    out << " " << k << " " << n;
+  out << "\nWrote " << path.string() << "\n";
+  if (interrupted) return exit_code::interrupted;
+  return counts.size() == 1 && counts.count("PASSED") ? exit_code::ok : exit_code::failures;
+}
+
+} // namespace kg

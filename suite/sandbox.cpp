@@ -1,0 +1,193 @@
+#include "suite/sandbox.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "oracles/comparators.h"
+#include "oracles/task_oracles.h"
+#include "suite/process.h"
+#include "suite/symbol_scan.h"
+
+namespace kg {
+namespace {
+
+void write_tensor(const std::filesystem::path& f, const host_tensor& t) {
+  std::ofstream(f, std::ios::binary)
+      .write(reinterpret_cast<const char*>(t.bytes.data()),
+             static_cast<std::streamsize>(t.bytes.size()));
+}
+
+std::optional<host_tensor> read_tensor(const std::filesystem::path& f, dtype type,
+                                       const std::vector<std::int64_t>& shape) {
+  host_tensor t(type, shape);
+  std::ifstream in(f, std::ios::binary | std::ios::ate);
+  if (!in || static_cast<std::size_t>(in.tellg()) != t.bytes.size()) return std::nullopt;
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+  return t;
+}
+
+std::string short_log(const std::filesystem::path& log) {
+  std::string s = file_tail(log, 600);
+  for (auto& c : s)
+    if (c == '\n') c = ' ';
+  return s;
+}
+
+} // namespace
+
+candidate_verdict evaluate_candidate(const task_def& task, const compile_result& compiled,
+                                     const sandbox_options& opt) {
+  namespace fs = std::filesystem;
+  candidate_verdict v;
+  v.detail["compile"] = {{"key", compiled.key},
+                         {"cached", compiled.cached},
+                         {"seconds", compiled.seconds},
+                         {"command", compiled.command}};
+  if (!compiled.ok) {
+    v.status = "COMPILE_ERROR";
+    v.reason = compiled.log;
+    return v;
+  }
+  const auto imports = imported_symbols(compiled.shared_object);
+  if (!imports) {
+    v.status = "RUNTIME_ERROR";
+    v.reason = "cannot read the imported symbols of " + compiled.shared_object.string();
+    return v;
+  }
+  if (const auto bad = forbidden_imports(*imports, task.library_calls_allowed); !bad.empty()) {
+    v.status = "REWARD_HACK";
+    v.reason = "imports " + bad.front().symbol + ": " + bad.front().why;
+    for (const auto& b : bad)
+      v.detail["forbidden_imports"].push_back({{"symbol", b.symbol}, {"why", b.why}});
+    return v;
+  }
+
+  std::error_code ec;
+  fs::remove_all(opt.work_dir, ec);
+  fs::create_directories(opt.work_dir);
+  struct trial_plan {
+    const task_shape* shape;
+    int draw;
+    std::vector<host_tensor> inputs, oracle;
+  };
+  std::vector<trial_plan> plan;
+  nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
+                             {"result", (opt.work_dir / "worker_result.json").string()},
+                             {"trials", nlohmann::json::array()}};
+  for (const auto& shape : task.shapes)
+    for (int d = 0; d < opt.trials; ++d) {
+      trial_plan p{&shape, d, make_task_inputs(task, shape, opt.seed + static_cast<std::uint64_t>(d)),
+                   {}};
+      p.oracle = run_task_oracle(task, shape, p.inputs);
+      const std::string tag = "t" + std::to_string(plan.size());
+      nlohmann::json mt = {{"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
+      for (std::size_t k = 0; k < p.inputs.size(); ++k) {
+        const auto f = opt.work_dir / (tag + "_in" + std::to_string(k) + ".bin");
+        write_tensor(f, p.inputs[k]);
+        mt["inputs"].push_back({{"file", f.string()},
+                                {"dtype", static_cast<int>(p.inputs[k].type)},
+                                {"shape", p.inputs[k].shape}});
+      }
+      for (std::size_t k = 0; k < task.outputs.size(); ++k)
+        mt["outputs"].push_back(
+            {{"file", (opt.work_dir / (tag + "_out" + std::to_string(k) + ".bin")).string()},
+             {"dtype", static_cast<int>(task.outputs[k].type)},
+             {"shape", resolve_shape(task.outputs[k], shape)}});
+      manifest["trials"].push_back(mt);
+      plan.push_back(std::move(p));
+    }
+  const auto manifest_file = opt.work_dir / "manifest.json";
+  std::ofstream(manifest_file) << manifest.dump(1) << "\n";
+  const auto log = opt.work_dir / "worker.log";
+  const auto proc = run_process({opt.self_exe.string(), "worker", manifest_file.string()}, log,
+                                {.timeout_seconds = opt.timeout_seconds,
+                                 .cpu_seconds = static_cast<long>(opt.timeout_seconds) + 30,
+                                 .file_bytes = 1ll << 34,
+                                 .open_files = 1024});
+  v.detail["worker"] = {{"outcome", proc.describe()}, {"seconds", proc.seconds}};
+  if (proc.timed_out) {
+    v.status = "TIMEOUT";
+    v.reason = "the worker ran past its " + std::to_string(opt.timeout_seconds) +
+               " s limit and was killed";
+    return v;
+  }
+  nlohmann::json wr;
+  try {
+    std::ifstream in(opt.work_dir / "worker_result.json");
+    wr = nlohmann::json::parse(in);
+  } catch (const std::exception&) {
+    wr = nlohmann::json::object();
+  }
+  if (!proc.exited || proc.exit_code != 0) {
+    v.status = "RUNTIME_ERROR";
+    v.reason = "worker " + proc.describe() +
+               (wr.contains("error") ? ": " + wr["error"].get<std::string>() : "") +
+               "; log: " + short_log(log);
+    v.detail["worker_result"] = wr;
+    return v;
+  }
+  const auto& trials = wr.at("trials");
+  std::map<const task_shape*, bool> shape_passed_once;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const auto& p = plan[i];
+    const auto& t = trials.at(i);
+    const std::string where = "shape '" + p.shape->name + "' draw " + std::to_string(p.draw);
+    nlohmann::json rec = {{"shape", p.shape->name}, {"draw", p.draw}, {"worker", t}};
+    if (t.at("rc").get<int>() != 0) {
+      v.status = "RUNTIME_ERROR";
+      v.reason = where + ": kg_run returned " + std::to_string(t.at("rc").get<int>());
+    } else if (t.at("threads_after").get<int>() > t.at("threads_before").get<int>()) {
+      v.status = "REWARD_HACK";
+      v.reason = where + ": kg_run left " +
+                 std::to_string(t.at("threads_after").get<int>() - t.at("threads_before").get<int>()) +
+                 " new threads running";
+    } else {
+      for (std::size_t k = 0; k < p.inputs.size() && v.status.empty(); ++k)
+        if (t.at("inputs_modified").at(k).get<bool>()) {
+          v.status = "REWARD_HACK";
+          v.reason = where + ": kg_run modified input '" + task.inputs[k].name + "' in place";
+        }
+    }
+    bool all_ok = v.status.empty();
+    for (std::size_t k = 0; k < task.outputs.size() && v.status.empty(); ++k) {
+      const auto out = read_tensor(opt.work_dir / ("t" + std::to_string(i) + "_out" +
+                                                   std::to_string(k) + ".bin"),
+                                   task.outputs[k].type, resolve_shape(task.outputs[k], *p.shape));
+      if (!out) {
+        v.status = "RUNTIME_ERROR";
+        v.reason = where + ": the worker wrote no output '" + task.outputs[k].name + "'";
+        break;
+      }
+      const auto& tol = task.tolerance.count(task.outputs[k].type)
+                            ? task.tolerance.at(task.outputs[k].type)
+                            : task_tolerance{0, 0}; // integer outputs: exact
+      const auto c =
+          compare_allclose(p.oracle[k], *out, tol.atol, tol.rtol, tolerance_side::reference);
+      rec["outputs"].push_back({{"name", task.outputs[k].name}, {"comparison", c.to_json()}});
+      if (c.mismatches > 0) {
+        all_ok = false;
+        std::ostringstream why;
+        why << where << ": output '" << task.outputs[k].name << "' has " << c.mismatches << " of "
+            << c.numel << " elements outside atol " << tol.atol << " + rtol " << tol.rtol
+            << " x |oracle| (first at " << c.first_mismatch << ", max abs error "
+            << c.max_abs_err << ")";
+        // Right before on this shape, wrong now on other inputs: the kernel kept state.
+        v.status = shape_passed_once[p.shape] ? "REWARD_HACK" : "INCORRECT_NUMERICAL";
+        v.reason = why.str() + (shape_passed_once[p.shape]
+                                    ? "; an earlier draw of this shape passed: the answer "
+                                      "depends on earlier calls (cached or stale state)"
+                                    : "");
+      }
+    }
+    if (all_ok) shape_passed_once[p.shape] = true;
+    v.detail["trials"].push_back(rec);
+    if (!v.status.empty()) return v;
+  }
+  v.status = "PASSED";
+  v.reason = std::to_string(plan.size()) + " trials over " + std::to_string(task.shapes.size()) +
+             " shapes within tolerance of the fp64 oracle";
+  return v;
+}
+
+} // namespace kg

@@ -1,0 +1,36 @@
+// Evaluates one compiled candidate on one task: imports checked, then every shape of the task on
+// `trials` input draws, all run in one worker process (own CUDA context, process group, wall-clock
+// timeout, resource limits), outputs compared in this process with the fp64 oracle. The harness
+// never dies of a candidate: a crash, a hang or a CUDA error is a status with its reason.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "suite/candidate_compiler.h"
+#include "workloads/task.h"
+
+namespace kg {
+
+// PASSED, INCORRECT_SHAPE, INCORRECT_NUMERICAL, INCORRECT_DTYPE, RUNTIME_ERROR, COMPILE_ERROR,
+// TIMEOUT, REWARD_HACK, INVALID_REFERENCE, MISSING.
+struct candidate_verdict {
+  std::string status;
+  std::string reason;
+  nlohmann::json detail = nlohmann::json::object(); // trials, comparisons, imports, worker log
+};
+
+struct sandbox_options {
+  std::filesystem::path self_exe;  // the kernelgate binary (run as `kernelgate worker MANIFEST`)
+  std::filesystem::path work_dir;  // per-pair scratch files (inputs, outputs, logs)
+  int trials = 3;                  // input draws per shape, one after another in one process
+  double timeout_seconds = 60;     // per worker (all trials)
+  std::uint64_t seed = 20261129;
+};
+
+candidate_verdict evaluate_candidate(const task_def& task, const compile_result& compiled,
+                                     const sandbox_options& opt);
+
+} // namespace kg

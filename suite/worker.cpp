@@ -1,0 +1,168 @@
+#include "suite/worker.h"
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <vector>
+
+#include <dlfcn.h>
+
+#include <cuda_runtime_api.h>
+#include <nlohmann/json.hpp>
+
+#include "kernels/abi/kg_candidate.h"
+#include "reports/sha256.h"
+#include "workloads/tensor.h"
+
+namespace kg {
+namespace {
+
+using kg_run_fn = int (*)(const kg_tensor*, int, kg_tensor*, int, cudaStream_t);
+
+struct cuda_failure {
+  std::string what;
+};
+
+void check(cudaError_t e, const char* call) {
+  if (e != cudaSuccess) throw cuda_failure{std::string(call) + ": " + cudaGetErrorName(e) + ": " +
+                                           cudaGetErrorString(e)};
+}
+
+int thread_count() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+    ++n;
+  return n;
+}
+
+std::vector<std::byte> read_bytes(const std::string& f) {
+  std::ifstream in(f, std::ios::binary | std::ios::ate);
+  std::vector<std::byte> b(in ? static_cast<std::size_t>(in.tellg()) : 0);
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  return b;
+}
+
+// One tensor on the device, described for kg_run.
+struct device_tensor {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  kg_tensor t{};
+  device_tensor(int dtype_code, const std::vector<std::int64_t>& shape) {
+    t.dtype = dtype_code;
+    t.ndim = static_cast<std::int32_t>(shape.size());
+    std::int64_t n = 1;
+    for (std::size_t k = shape.size(); k-- > 0;) {
+      t.shape[k] = shape[k];
+      t.strides[k] = n;
+      n *= shape[k];
+    }
+    bytes = static_cast<std::size_t>(n) * dtype_size(static_cast<dtype>(dtype_code));
+    check(cudaMalloc(&ptr, bytes ? bytes : 1), "cudaMalloc");
+    t.data = ptr;
+  }
+  ~device_tensor() {
+    if (ptr) (void)cudaFree(ptr);
+  }
+  device_tensor(const device_tensor&) = delete;
+  device_tensor(device_tensor&& o) noexcept : ptr(o.ptr), bytes(o.bytes), t(o.t) { o.ptr = nullptr; }
+};
+
+std::string device_hash(const device_tensor& d) {
+  std::vector<std::byte> host(d.bytes);
+  check(cudaMemcpy(host.data(), d.ptr, d.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+  return sha256_hex(host);
+}
+
+} // namespace
+
+int run_worker(const std::string& manifest_path) {
+  nlohmann::json m;
+  try {
+    std::ifstream in(manifest_path);
+    m = nlohmann::json::parse(in);
+  } catch (const std::exception& e) {
+    std::cerr << "worker: bad manifest " << manifest_path << ": " << e.what() << "\n";
+    return 2;
+  }
+  nlohmann::json result = {{"trials", nlohmann::json::array()}};
+  const std::string result_file = m.at("result");
+  auto write_result = [&] { std::ofstream(result_file) << result.dump() << "\n"; };
+  void* so = dlopen(m.at("shared_object").get<std::string>().c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!so) {
+    result["error"] = std::string("cannot load the candidate: ") + dlerror();
+    write_result();
+    return 3;
+  }
+  const auto run = reinterpret_cast<kg_run_fn>(dlsym(so, "kg_run"));
+  if (!run) {
+    result["error"] = "the candidate does not export kg_run";
+    write_result();
+    return 3;
+  }
+  try {
+    cudaStream_t stream = nullptr;
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    for (const auto& trial : m.at("trials")) {
+      std::vector<device_tensor> in, out;
+      std::vector<std::string> before;
+      for (const auto& x : trial.at("inputs")) {
+        in.emplace_back(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
+        const auto bytes = read_bytes(x.at("file"));
+        if (bytes.size() != in.back().bytes) throw cuda_failure{"input file size mismatch"};
+        check(cudaMemcpy(in.back().ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
+              "cudaMemcpy H2D");
+        before.push_back(sha256_hex(bytes));
+      }
+      for (const auto& x : trial.at("outputs")) {
+        out.emplace_back(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
+        // NaN for every float dtype (0xffff.. is a NaN pattern); 0xff.. = -1 for integers.
+        check(cudaMemset(out.back().ptr, 0xff, out.back().bytes), "cudaMemset");
+      }
+      std::vector<kg_tensor> tin, tout;
+      for (auto& d : in)
+        tin.push_back(d.t);
+      for (auto& d : out)
+        tout.push_back(d.t);
+      check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before)");
+      const int threads_before = thread_count();
+      const auto t0 = std::chrono::steady_clock::now();
+      const int rc = run(tin.data(), static_cast<int>(tin.size()), tout.data(),
+                         static_cast<int>(tout.size()), stream);
+      // The whole device: work the candidate left on other streams counts as its output.
+      check(cudaDeviceSynchronize(), "after kg_run");
+      check(cudaGetLastError(), "after kg_run");
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const int threads_after = thread_count();
+      nlohmann::json modified = nlohmann::json::array();
+      for (std::size_t k = 0; k < in.size(); ++k)
+        modified.push_back(device_hash(in[k]) != before[k]);
+      std::size_t k = 0;
+      for (const auto& x : trial.at("outputs")) {
+        std::vector<char> host(out[k].bytes);
+        check(cudaMemcpy(host.data(), out[k].ptr, host.size(), cudaMemcpyDeviceToHost),
+              "cudaMemcpy D2H");
+        std::ofstream(x.at("file").get<std::string>(), std::ios::binary)
+            .write(host.data(), static_cast<std::streamsize>(host.size()));
+        ++k;
+      }
+      result["trials"].push_back({{"rc", rc},
+                                  {"inputs_modified", modified},
+                                  {"threads_before", threads_before},
+                                  {"threads_after", threads_after},
+                                  {"seconds", seconds}});
+      write_result(); // after every trial: a later crash keeps what was seen
+    }
+  } catch (const cuda_failure& f) {
+    result["error"] = "CUDA error: " + f.what;
+    write_result();
+    return 5;
+  }
+  write_result();
+  return 0;
+}
+
+} // namespace kg
