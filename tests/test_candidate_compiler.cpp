@@ -104,3 +104,21 @@ TEST(symbol_scan, forbidden_imports_of_red_team_candidates_are_named) {
   EXPECT_TRUE(forbidden_imports({"cublasCreate_v2"}, true).empty());
   EXPECT_FALSE(forbidden_imports({"cudaEventRecord"}, true).empty());
 }
+
+// Every verified task kernel compiles for sm_90a (on CPU-only machines too) and imports nothing a
+// candidate may not: the substrates obey the rules the candidates are held to.
+TEST(candidate_compiler, every_task_kernel_compiles_and_imports_nothing_forbidden) {
+  compile_options o;
+  o.cache_dir = scratch("all");
+  std::vector<fs::path> src;
+  for (const auto& e : fs::directory_iterator(fs::path(KG_SOURCE_DIR) / "kernels" / "tasks"))
+    if (e.path().extension() == ".cu") src.push_back(e.path());
+  ASSERT_GE(src.size(), 4u);
+  for (const auto& b : compile_candidates(src, o)) {
+    ASSERT_TRUE(b.ok) << b.source << ": " << b.log;
+    const auto imports = imported_symbols(b.shared_object);
+    ASSERT_TRUE(imports.has_value()) << b.source;
+    const auto bad = forbidden_imports(*imports, false);
+    EXPECT_TRUE(bad.empty()) << b.source << " imports " << bad.front().symbol;
+  }
+}
