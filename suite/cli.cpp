@@ -14,6 +14,7 @@
 #include "reports/result_schema.h"
 #include "suite/audit.h"
 #include "suite/exit_codes.h"
+#include "suite/fastp_command.h"
 #include "suite/time_command.h"
 
 namespace kg {
@@ -28,6 +29,11 @@ commands:
   time --impl NAME [--vs NAME] [--clocks observe|require-locked|lock=MHz]
        [--backend auto|events|graph|cupti] [--shape RxC] [--dtype float32|float16] [--min-effect F]
        [--out DIR]                 time a kernel (cold, L2 flushed), optionally against another
+  fastp RESULT [--baseline FILE] [--level N] [--p 0,0.5,0.8,1,1.5,2] [--min-effect F]
+        [--candidate NAME] [--json] [--out DIR]
+                                   strict fast_p over intended and aligned tasks, with intervals,
+                                   noise-aware counts and near-ties (RESULT: a kernelgate eval
+                                   result, or KernelBench's eval_results.json with --baseline)
   protocols [--json]               the checking protocols and the peers they model
   validate <result.json>           check a result file against the result schema
   help                             this text
@@ -160,6 +166,7 @@ int kernelgate_main(const std::vector<std::string>& args, std::ostream& out, std
     if (cmd == "protocols") return cmd_protocols(args, out, err);
     if (cmd == "validate") return cmd_validate(args, out, err);
     if (cmd == "time") return run_time_command(args, out, err);
+    if (cmd == "fastp") return run_fastp_command(args, out, err);
   } catch (const std::exception& e) {
     err << "kernelgate: internal error: " << e.what() << "\n";
     return exit_code::internal;
