@@ -15,7 +15,9 @@
 #include "suite/audit.h"
 #include "suite/exit_codes.h"
 #include "suite/fastp_command.h"
+#include "suite/eval_command.h"
 #include "suite/time_command.h"
+#include "suite/worker.h"
 
 namespace kg {
 namespace {
@@ -29,6 +31,11 @@ commands:
   time --impl NAME [--vs NAME] [--clocks observe|require-locked|lock=MHz]
        [--backend auto|events|graph|cupti] [--shape RxC] [--dtype float32|float16] [--min-effect F]
        [--out DIR]                 time a kernel (cold, L2 flushed), optionally against another
+  eval --tasks GLOB --candidates DIR [--protocol strict] [--trials N] [--timeout S] [--jobs N]
+       [--cache DIR] [--time yes|no] [--baselines DIR] [--out DIR]
+                                   compile and run every (task, candidate) pair in a sandboxed
+                                   worker, check it against the task's fp64 oracle, and time a
+                                   passing one against the task's own kernel
   fastp RESULT [--baseline FILE] [--level N] [--p 0,0.5,0.8,1,1.5,2] [--min-effect F]
         [--candidate NAME] [--json] [--out DIR]
                                    strict fast_p over intended and aligned tasks, with intervals,
@@ -167,6 +174,9 @@ int kernelgate_main(const std::vector<std::string>& args, std::ostream& out, std
     if (cmd == "validate") return cmd_validate(args, out, err);
     if (cmd == "time") return run_time_command(args, out, err);
     if (cmd == "fastp") return run_fastp_command(args, out, err);
+    if (cmd == "eval") return run_eval_command(args, out, err);
+    // Internal: the sandbox runs candidates as `kernelgate worker MANIFEST`.
+    if (cmd == "worker" && args.size() == 3) return run_worker(args[2]);
   } catch (const std::exception& e) {
     err << "kernelgate: internal error: " << e.what() << "\n";
     return exit_code::internal;

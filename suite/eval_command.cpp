@@ -1,5 +1,5 @@
 // kernelgate eval --tasks GLOB --candidates DIR [--protocol strict] [--trials N] [--timeout S]
-//                 [--jobs N] [--cache DIR] [--out DIR]
+//                 [--jobs N] [--cache DIR] [--time yes|no] [--baselines DIR] [--out DIR]
 #include "suite/eval_command.h"
 
 #include <charconv>
@@ -75,7 +75,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   std::map<std::string, std::string> o = {{"--tasks", ""},          {"--candidates", ""},
                                           {"--protocol", "strict"}, {"--trials", "3"},
                                           {"--timeout", "60"},      {"--jobs", "0"},
-                                          {"--cache", ""},          {"--out", "kg-out/eval"}};
+                                          {"--cache", ""},          {"--out", "kg-out/eval"},
+                                          {"--time", "yes"},        {"--baselines", KG_TASK_KERNELS_DIR}};
   for (std::size_t i = 2; i < args.size(); i += 2) {
     if (!o.count(args[i])) {
       err << "kernelgate: unknown option '" << args[i] << "' for eval\n";
@@ -89,6 +90,10 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   }
   if (o["--tasks"].empty() || o["--candidates"].empty()) {
     err << "kernelgate: eval needs --tasks GLOB and --candidates DIR\n";
+    return exit_code::bad_input;
+  }
+  if (o["--time"] != "yes" && o["--time"] != "no") {
+    err << "kernelgate: --time takes yes or no\n";
     return exit_code::bad_input;
   }
   if (o["--protocol"] != "strict") {
@@ -142,6 +147,13 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
                                              "atol + rtol x |fp64 oracle|; NaN fails"},
                            {"trials_per_shape", trials},
                            {"timeout_seconds", timeout},
+                           {"timing", o["--time"] == "yes"
+                                          ? nlohmann::json{{"shape", "each task's first shape"},
+                                                           {"baseline", "the task's own kernel in " +
+                                                                            o["--baselines"]},
+                                                           {"speedup", "baseline_us / candidate_us "
+                                                                       "from ABBA pairs"}}
+                                          : nlohmann::json("off")},
                            {"nvcc_flags", candidate_nvcc_flags()},
                            {"intended_tasks", intended},
                            {"task_files", task_files}};
@@ -159,6 +171,14 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   std::vector<fs::path> sources;
   for (const auto& p : pairs)
     if (!p.source.empty()) sources.push_back(p.source);
+  const bool timed = o["--time"] == "yes";
+  std::map<std::string, fs::path> baseline_source;
+  if (timed)
+    for (const auto& t : tasks)
+      if (const auto f = fs::path(o["--baselines"]) / (t.id + ".cu"); fs::is_regular_file(f)) {
+        baseline_source[t.id] = f;
+        sources.push_back(f);
+      }
   const auto compiled = compile_candidates(sources, copt);
   std::map<fs::path, const compile_result*> by_source;
   for (const auto& c : compiled)
@@ -184,6 +204,9 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       so.work_dir = fs::path(o["--out"]) / "work" / (p.task->id + "." + p.candidate);
       so.trials = trials;
       so.timeout_seconds = timeout;
+      so.time = timed;
+      if (const auto b = baseline_source.find(p.task->id); b != baseline_source.end())
+        so.baseline = by_source.at(b->second);
       v = evaluate_candidate(*p.task, *by_source.at(p.source), so);
     }
     ++counts[v.status];
@@ -195,8 +218,14 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
                           {"status", v.status},
                           {"status_reason", v.reason},
                           {"detail", v.detail}};
+    // The timing figures at the top of the record (the layout `kernelgate fastp` reads).
+    for (const char* k : {"candidate_us", "baseline_us", "speedup", "speedup_ci95"})
+      if (v.detail.contains(k)) rec[k] = v.detail[k];
     writer->append(rec);
     std::string reason = v.reason.substr(0, 100);
+    if (v.detail.contains("speedup"))
+      reason = "speedup " + std::to_string(v.detail["speedup"].get<double>()).substr(0, 5) +
+               " vs task kernel (" + v.detail.value("decision", std::string()) + "); " + reason;
     out << std::left << std::setw(26) << p.task->id << std::setw(16)
         << (p.candidate.empty() ? "-" : p.candidate) << std::setw(20) << v.status << reason
         << "\n";

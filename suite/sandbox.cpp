@@ -34,6 +34,105 @@ std::string short_log(const std::filesystem::path& log) {
   return s;
 }
 
+// Times a candidate that passed: a worker of its own measures it with honest inputs (two timed
+// sets and a fresh one, outputs checked on the device against the oracle) and, when a baseline
+// kernel is given, both interleaved in ABBA pairs. Fills the record's timing fields.
+void time_passed_candidate(const task_def& task, const compile_result& compiled,
+                           const sandbox_options& opt, candidate_verdict& v) {
+  namespace fs = std::filesystem;
+  const task_shape& shape = task.shapes.front();
+  const fs::path dir = opt.work_dir / "timing";
+  fs::create_directories(dir);
+  nlohmann::json t = {{"sets", nlohmann::json::array()},
+                      {"shape", shape.name},
+                      {"max_wall_seconds", opt.time_wall_seconds},
+                      {"paired_max_wall_seconds", opt.time_wall_seconds}};
+  if (opt.baseline && opt.baseline->ok)
+    t["baseline_shared_object"] = opt.baseline->shared_object.string();
+  for (int k = 0; k < 3; ++k) { // two timed sets, then the fresh one
+    const auto in = make_task_inputs(task, shape, opt.seed + 1000 + static_cast<std::uint64_t>(k));
+    const auto oracle = run_task_oracle(task, shape, in);
+    nlohmann::json set = {{"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const auto f = dir / ("s" + std::to_string(k) + "_in" + std::to_string(i) + ".bin");
+      write_tensor(f, in[i]);
+      set["inputs"].push_back({{"file", f.string()},
+                               {"dtype", static_cast<int>(in[i].type)},
+                               {"shape", in[i].shape}});
+    }
+    for (std::size_t i = 0; i < task.outputs.size(); ++i) {
+      const auto f = dir / ("s" + std::to_string(k) + "_expected" + std::to_string(i) + ".bin");
+      write_tensor(f, oracle[i].cast(dtype::float32));
+      const auto type = task.outputs[i].type;
+      const task_tolerance tol = task.tolerance.count(type) ? task.tolerance.at(type) : task_tolerance{};
+      set["outputs"].push_back({{"expected", f.string()},
+                                {"dtype", static_cast<int>(type)},
+                                {"shape", oracle[i].shape},
+                                {"atol", tol.atol},
+                                {"rtol", tol.rtol}});
+    }
+    t["sets"].push_back(set);
+  }
+  nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
+                             {"result", (dir / "worker_result.json").string()},
+                             {"trials", nlohmann::json::array()},
+                             {"timing", t}};
+  std::ofstream(dir / "manifest.json") << manifest.dump(1) << "\n";
+  const auto log = dir / "worker.log";
+  const auto proc = run_process({opt.self_exe.string(), "worker", (dir / "manifest.json").string()},
+                                log, {.timeout_seconds = opt.timeout_seconds,
+                                      .cpu_seconds = static_cast<long>(opt.timeout_seconds) + 30,
+                                      .file_bytes = 1ll << 34,
+                                      .open_files = 1024});
+  nlohmann::json wr;
+  try {
+    std::ifstream in(dir / "worker_result.json");
+    wr = nlohmann::json::parse(in);
+  } catch (const std::exception&) {
+    wr = nlohmann::json::object();
+  }
+  v.detail["timing"] = wr.value("timing", nlohmann::json::object());
+  v.detail["timing_worker"] = {{"outcome", proc.describe()}, {"seconds", proc.seconds}};
+  if (proc.timed_out) {
+    v.status = "TIMEOUT";
+    v.reason = "timing: the worker ran past its " + std::to_string(opt.timeout_seconds) +
+               " s limit and was killed";
+    return;
+  }
+  if (!proc.exited || proc.exit_code != 0 || !wr.contains("timing")) {
+    // Correct but not timed: the record says why and carries no time.
+    v.detail["timing_error"] = "worker " + proc.describe() +
+                               (wr.contains("error") ? ": " + wr["error"].get<std::string>() : "") +
+                               "; log: " + short_log(log);
+    return;
+  }
+  const auto& tj = wr["timing"];
+  const auto& c = tj.at("candidate");
+  if (c.at("status") == "REWARD_HACK") {
+    v.status = "REWARD_HACK";
+    v.reason = "while timed: " + c.at("status_reason").get<std::string>();
+    return;
+  }
+  if (c.at("status") != "TIMED") {
+    v.status = "INCORRECT_NUMERICAL";
+    v.reason = "timing's own check before timing: " + c.value("status_reason", std::string());
+    return;
+  }
+  v.detail["candidate_us"] = c.at("median_us");
+  v.detail["timing_backend"] = c.at("backend");
+  if (tj.contains("baseline") && tj["baseline"].value("status", "") == "TIMED")
+    v.detail["baseline_us"] = tj["baseline"].at("median_us");
+  if (tj.contains("paired")) {
+    const auto& p = tj["paired"];
+    const double r = p.at("median_ratio"), lo = p.at("ratio_ci95")[0], hi = p.at("ratio_ci95")[1];
+    if (r > 0 && lo > 0 && hi > 0) {
+      v.detail["speedup"] = 1.0 / r; // baseline time / candidate time
+      v.detail["speedup_ci95"] = {1.0 / hi, 1.0 / lo};
+      v.detail["decision"] = p.at("decision");
+    }
+  }
+}
+
 } // namespace
 
 candidate_verdict evaluate_candidate(const task_def& task, const compile_result& compiled,
@@ -187,6 +286,7 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
   v.status = "PASSED";
   v.reason = std::to_string(plan.size()) + " trials over " + std::to_string(task.shapes.size()) +
              " shapes within tolerance of the fp64 oracle";
+  if (opt.time) time_passed_candidate(task, compiled, opt, v);
   return v;
 }
 

@@ -28,6 +28,11 @@ struct sandbox_options {
   int trials = 3;                  // input draws per shape, one after another in one process
   double timeout_seconds = 60;     // per worker (all trials)
   std::uint64_t seed = 20261129;
+  // Timing of a PASSED candidate (a second worker): honest timing on the task's first shape,
+  // then ABBA pairs against the baseline kernel (the task's own kernel) when one is given.
+  bool time = true;
+  const compile_result* baseline = nullptr;
+  double time_wall_seconds = 2.0; // per measurement in the worker
 };
 
 candidate_verdict evaluate_candidate(const task_def& task, const compile_result& compiled,

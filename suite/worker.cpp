@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <vector>
 
 #include <dlfcn.h>
@@ -13,7 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/abi/kg_candidate.h"
+#include "oracles/device_allclose.h"
 #include "reports/sha256.h"
+#include "timing/gpu_timer.h"
+#include "timing/paired.h"
 #include "workloads/tensor.h"
 
 namespace kg {
@@ -74,6 +78,122 @@ std::string device_hash(const device_tensor& d) {
   std::vector<std::byte> host(d.bytes);
   check(cudaMemcpy(host.data(), d.ptr, d.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
   return sha256_hex(host);
+}
+
+// The input sets honest timing rotates over, with the fp64 oracle's outputs (as float32) to
+// check timed calls against on the device.
+struct timing_set {
+  std::vector<device_tensor> in, out;
+  std::vector<kg_tensor> tin, tout;
+  std::vector<float*> expected; // per output, device (float outputs only)
+  std::vector<std::size_t> numel;
+  std::vector<double> atol, rtol;
+  ~timing_set() {
+    for (auto* e : expected)
+      if (e) (void)cudaFree(e);
+  }
+};
+
+std::unique_ptr<timing_set> load_set(const nlohmann::json& j) {
+  auto set = std::make_unique<timing_set>();
+  for (const auto& x : j.at("inputs")) {
+    set->in.emplace_back(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
+    const auto bytes = read_bytes(x.at("file"));
+    if (bytes.size() != set->in.back().bytes) throw cuda_failure{"timing input size mismatch"};
+    check(cudaMemcpy(set->in.back().ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
+          "cudaMemcpy H2D");
+  }
+  for (const auto& x : j.at("outputs")) {
+    set->out.emplace_back(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
+    const auto bytes = read_bytes(x.at("expected"));
+    float* e = nullptr;
+    check(cudaMalloc(reinterpret_cast<void**>(&e), bytes.size() ? bytes.size() : 4), "cudaMalloc");
+    check(cudaMemcpy(e, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+    set->expected.push_back(e);
+    set->numel.push_back(bytes.size() / 4);
+    set->atol.push_back(x.at("atol").get<double>());
+    set->rtol.push_back(x.at("rtol").get<double>());
+  }
+  for (auto& d : set->in)
+    set->tin.push_back(d.t);
+  for (auto& d : set->out)
+    set->tout.push_back(d.t);
+  return set;
+}
+
+// Honest timing of one shared object's kg_run over the sets (the last set is the fresh one).
+honest_work timing_work(kg_run_fn run, std::vector<std::unique_ptr<timing_set>>& sets,
+                        std::string& run_error) {
+  honest_work w;
+  w.timed_sets = static_cast<int>(sets.size()) - 1;
+  w.launch = [run, &sets, &run_error](int i, cudaStream_t s) {
+    auto& set = *sets[static_cast<std::size_t>(i)];
+    const int rc = run(set.tin.data(), static_cast<int>(set.tin.size()), set.tout.data(),
+                       static_cast<int>(set.tout.size()), s);
+    if (rc != 0 && run_error.empty()) run_error = "kg_run returned " + std::to_string(rc);
+  };
+  w.poison = [&sets](int i, cudaStream_t s) {
+    for (auto& o : sets[static_cast<std::size_t>(i)]->out)
+      KG_CUDA_CHECK(cudaMemsetAsync(o.ptr, 0xff, o.bytes, s));
+  };
+  w.check = [&sets](int i) -> std::string {
+    auto& set = *sets[static_cast<std::size_t>(i)];
+    for (std::size_t k = 0; k < set.out.size(); ++k) {
+      const auto type = static_cast<dtype>(set.out[k].t.dtype);
+      if (!is_floating(type)) continue; // integer outputs are checked before timing only
+      const auto r = device_allclose(set.out[k].ptr, type, set.expected[k], set.numel[k],
+                                     static_cast<float>(set.atol[k]),
+                                     static_cast<float>(set.rtol[k]), nullptr);
+      if (r.mismatches)
+        return "output " + std::to_string(k) + ": " + std::to_string(r.mismatches) +
+               " elements outside tolerance (first at " + std::to_string(r.first) + ")";
+    }
+    return "";
+  };
+  return w;
+}
+
+nlohmann::json time_candidate(const nlohmann::json& t, kg_run_fn run) {
+  std::vector<std::unique_ptr<timing_set>> sets;
+  for (const auto& j : t.at("sets"))
+    sets.push_back(load_set(j));
+  timing_options o;
+  o.max_wall_seconds = t.value("max_wall_seconds", 2.0);
+  o.min_gpu_seconds = t.value("min_gpu_seconds", 0.05);
+  o.target_rel_halfwidth = t.value("target_rel_halfwidth", 0.005);
+  gpu_timer timer(o);
+  nlohmann::json out;
+  std::string run_error;
+  auto cand = timing_work(run, sets, run_error);
+  const auto rc = timer.measure_honest(cand);
+  out["candidate"] = rc.to_json(false);
+  if (!run_error.empty()) out["error"] = run_error;
+  if (rc.status != "TIMED" || !run_error.empty() || !t.contains("baseline_shared_object"))
+    return out;
+  void* so = dlopen(t.at("baseline_shared_object").get<std::string>().c_str(), RTLD_NOW | RTLD_LOCAL);
+  const auto base_run = so ? reinterpret_cast<kg_run_fn>(dlsym(so, "kg_run")) : nullptr;
+  if (!base_run) {
+    out["baseline_error"] = "cannot load the baseline kernel";
+    return out;
+  }
+  auto base = timing_work(base_run, sets, run_error);
+  const auto rb = timer.measure_honest(base);
+  out["baseline"] = rb.to_json(false);
+  if (rb.status != "TIMED") return out;
+  // ABBA pairs on set 0: the speed ratio with drift cancelled.
+  auto& s0 = *sets[0];
+  const work_fn a = [&](cudaStream_t s) {
+    base_run(s0.tin.data(), static_cast<int>(s0.tin.size()), s0.tout.data(),
+             static_cast<int>(s0.tout.size()), s);
+  };
+  const work_fn b = [&](cudaStream_t s) {
+    run(s0.tin.data(), static_cast<int>(s0.tin.size()), s0.tout.data(),
+        static_cast<int>(s0.tout.size()), s);
+  };
+  paired_options po;
+  po.max_wall_seconds = t.value("paired_max_wall_seconds", 2.0);
+  out["paired"] = measure_paired(timer, a, b, po).to_json();
+  return out;
 }
 
 } // namespace
@@ -156,8 +276,16 @@ int run_worker(const std::string& manifest_path) {
                                   {"seconds", seconds}});
       write_result(); // after every trial: a later crash keeps what was seen
     }
+    if (m.contains("timing")) {
+      result["timing"] = time_candidate(m.at("timing"), run);
+      write_result();
+    }
   } catch (const cuda_failure& f) {
     result["error"] = "CUDA error: " + f.what;
+    write_result();
+    return 5;
+  } catch (const std::exception& e) { // timing_error, cuda_error from the harness
+    result["error"] = std::string("timing: ") + e.what();
     write_result();
     return 5;
   }
