@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Eval verification on the GPU machine: builds (as gpu_verify.sh does), runs the GPU tests, then
+# `kernelgate eval` over the task catalog with its own kernels (all must pass strict) and over
+# the red-team candidates, and `kernelgate fastp` on the catalog's result. Logs go to $LOG_DIR.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+logs=${LOG_DIR:-$root/gpu-logs}
+mkdir -p "$logs"
+prefix=/tmp/kg-deps
+mkdir -p $prefix
+for d in "$root"/.deps/debs/*.deb; do dpkg -x "$d" $prefix; done
+export KG_PREFIX_PATH=$prefix/usr BUILD_DIR=${BUILD_DIR:-$root/build-gpu}
+SECONDS=0
+bash "$root/scripts/setup.sh" build >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log"; exit 1; }
+echo "build: ${SECONDS}s"
+cd "$BUILD_DIR"
+timeout ${CTEST_TIMEOUT:-200} ctest -L gpu -V >"$logs/ctest_gpu.log" 2>&1
+grep -E 'tests passed|\*\*\*Failed|Failure|Expected|Which is|Value of|: (PASSED|REWARD_HACK|TIMEOUT)' "$logs/ctest_gpu.log" | head -60
+echo "ctest: ${SECONDS}s"
+cache=/tmp/kg-eval-cache
+(time timeout 200 ./suite/kernelgate eval --tasks "$root/data/tasks" --candidates "$root/kernels/tasks" \
+  --cache $cache --out /tmp/kg-eval-catalog) >"$logs/eval_catalog.txt" 2>&1
+echo "eval catalog exit $?"; cat "$logs/eval_catalog.txt"
+(time timeout 120 ./suite/kernelgate eval --tasks "$root/data/tasks" --candidates "$root/kernels/tasks" \
+  --cache $cache --time no --out /tmp/kg-eval-warm) >"$logs/eval_warm.txt" 2>&1
+echo "eval warm cache, correctness only: exit $?"; tail -4 "$logs/eval_warm.txt"
+./suite/kernelgate fastp /tmp/kg-eval-catalog/result.json >"$logs/fastp.txt" 2>&1; head -30 "$logs/fastp.txt"
+./suite/kernelgate validate /tmp/kg-eval-catalog/result.json
+echo "total: ${SECONDS}s"
