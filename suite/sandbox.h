@@ -32,7 +32,7 @@ struct sandbox_options {
   // then ABBA pairs against the baseline kernel (the task's own kernel) when one is given.
   bool time = true;
   const compile_result* baseline = nullptr;
-  double time_wall_seconds = 2.0; // per measurement in the worker
+  double time_wall_seconds = 0.5; // per measurement in the worker (candidate, baseline, pairs)
 };
 
 candidate_verdict evaluate_candidate(const task_def& task, const compile_result& compiled,

@@ -22,14 +22,15 @@ struct eval_run {
   std::map<std::string, nlohmann::json> records; // "task/candidate" -> record
 };
 
-eval_run eval(const std::string& candidates, const std::string& name, const std::string& timeout) {
+eval_run eval(const std::string& candidates, const std::string& name, const std::string& timeout,
+              const std::string& time = "no", const std::string& tasks = "/data/tasks") {
   ::setenv("KERNELGATE_WORKER", KG_KERNELGATE_BIN, 1);
   const fs::path out = fs::temp_directory_path() / ("kg-gpu-eval-" + name);
   std::ostringstream o, e;
   eval_run r;
-  r.rc = kernelgate_main({"kernelgate", "eval", "--tasks", std::string(KG_SOURCE_DIR) + "/data/tasks",
+  r.rc = kernelgate_main({"kernelgate", "eval", "--tasks", std::string(KG_SOURCE_DIR) + tasks,
                           "--candidates", candidates, "--timeout", timeout, "--out", out.string(),
-                          "--cache", (out / "cache").string()},
+                          "--cache", (out / "cache").string(), "--time", time},
                          o, e);
   r.out = o.str();
   r.err = e.str();
@@ -65,4 +66,22 @@ TEST(gpu_eval, red_team_candidates_get_their_intended_status) {
     EXPECT_EQ(r.records.at(k).at("status"), status.get<std::string>())
         << k << ": " << r.records.at(k).at("status_reason");
   }
+}
+
+// Timing inside eval: the task's own kernel timed against itself is a tie, with an interval.
+TEST(gpu_eval, a_passing_candidate_is_timed_against_the_task_kernel) {
+  KG_REQUIRE_GPU();
+  const auto r = eval(std::string(KG_SOURCE_DIR) + "/kernels/tasks", "timed", "60", "yes",
+                      "/data/tasks/softmax_lastdim.json");
+  std::cout << r.out;
+  ASSERT_EQ(r.records.size(), 1u);
+  const auto& rec = r.records.begin()->second;
+  ASSERT_EQ(rec.at("status"), "PASSED") << rec.at("status_reason");
+  ASSERT_TRUE(rec.contains("speedup")) << rec.at("detail").dump();
+  const double lo = rec.at("speedup_ci95")[0], hi = rec.at("speedup_ci95")[1];
+  std::cout << "candidate " << rec.at("candidate_us") << " us, baseline " << rec.at("baseline_us")
+            << " us, speedup " << rec.at("speedup") << " [" << lo << ", " << hi << "]\n";
+  EXPECT_GT(rec.at("candidate_us").get<double>(), 0.0);
+  EXPECT_LE(lo, 1.0 + 0.03); // the same kernel: the interval reaches into the 3% tie band
+  EXPECT_GE(hi, 1.0 - 0.03);
 }
