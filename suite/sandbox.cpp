@@ -54,14 +54,14 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
     const auto oracle = run_task_oracle(task, shape, in);
     nlohmann::json set = {{"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
     for (std::size_t i = 0; i < in.size(); ++i) {
-      const auto f = dir / ("s" + std::to_string(k) + "_in" + std::to_string(i) + ".bin");
+      const auto f = dir / (std::string("s").append(std::to_string(k)).append("_in").append(std::to_string(i)).append(".bin"));
       write_tensor(f, in[i]);
       set["inputs"].push_back({{"file", f.string()},
                                {"dtype", static_cast<int>(in[i].type)},
                                {"shape", in[i].shape}});
     }
     for (std::size_t i = 0; i < task.outputs.size(); ++i) {
-      const auto f = dir / ("s" + std::to_string(k) + "_expected" + std::to_string(i) + ".bin");
+      const auto f = dir / (std::string("s").append(std::to_string(k)).append("_expected").append(std::to_string(i)).append(".bin"));
       write_tensor(f, oracle[i].cast(dtype::float32));
       const auto type = task.outputs[i].type;
       const task_tolerance tol = task.tolerance.count(type) ? task.tolerance.at(type) : task_tolerance{};
