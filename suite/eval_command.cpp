@@ -1,5 +1,6 @@
 // kernelgate eval --tasks GLOB --candidates DIR [--protocol strict] [--trials N] [--timeout S]
 //                 [--jobs N] [--cache DIR] [--time yes|no] [--baselines DIR] [--out DIR]
+//                 [--kernelbench FILE]
 #include "suite/eval_command.h"
 
 #include <charconv>
@@ -76,7 +77,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
                                           {"--protocol", "strict"}, {"--trials", "3"},
                                           {"--timeout", "60"},      {"--jobs", "0"},
                                           {"--cache", ""},          {"--out", "kg-out/eval"},
-                                          {"--time", "yes"},        {"--baselines", KG_TASK_KERNELS_DIR}};
+                                          {"--time", "yes"},        {"--baselines", KG_TASK_KERNELS_DIR},
+                                          {"--kernelbench", ""}};
   for (std::size_t i = 2; i < args.size(); i += 2) {
     if (!o.count(args[i])) {
       err << "kernelgate: unknown option '" << args[i] << "' for eval\n";
@@ -186,6 +188,9 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
 
   std::map<std::string, int> counts;
   bool interrupted = false;
+  // KernelBench's eval_results.json layout, if asked for: {"<task>": [{sample_id, compiled,
+  // correctness, metadata, runtime (ms, -1 when absent), runtime_stats}]}.
+  nlohmann::json kb = nlohmann::json::object();
   out << std::left << std::setw(26) << "task" << std::setw(16) << "candidate" << std::setw(20)
       << "status"
       << "reason\n";
@@ -222,6 +227,21 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
     for (const char* k : {"candidate_us", "baseline_us", "speedup", "speedup_ci95"})
       if (v.detail.contains(k)) rec[k] = v.detail[k];
     writer->append(rec);
+    if (!p.source.empty()) {
+      auto& samples = kb[p.task->id];
+      nlohmann::json e = {{"sample_id", samples.size()},
+                          {"compiled", v.status != "COMPILE_ERROR"},
+                          {"correctness", v.status == "PASSED"},
+                          {"metadata", {{"kernelgate_status", v.status},
+                                        {"status_reason", v.reason},
+                                        {"candidate", p.candidate},
+                                        {"source", p.source.string()}}},
+                          {"runtime", v.detail.contains("candidate_us")
+                                          ? v.detail["candidate_us"].get<double>() / 1000.0
+                                          : -1.0},
+                          {"runtime_stats", nlohmann::json::object()}};
+      samples.push_back(e);
+    }
     std::string reason = v.reason.substr(0, 100);
     if (v.detail.contains("speedup"))
       reason = "speedup " + std::to_string(v.detail["speedup"].get<double>()).substr(0, 5) +
@@ -234,6 +254,18 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
                             {"pairs", pairs.size()},
                             {"by_status", counts}};
   const auto path = writer->finish(summary);
+  if (!o["--kernelbench"].empty()) {
+    // Written whole, then renamed: never a half-written file.
+    const fs::path f = o["--kernelbench"], tmp = f.string() + ".tmp";
+    std::ofstream(tmp) << kb.dump(2) << "\n";
+    std::error_code ec;
+    fs::rename(tmp, f, ec);
+    if (ec) {
+      err << "kernelgate: cannot write " << f.string() << ": " << ec.message() << "\n";
+      return exit_code::bad_input;
+    }
+    out << "Wrote " << f.string() << " (KernelBench eval_results.json layout)\n";
+  }
   out << "Statuses:";
   for (const auto& [k, n] : counts)
     out << " " << k << " " << n;
