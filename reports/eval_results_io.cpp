@@ -13,10 +13,6 @@ const std::set<std::string, std::less<>> known_statuses = {
     "PASSED",        "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE",   "RUNTIME_ERROR",
     "COMPILE_ERROR", "TIMEOUT",         "REWARD_HACK",         "INVALID_REFERENCE", "MISSING"};
 
-// speedup and baseline_us / candidate_us may each be rounded by the writer; 1% still catches an
-// inverted ratio or mixed units, the mistakes this check exists for.
-constexpr double speedup_agreement = 0.01;
-
 [[noreturn]] void fail(const json_file& f, const std::string& what) {
   throw fastp_input_error("'" + f.path.string() + "': " + what);
 }
@@ -59,9 +55,15 @@ evaluation read_evaluation(const json_file& f, const nlohmann::json& r, const st
   evaluation e;
   e.id = optional_string(f, r, "id", where).value_or("");
   e.task = required_string(f, r, "task", where);
-  e.candidate = required_string(f, r, "candidate", where);
   e.status = required_string(f, r, "status", where);
   if (!known_statuses.count(e.status)) fail(f, where + ": unknown status '" + e.status + "'");
+  // kernelgate eval writes candidate "" for a task that has no candidate at all (MISSING).
+  const auto cand = optional_string(f, r, "candidate", where);
+  if (!cand) fail(f, where + ": no 'candidate'");
+  e.candidate = *cand;
+  if (e.candidate.empty() && e.status != "MISSING")
+    fail(f,
+         where + ": an empty 'candidate' with status " + e.status + " (only MISSING may have one)");
   e.reason = optional_string(f, r, "status_reason", where).value_or("");
   e.candidate_us = optional_positive(f, r, "candidate_us", where);
   e.baseline_us = optional_positive(f, r, "baseline_us", where);
@@ -80,24 +82,21 @@ evaluation read_evaluation(const json_file& f, const nlohmann::json& r, const st
                 ": candidate_us, speedup and speedup_ci95 belong to PASSED records only, "
                 "not " +
                 e.status);
-  if (e.speedup && !(e.candidate_us && e.baseline_us))
-    fail(f, where + ": 'speedup' without both 'candidate_us' and 'baseline_us'");
+  if (e.speedup && !e.candidate_us) fail(f, where + ": 'speedup' without 'candidate_us'");
   if (e.ci95 && !e.speedup) fail(f, where + ": 'speedup_ci95' without 'speedup'");
-  if (e.speedup) {
-    const double ratio = *e.baseline_us / *e.candidate_us;
-    if (std::fabs(*e.speedup - ratio) > speedup_agreement * ratio)
-      fail(f, where + ": 'speedup' " + std::to_string(*e.speedup) +
-                  " disagrees with baseline_us / candidate_us = " + std::to_string(ratio));
-  }
+  // No agreement check between speedup and baseline_us / candidate_us: kernelgate eval's speedup
+  // is the ABBA-paired estimate, measured apart from the two cold medians.
   return e;
 }
 
-task_outcome outcome(const std::string& task, const evaluation* e) {
+// `task_missing`: the reason of a candidate-less MISSING record for the task, if any.
+task_outcome outcome(const std::string& task, const evaluation* e,
+                     const std::string* task_missing) {
   task_outcome t;
   t.task = task;
   if (!e) {
     t.exclusion = ""; // missing: stays aligned (see the header)
-    t.note = "no evaluation record";
+    t.note = task_missing ? "MISSING: " + *task_missing : "no evaluation record";
     return t;
   }
   const auto with_reason = [&](std::string s) {
@@ -118,11 +117,13 @@ task_outcome outcome(const std::string& task, const evaluation* e) {
   }
   t.correct = e->status == "PASSED";
   if (e->candidate_us) t.candidate_ms = *e->candidate_us / 1000.0;
+  t.speedup = e->speedup;
   t.speedup_ci95 = e->ci95;
   t.note = t.correct ? "" : with_reason(e->status);
-  t.exclusion = e->baseline_us ? ""
-                               : "no baseline_us (LibTorch reference time) in record '" +
-                                     (e->id.empty() ? task : e->id) + "'";
+  // A paired speedup measured the baseline too, even where baseline_us is absent.
+  t.exclusion = e->baseline_us || e->speedup ? ""
+                                             : "no baseline_us (baseline time) in record '" +
+                                                   (e->id.empty() ? task : e->id) + "'";
   return t;
 }
 
@@ -157,6 +158,7 @@ fastp_source eval_results_source(const json_file& result,
 
   std::vector<std::string> order; // candidates by first appearance
   std::map<std::string, std::map<std::string, evaluation>, std::less<>> by_candidate;
+  std::map<std::string, std::string> task_missing; // candidate-less MISSING records: reason
   for (std::size_t i = 0; i < recs->size(); ++i) {
     const auto& r = (*recs)[i];
     std::string where = "record " + std::to_string(i);
@@ -167,6 +169,11 @@ fastp_source eval_results_source(const json_file& result,
     auto e = read_evaluation(result, r, where);
     if (!intended_set.count(e.task))
       fail(result, where + ": task '" + e.task + "' is not in config.intended_tasks");
+    if (e.candidate.empty()) {
+      if (!task_missing.emplace(e.task, e.reason).second)
+        fail(result, where + ": a second candidate-less record for task '" + e.task + "'");
+      continue;
+    }
     auto& tasks = by_candidate[e.candidate];
     if (tasks.empty()) order.push_back(e.candidate);
     const std::string task = e.task;
@@ -179,8 +186,10 @@ fastp_source eval_results_source(const json_file& result,
                      {"result", file_identity(result)},
                      {"intended", "config.intended_tasks"},
                      {"aligned",
-                      "tasks whose record has baseline_us, and missing tasks; INVALID_REFERENCE "
-                      "and records without baseline_us are excluded"}};
+                      "tasks whose record has baseline_us or a speedup, and missing "
+                      "tasks; INVALID_REFERENCE and records without either are excluded"},
+                     {"speedup", "the record's speedup (eval's paired estimate) when present, "
+                                 "else baseline_us / candidate_us"}};
   if (const auto c = doc.find("created"); c != doc.end()) src.description["eval_created"] = *c;
   if (candidate) {
     if (!by_candidate.count(*candidate)) {
@@ -206,7 +215,8 @@ fastp_source eval_results_source(const json_file& result,
       const evaluation* e = nullptr;
       if (found != by_candidate.end())
         if (const auto r = found->second.find(task); r != found->second.end()) e = &r->second;
-      c.tasks.push_back(outcome(task, e));
+      const auto m = task_missing.find(task);
+      c.tasks.push_back(outcome(task, e, m == task_missing.end() ? nullptr : &m->second));
     }
     src.candidates.push_back(std::move(c));
   }

@@ -16,9 +16,9 @@ std::string exclusion_reason(const task_outcome& t) {
 }
 
 std::optional<double> task_speedup(const task_outcome& t) {
-  if (!t.evaluated || !t.judged || !t.correct || !is_aligned(t) || !t.baseline_ms ||
-      !t.candidate_ms || !(*t.candidate_ms > 0))
-    return std::nullopt;
+  if (!t.evaluated || !t.judged || !t.correct || !is_aligned(t)) return std::nullopt;
+  if (t.speedup) return *t.speedup > 0 ? t.speedup : std::nullopt;
+  if (!t.baseline_ms || !t.candidate_ms || !(*t.candidate_ms > 0)) return std::nullopt;
   return *t.baseline_ms / *t.candidate_ms;
 }
 

@@ -30,7 +30,10 @@ struct task_outcome {
   // it: an empty string keeps the task aligned (a missing result whose baseline is unknown still
   // counts as not fast), a non-empty string excludes the task with that reason.
   std::optional<std::string> exclusion;
-  std::optional<interval> speedup_ci95; // 95% interval of baseline / candidate, when measured
+  // A measured speedup (e.g. kernelgate eval's ABBA-paired estimate), used instead of
+  // baseline_ms / candidate_ms when present; speedup_ci95 is its 95% interval.
+  std::optional<double> speedup;
+  std::optional<interval> speedup_ci95;
   bool judged = true; // false: evaluated, but the candidate could not be judged (bad reference)
   std::string note;   // status text shown with missing tasks (why it is missing)
 };
@@ -38,7 +41,8 @@ struct task_outcome {
 // Whether the task is in the aligned set, and the reason when it is not.
 bool is_aligned(const task_outcome& t);
 std::string exclusion_reason(const task_outcome& t);
-// baseline / candidate for a correct, timed, aligned task; nullopt otherwise.
+// The speedup of a correct, timed, aligned task (its measured speedup, else baseline_ms /
+// candidate_ms); nullopt otherwise.
 std::optional<double> task_speedup(const task_outcome& t);
 
 struct fast_p_options {

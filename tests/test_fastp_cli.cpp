@@ -451,8 +451,13 @@ TEST_F(fastp_cli, out_writes_a_valid_fastp_result) {
 // record carrying a time does not.
 TEST_F(fastp_cli, evaluation_records_follow_the_schema) {
   const auto good = eval_result(
-      {"A", "B"}, {passed("A", 150, 100, {{1.4, 1.6}}), failed("B", "COMPILE_ERROR", 100.0)});
+      {"A", "B", "C"}, {passed("A", 150, 100, {{1.4, 1.6}}), failed("B", "COMPILE_ERROR", 100.0),
+                        failed("C", "MISSING", std::nullopt, "no candidate", "")});
   EXPECT_EQ(run({"validate", good}).rc, exit_code::ok);
+  // An empty candidate belongs to MISSING records only.
+  const auto anonymous =
+      eval_result({"A"}, {passed("A", 150, 100, std::nullopt, "")}, "anonymous.json");
+  EXPECT_EQ(run({"validate", anonymous}).rc, exit_code::failures);
   json timed_failure = failed("B", "REWARD_HACK", 100.0);
   timed_failure["candidate_us"] = 10.0;
   const auto bad = eval_result({"A", "B"}, {passed("A", 150, 100), timed_failure}, "bad.json");
@@ -483,9 +488,11 @@ TEST_F(fastp_cli, bad_input_is_one_line_naming_the_file_with_exit_2) {
       write("audit.json", json{{"schema", "kernelgate.result/1"}, {"kind", "audit"}});
   const auto kg = eval_result({"A"}, {passed("A", 150, 100)}, "kg.json");
   const auto not_intended = eval_result({"A"}, {passed("Z", 150, 100)}, "not_intended.json");
-  json bad_speedup = passed("A", 150, 100);
-  bad_speedup["speedup"] = 100.0 / 150.0; // inverted
-  const auto inverted = eval_result({"A"}, {bad_speedup}, "inverted.json");
+  json reversed_ci = passed("A", 150, 100);
+  reversed_ci["speedup_ci95"] = {1.6, 1.4};
+  const auto reversed = eval_result({"A"}, {reversed_ci}, "reversed.json");
+  json anonymous = passed("A", 150, 100, std::nullopt, "");
+  const auto anonymous_pass = eval_result({"A"}, {anonymous}, "anonymous.json");
   const auto missing = (dir_ / "nope.json").string();
 
   struct bad_case {
@@ -504,7 +511,8 @@ TEST_F(fastp_cli, bad_input_is_one_line_naming_the_file_with_exit_2) {
       {{"fastp", array_top, "--baseline", base}, array_top, "neither"},
       {{"fastp", audit}, audit, "'audit' result"},
       {{"fastp", not_intended}, not_intended, "not in config.intended_tasks"},
-      {{"fastp", inverted}, inverted, "disagrees"},
+      {{"fastp", reversed}, reversed, "'speedup_ci95' must be [lo, hi]"},
+      {{"fastp", anonymous_pass}, anonymous_pass, "an empty 'candidate' with status PASSED"},
       {{"fastp", kg, "--candidate", "ghost"}, kg, "no candidate 'ghost'"},
       {{"fastp", kg, "--baseline", base}, kg, "apply to KernelBench"},
       {{"fastp", eval, "--baseline", base, "--candidate", "x"}, eval, "--candidate"},
@@ -543,4 +551,43 @@ TEST_F(fastp_cli, unusable_output_folder_is_bad_input) {
   EXPECT_EQ(lines(r.err), 1);
   EXPECT_NE(r.err.find(out.string()), std::string::npos) << r.err;
   EXPECT_TRUE(r.out.empty());
+}
+
+// kernelgate eval's speedup is its ABBA-paired estimate, measured apart from the two cold
+// medians; fastp scores it (its interval belongs to it). Q: baseline_us 100, candidate_us 100
+// (ratio 1.0, not fast at 1) but paired speedup 1.05 [1.02, 1.08] -> fast and noise-aware fast at
+// p = 1 (1.05 > 1, 1.02 > 1), not a near-tie (|0.05| > 0.03, interval above 1). S: a paired
+// speedup without baseline_us is still aligned (the pairing measured the baseline): 0.5 [0.45,
+// 0.55]. fast_1 = 1/2; geomean sqrt(1.05 * 0.5) = 0.724569.
+TEST_F(fastp_cli, the_records_paired_speedup_is_scored) {
+  json q = passed("Q", 100, 100, {{1.02, 1.08}});
+  q["speedup"] = 1.05;
+  json s = passed("S", 100, 200, {{0.45, 0.55}});
+  s.erase("baseline_us");
+  const auto file = eval_result({"Q", "S"}, {q, s});
+  const auto j = run_json({"fastp", file, "--p", "1"});
+  const auto& c = j["candidates"][0];
+  const auto& r = at_p(c, 1.0);
+  EXPECT_EQ(r["aligned"], 2);
+  EXPECT_EQ(r["fast"], 1);
+  EXPECT_EQ(r["noise_aware"]["fast"], 1);
+  EXPECT_TRUE(r["near_ties"].empty());
+  EXPECT_NEAR(c["geomean_speedup"]["value"].get<double>(), 0.724569, 1e-6);
+}
+
+// A task with no candidate at all: kernelgate eval writes a MISSING record with candidate "";
+// for every named candidate that task is missing with that reason. Candidate a has T1 2.0x;
+// T2 has no candidate -> a: fast_1 = 1/2, T2 missing "MISSING: no candidate for this task".
+TEST_F(fastp_cli, a_candidate_less_missing_record_is_the_tasks_missing_reason) {
+  const auto file = eval_result(
+      {"T1", "T2"}, {passed("T1", 200, 100, std::nullopt, "a"),
+                     failed("T2", "MISSING", std::nullopt, "no candidate for this task", "")});
+  const auto j = run_json({"fastp", file, "--p", "1"});
+  ASSERT_EQ(j["candidates"].size(), 1u);
+  const auto& c = j["candidates"][0];
+  EXPECT_EQ(c["candidate"], "a");
+  EXPECT_DOUBLE_EQ(at_p(c, 1.0)["fast_p_aligned"].get<double>(), 0.5);
+  ASSERT_EQ(c["missing"].size(), 1u);
+  EXPECT_EQ(c["missing"][0]["task"], "T2");
+  EXPECT_EQ(c["missing"][0]["note"], "MISSING: no candidate for this task");
 }
