@@ -17,6 +17,8 @@ std::map<std::string, task_oracle_fn, std::less<>>& registry() {
     // One line per op file.
     register_elementwise_oracles();
     register_norm_oracles();
+    register_single_oracles();
+    register_matmul_oracles();
   });
   return raw_registry();
 }

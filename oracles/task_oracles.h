@@ -29,6 +29,8 @@ std::vector<host_tensor> run_task_oracle(const task_def& t, const task_shape& sh
 // Registration functions of the op files (called once, on first lookup).
 void register_elementwise_oracles();
 void register_norm_oracles();
+void register_single_oracles();
+void register_matmul_oracles();
 
 // Helpers for op files: a float64 output tensor shaped like output k of the task.
 host_tensor oracle_output(const task_def& t, const task_shape& shape, std::size_t k);
