@@ -19,6 +19,7 @@ std::map<std::string, task_oracle_fn, std::less<>>& registry() {
     register_norm_oracles();
     register_single_oracles();
     register_matmul_oracles();
+    register_fused_oracles();
   });
   return raw_registry();
 }
