@@ -11,6 +11,8 @@
 #include <map>
 #include <sstream>
 
+#include "kernels/task_torch_refs.h"
+#include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
 #include "reports/environment.h"
 #include "reports/result_writer.h"
@@ -186,6 +188,34 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   for (const auto& c : compiled)
     by_source[c.source] = &c;
 
+  // The LibTorch reference of each task against its fp64 oracle (one draw per shape, the first
+  // draw the candidates get): a task whose reference breaks its own tolerance cannot judge
+  // anyone, and its candidates are INVALID_REFERENCE.
+  std::map<std::string, std::string> invalid_reference;
+  for (const auto& t : tasks)
+    for (const auto& shape : t.shapes) {
+      const auto in = make_task_inputs(t, shape, sandbox_options{}.seed);
+      const auto oracle = run_task_oracle(t, shape, in);
+      const auto ref = run_torch_reference(t, in);
+      if (!ref) break; // no LibTorch reference for the op: nothing to invalidate
+      if (!ref->error.empty()) {
+        invalid_reference[t.id] = "the LibTorch reference failed to run: " + ref->error;
+        break;
+      }
+      for (std::size_t k = 0; k < oracle.size(); ++k) {
+        const auto type = t.outputs[k].type;
+        const task_tolerance tol = t.tolerance.count(type) ? t.tolerance.at(type) : task_tolerance{};
+        const auto c = compare_allclose(oracle[k], ref->outputs.at(k), tol.atol, tol.rtol,
+                                        tolerance_side::reference);
+        if (c.mismatches > 0 && !invalid_reference.count(t.id))
+          invalid_reference[t.id] = "the LibTorch reference itself has " +
+                                    std::to_string(c.mismatches) + " elements of output '" +
+                                    t.outputs[k].name + "' outside the task's tolerance of the "
+                                    "fp64 oracle on shape '" + shape.name + "' (max abs error " +
+                                    std::to_string(c.max_abs_err) + ")";
+      }
+    }
+
   std::map<std::string, int> counts;
   bool interrupted = false;
   // KernelBench's eval_results.json layout, if asked for: {"<task>": [{sample_id, compiled,
@@ -200,6 +230,9 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       interrupted = true;
       v.status = "MISSING";
       v.reason = "not evaluated: the run was interrupted";
+    } else if (invalid_reference.count(p.task->id)) {
+      v.status = "INVALID_REFERENCE";
+      v.reason = invalid_reference.at(p.task->id);
     } else if (p.source.empty()) {
       v.status = "MISSING";
       v.reason = "no candidate for this task in " + o["--candidates"];
