@@ -110,21 +110,20 @@ int host_breakdown() {
   };
   for (int i = 0; i < 1000; ++i) {
     *flag.host() = 1; // the blocking kernel returns at once
-    timed("cudaMemsetAsync (flush)", [&] {
-      KG_CUDA_CHECK(cudaMemsetAsync(flush.get(), i & 0xff, flush.size(), s));
-    });
+    timed("cudaMemsetAsync (flush)",
+          [&] { KG_CUDA_CHECK(cudaMemsetAsync(flush.get(), i & 0xff, flush.size(), s)); });
     timed("l2 read pass launch", [&] {
       launch_l2_read_pass(flush.get(), flush.size(), static_cast<int*>(sink.get()), 528, s);
     });
     std::size_t lim = 0;
-    timed("cudaDeviceGetLimit", [&] {
-      KG_CUDA_CHECK(cudaDeviceGetLimit(&lim, cudaLimitPersistingL2CacheSize));
-    });
+    timed("cudaDeviceGetLimit",
+          [&] { KG_CUDA_CHECK(cudaDeviceGetLimit(&lim, cudaLimitPersistingL2CacheSize)); });
     timed("blocking kernel launch", [&] {
       launch_blocking_kernel(flag.device(), 1'000'000'000ull, &probes.device()->data()[0], s);
     });
     timed("cudaEventRecord", [&] { KG_CUDA_CHECK(cudaEventRecord(e.get(), s)); });
-    timed("clock probe launch", [&] { launch_clock_probe(&probes.device()->data()[1], 10'000, s); });
+    timed("clock probe launch",
+          [&] { launch_clock_probe(&probes.device()->data()[1], 10'000, s); });
     KG_CUDA_CHECK(cudaStreamSynchronize(s));
   }
   std::cout << "Host cost per call (median of 1000, us):\n";
@@ -141,10 +140,12 @@ int host_breakdown() {
     gpu_timer timer(o);
     const auto r = timer.measure([&](cudaStream_t st) { op->launch(st); });
     std::cout << (k == 2 ? "cupti backend              " : "events backend, CUPTI audit ")
-              << (k == 2 ? "   " : trace ? "on " : "off") << ": harness enqueue "
-              << std::setprecision(2) << r.host_us_median << " us/sample untraced, "
-              << r.host_us_traced_median << " us traced (" << r.traced_samples << " of "
-              << r.samples.size() << " samples traced), wall "
+              << (k == 2  ? "   "
+                  : trace ? "on "
+                          : "off")
+              << ": harness enqueue " << std::setprecision(2) << r.host_us_median
+              << " us/sample untraced, " << r.host_us_traced_median << " us traced ("
+              << r.traced_samples << " of " << r.samples.size() << " samples traced), wall "
               << 1e6 * r.wall_seconds / static_cast<double>(r.samples.size()) << " us/sample\n";
   }
   return 0;
@@ -230,7 +231,8 @@ int main(int argc, char** argv) {
   };
   std::cout << "Timing repeatability: median of each method's per-process result, and the CV of "
                "that result across "
-            << rounds << " fresh processes (kg: kernelgate, events backend; kgC: kernelgate, "
+            << rounds
+            << " fresh processes (kg: kernelgate, events backend; kgC: kernelgate, "
                "CUPTI backend; KB: KernelBench loop; db: do_bench loop)\n";
   std::cout << std::left << std::setw(11) << "op" << std::right << std::setw(10) << "kg us"
             << std::setw(8) << "kg CV" << std::setw(10) << "kgC us" << std::setw(8) << "kgC CV"
@@ -247,11 +249,12 @@ int main(int argc, char** argv) {
               << 100 * kg << "%" << std::setw(10) << median(m["kg-cupti"]) << std::setw(7)
               << 100 * kgc << "%" << std::setw(10) << median(m["kb"]) << std::setw(7) << 100 * kb
               << "%" << std::setw(10) << median(m["dobench"]) << std::setw(7) << 100 * db << "%"
-              << std::setw(9) << db / kg << "x" << std::setw(9) << db / kgc << "x"
-              << std::setw(10) << median(host[name]["kernelgate"]) << std::setw(10)
-              << median(host[name]["kg-cupti"]) << "\n";
+              << std::setw(9) << db / kg << "x" << std::setw(9) << db / kgc << "x" << std::setw(10)
+              << median(host[name]["kernelgate"]) << std::setw(10) << median(host[name]["kg-cupti"])
+              << "\n";
   }
-  std::cout << "\nPer process (median us, and for kernelgate @modal MHz/kept samples), in run order:\n";
+  std::cout
+      << "\nPer process (median us, and for kernelgate @modal MHz/kept samples), in run order:\n";
   for (const auto& name : bench_op_names())
     for (const auto& meth : methods) {
       std::cout << std::left << std::setw(11) << name << std::setw(11) << meth;

@@ -1,8 +1,8 @@
 // The CUDA LayerNorm backend: the correct kernel, the six altered kernels and the independent
 // kernel of kernels/layernorm_affine.cu, behind the common backend interface.
-#include "timing/cuda_check.h"
 #include "kernels/layernorm_affine_cuda.h"
 #include "kernels/layernorm_backend.h"
+#include "timing/cuda_check.h"
 
 namespace kg {
 namespace {

@@ -73,7 +73,8 @@ const std::map<std::string, ref_fn, std::less<>>& refs() {
       {"softplus", [](const tensors& i, auto&) { return tensors{torch::softplus(i[0])}; }},
       {"gelu_tanh", [](const tensors& i, auto&) { return tensors{at::gelu(i[0], "tanh")}; }},
       {"softmax", [](const tensors& i, auto&) { return tensors{torch::softmax(i[0], -1)}; }},
-      {"log_softmax", [](const tensors& i, auto&) { return tensors{torch::log_softmax(i[0], -1)}; }},
+      {"log_softmax",
+       [](const tensors& i, auto&) { return tensors{torch::log_softmax(i[0], -1)}; }},
       {"sum_lastdim", [](const tensors& i, auto&) { return tensors{i[0].sum(-1)}; }},
       {"mean_lastdim", [](const tensors& i, auto&) { return tensors{i[0].mean(-1)}; }},
       {"max_lastdim", [](const tensors& i, auto&) { return tensors{std::get<0>(i[0].max(-1))}; }},
@@ -152,7 +153,8 @@ const std::map<std::string, ref_fn, std::less<>>& refs() {
        [](const tensors& i, const nlohmann::json& p) {
          // mask [B, S] -> [B, 1, 1, S]; rows with every key masked are NaN in torch -> 0.
          const auto keep = i[1].ne(0).unsqueeze(1).unsqueeze(1);
-         const auto s = (i[0] * p.at("scale").get<double>()).masked_fill(keep.logical_not(), -INFINITY);
+         const auto s =
+             (i[0] * p.at("scale").get<double>()).masked_fill(keep.logical_not(), -INFINITY);
          return tensors{torch::nan_to_num(torch::softmax(s, -1), 0.0)};
        }},
       {"rmsnorm_qk_per_head",

@@ -12,8 +12,12 @@
 namespace kg {
 namespace {
 
-__device__ __forceinline__ float load(const float* p, std::size_t i) { return p[i]; }
-__device__ __forceinline__ float load(const __half* p, std::size_t i) { return __half2float(p[i]); }
+__device__ __forceinline__ float load(const float* p, std::size_t i) {
+  return p[i];
+}
+__device__ __forceinline__ float load(const __half* p, std::size_t i) {
+  return __half2float(p[i]);
+}
 __device__ __forceinline__ float load(const __nv_bfloat16* p, std::size_t i) {
   return __bfloat162float(p[i]);
 }
@@ -39,8 +43,7 @@ __global__ void allclose_kernel(const T* y, const float* e, std::size_t n, float
 } // namespace
 
 device_allclose_result device_allclose(const void* y, dtype type, const float* expected,
-                                       std::size_t n, float atol, float rtol,
-                                       cudaStream_t stream) {
+                                       std::size_t n, float atol, float rtol, cudaStream_t stream) {
   // Allocated once per thread: page-locked allocations cost far more than the check itself.
   thread_local mapped_host<std::array<unsigned long long, 2>> out;
   auto& h = *out.host();
@@ -49,16 +52,16 @@ device_allclose_result device_allclose(const void* y, dtype type, const float* e
   const int blocks = 1024, threads = 256;
   switch (type) {
   case dtype::float32:
-    allclose_kernel<<<blocks, threads, 0, stream>>>(static_cast<const float*>(y), expected, n,
-                                                    atol, rtol, d);
+    allclose_kernel<<<blocks, threads, 0, stream>>>(static_cast<const float*>(y), expected, n, atol,
+                                                    rtol, d);
     break;
   case dtype::float16:
     allclose_kernel<<<blocks, threads, 0, stream>>>(static_cast<const __half*>(y), expected, n,
                                                     atol, rtol, d);
     break;
   case dtype::bfloat16:
-    allclose_kernel<<<blocks, threads, 0, stream>>>(static_cast<const __nv_bfloat16*>(y),
-                                                    expected, n, atol, rtol, d);
+    allclose_kernel<<<blocks, threads, 0, stream>>>(static_cast<const __nv_bfloat16*>(y), expected,
+                                                    n, atol, rtol, d);
     break;
   default:
     throw std::invalid_argument("device_allclose: unsupported dtype " +

@@ -29,8 +29,8 @@ std::vector<host_tensor> softmax(const task_def& t, const task_shape& s,
 }
 
 // y = x / sqrt(mean(x^2) + eps) * w, row by row.
-void rmsnorm_rows(const std::vector<double>& x, const host_tensor& w, double eps,
-                  std::int64_t rows, std::int64_t cols, host_tensor& y) {
+void rmsnorm_rows(const std::vector<double>& x, const host_tensor& w, double eps, std::int64_t rows,
+                  std::int64_t cols, host_tensor& y) {
   for (std::int64_t r = 0; r < rows; ++r) {
     double ss = 0;
     for (std::int64_t c = 0; c < cols; ++c)

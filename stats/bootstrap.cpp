@@ -13,7 +13,9 @@
 
 namespace kg {
 
-std::string_view ci_method_name(ci_method m) { return m == ci_method::bca ? "bca" : "percentile"; }
+std::string_view ci_method_name(ci_method m) {
+  return m == ci_method::bca ? "bca" : "percentile";
+}
 
 namespace {
 
@@ -94,11 +96,14 @@ void resample_medians(const std::vector<double>& s, rng& r, std::vector<double>&
   const std::uint32_t k_lo = (n - 1) / 2, k_hi = n / 2; // ranks of the middle element(s)
   for (double& m : out) {
     std::fill(counts.begin(), counts.end(), 0u);
-    for (std::uint32_t i = 0; i < n; ++i) ++counts[draw(r, n)];
+    for (std::uint32_t i = 0; i < n; ++i)
+      ++counts[draw(r, n)];
     std::uint32_t seen = 0, i = 0;
-    while (seen + counts[i] <= k_lo) seen += counts[i++];
+    while (seen + counts[i] <= k_lo)
+      seen += counts[i++];
     const double lo = s[i];
-    while (seen + counts[i] <= k_hi) seen += counts[i++];
+    while (seen + counts[i] <= k_hi)
+      seen += counts[i++];
     m = 0.5 * (lo + s[i]);
   }
 }
@@ -111,7 +116,8 @@ std::vector<double> sorted(std::span<const double> x) {
 
 std::vector<double> jackknife_medians(const std::vector<double>& s) {
   std::vector<double> j(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) j[i] = median_without(s, i);
+  for (std::size_t i = 0; i < s.size(); ++i)
+    j[i] = median_without(s, i);
   return j;
 }
 
@@ -124,7 +130,8 @@ bootstrap_interval bootstrap(std::span<const double> x, const statistic& stat,
   const auto n = static_cast<std::uint32_t>(x.size());
   std::vector<double> buf(n), reps(static_cast<std::size_t>(opt.resamples));
   for (double& rep : reps) {
-    for (auto& b : buf) b = x[draw(r, n)];
+    for (auto& b : buf)
+      b = x[draw(r, n)];
     rep = stat(buf);
   }
   std::vector<double> jack(n);
@@ -167,12 +174,15 @@ bootstrap_interval bootstrap_ratio_of_medians(std::span<const double> num,
   std::vector<double> mn(static_cast<std::size_t>(opt.resamples)), md(mn.size());
   resample_medians(sn, rn, mn);
   resample_medians(sd, rd, md);
-  for (std::size_t i = 0; i < mn.size(); ++i) mn[i] /= md[i];
+  for (std::size_t i = 0; i < mn.size(); ++i)
+    mn[i] /= md[i];
   // Two-sample jackknife: leave one observation out of either sample.
   const double full_n = median_without(sn, sn.size()), full_d = median_without(sd, sd.size());
   std::vector<double> jack;
-  for (std::size_t i = 0; i < sn.size(); ++i) jack.push_back(median_without(sn, i) / full_d);
-  for (std::size_t i = 0; i < sd.size(); ++i) jack.push_back(full_n / median_without(sd, i));
+  for (std::size_t i = 0; i < sn.size(); ++i)
+    jack.push_back(median_without(sn, i) / full_d);
+  for (std::size_t i = 0; i < sd.size(); ++i)
+    jack.push_back(full_n / median_without(sd, i));
   return finish(full_n / full_d, mn, jack, opt);
 }
 
@@ -187,8 +197,7 @@ bootstrap_interval bootstrap_paired_ratio(std::span<const double> num, std::span
   return bootstrap_median(ratios, opt);
 }
 
-bootstrap_interval bootstrap_geomean(std::span<const double> ratios,
-                                     const bootstrap_options& opt) {
+bootstrap_interval bootstrap_geomean(std::span<const double> ratios, const bootstrap_options& opt) {
   std::vector<double> logs(ratios.size());
   for (std::size_t i = 0; i < ratios.size(); ++i) {
     if (!(ratios[i] > 0)) throw std::invalid_argument("geometric mean needs positive values");

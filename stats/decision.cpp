@@ -6,10 +6,14 @@ namespace kg {
 
 std::string_view decision_name(decision d) {
   switch (d) {
-  case decision::faster: return "FASTER";
-  case decision::slower: return "SLOWER";
-  case decision::same: return "SAME";
-  case decision::ambiguous: return "AMBIGUOUS";
+  case decision::faster:
+    return "FASTER";
+  case decision::slower:
+    return "SLOWER";
+  case decision::same:
+    return "SAME";
+  case decision::ambiguous:
+    return "AMBIGUOUS";
   }
   return "UNKNOWN";
 }

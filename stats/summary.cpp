@@ -33,13 +33,16 @@ sample_summary summarize(std::span<const double> x) {
   s.q1 = quantile_sorted(v, 0.25);
   s.q3 = quantile_sorted(v, 0.75);
   double sum = 0;
-  for (double d : v) sum += d;
+  for (double d : v)
+    sum += d;
   s.mean = sum / static_cast<double>(s.n);
   double ss = 0;
-  for (double d : v) ss += (d - s.mean) * (d - s.mean);
+  for (double d : v)
+    ss += (d - s.mean) * (d - s.mean);
   s.stdev = s.n > 1 ? std::sqrt(ss / static_cast<double>(s.n - 1)) : 0.0;
   std::vector<double> dev(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) dev[i] = std::fabs(v[i] - s.median);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    dev[i] = std::fabs(v[i] - s.median);
   std::sort(dev.begin(), dev.end());
   s.mad = quantile_sorted(dev, 0.5);
   return s;

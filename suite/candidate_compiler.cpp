@@ -93,7 +93,8 @@ compile_result compile_candidate(const std::filesystem::path& cu, const compile_
   r.command = {nvcc};
   r.command.insert(r.command.end(), flags.begin(), flags.end());
   // The source is copied next to its binary, so a cached entry says what it was built from.
-  r.command.insert(r.command.end(), {"-o", r.shared_object.string(), (dir / "candidate.cu").string()});
+  r.command.insert(r.command.end(),
+                   {"-o", r.shared_object.string(), (dir / "candidate.cu").string()});
   std::error_code ec;
   if (fs::exists(dir / "ok", ec)) {
     r.ok = r.cached = true;
@@ -110,7 +111,8 @@ compile_result compile_candidate(const std::filesystem::path& cu, const compile_
     out << src;
   }
   fs::remove(dir / "compile.log", ec);
-  const auto p = run_process(r.command, dir / "compile.log", {.timeout_seconds = opt.timeout_seconds});
+  const auto p =
+      run_process(r.command, dir / "compile.log", {.timeout_seconds = opt.timeout_seconds});
   r.seconds = p.seconds;
   r.log = file_tail(dir / "compile.log");
   r.ok = p.exited && p.exit_code == 0 && fs::exists(r.shared_object, ec);

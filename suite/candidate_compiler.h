@@ -10,9 +10,9 @@
 namespace kg {
 
 struct compile_options {
-  std::string nvcc;                  // empty: the toolkit's nvcc kernelgate was built with
-  std::filesystem::path cache_dir;   // empty: $KERNELGATE_CACHE or ~/.cache/kernelgate
-  int jobs = 0;                      // parallel compiles; 0: every CPU core
+  std::string nvcc;                // empty: the toolkit's nvcc kernelgate was built with
+  std::filesystem::path cache_dir; // empty: $KERNELGATE_CACHE or ~/.cache/kernelgate
+  int jobs = 0;                    // parallel compiles; 0: every CPU core
   double timeout_seconds = 300;
 };
 
@@ -23,7 +23,7 @@ struct compile_result {
   std::filesystem::path shared_object; // valid when ok
   std::string key;                     // SHA-256 of source, flags and compiler version
   std::vector<std::string> command;
-  std::string log;                     // the compiler's output (tail)
+  std::string log; // the compiler's output (tail)
   double seconds = 0;
 };
 

@@ -13,9 +13,9 @@
 #include "reports/json_schema.h"
 #include "reports/result_schema.h"
 #include "suite/audit.h"
+#include "suite/eval_command.h"
 #include "suite/exit_codes.h"
 #include "suite/fastp_command.h"
-#include "suite/eval_command.h"
 #include "suite/time_command.h"
 #include "suite/worker.h"
 

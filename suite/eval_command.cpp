@@ -75,12 +75,13 @@ fs::path worker_binary() {
 } // namespace
 
 int run_eval_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::map<std::string, std::string> o = {{"--tasks", ""},          {"--candidates", ""},
-                                          {"--protocol", "strict"}, {"--trials", "3"},
-                                          {"--timeout", "60"},      {"--jobs", "0"},
-                                          {"--cache", ""},          {"--out", "kg-out/eval"},
-                                          {"--time", "yes"},        {"--baselines", KG_TASK_KERNELS_DIR},
-                                          {"--kernelbench", ""}};
+  std::map<std::string, std::string> o = {
+      {"--tasks", ""},          {"--candidates", ""},
+      {"--protocol", "strict"}, {"--trials", "3"},
+      {"--timeout", "60"},      {"--jobs", "0"},
+      {"--cache", ""},          {"--out", "kg-out/eval"},
+      {"--time", "yes"},        {"--baselines", KG_TASK_KERNELS_DIR},
+      {"--kernelbench", ""}};
   for (std::size_t i = 2; i < args.size(); i += 2) {
     if (!o.count(args[i])) {
       err << "kernelgate: unknown option '" << args[i] << "' for eval\n";
@@ -114,7 +115,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   };
   if (!num("--trials", trials) || trials < 1 || !num("--timeout", timeout) || timeout <= 0 ||
       !num("--jobs", jobs) || jobs < 0) {
-    err << "kernelgate: --trials and --jobs take whole numbers (trials >= 1), --timeout seconds > 0\n";
+    err << "kernelgate: --trials and --jobs take whole numbers (trials >= 1), --timeout seconds > "
+           "0\n";
     return exit_code::bad_input;
   }
   std::vector<task_def> tasks;
@@ -144,26 +146,27 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
     intended.push_back(t.id);
     task_files[t.id] = {{"file", t.file}, {"sha256", file_sha256(t.file)}};
   }
-  nlohmann::json config = {{"tasks", o["--tasks"]},
-                           {"candidates", o["--candidates"]},
-                           {"protocol", "strict"},
-                           {"protocol_rule", "every element of every output within the task's "
-                                             "atol + rtol x |fp64 oracle|; NaN fails"},
-                           {"trials_per_shape", trials},
-                           {"timeout_seconds", timeout},
-                           {"timing", o["--time"] == "yes"
-                                          ? nlohmann::json{{"shape", "each task's first shape"},
-                                                           {"baseline", "the task's own kernel in " +
-                                                                            o["--baselines"]},
-                                                           {"speedup", "baseline_us / candidate_us "
-                                                                       "from ABBA pairs"}}
-                                          : nlohmann::json("off")},
-                           {"nvcc_flags", candidate_nvcc_flags()},
-                           {"intended_tasks", intended},
-                           {"task_files", task_files}};
+  nlohmann::json config = {
+      {"tasks", o["--tasks"]},
+      {"candidates", o["--candidates"]},
+      {"protocol", "strict"},
+      {"protocol_rule", "every element of every output within the task's "
+                        "atol + rtol x |fp64 oracle|; NaN fails"},
+      {"trials_per_shape", trials},
+      {"timeout_seconds", timeout},
+      {"timing", o["--time"] == "yes"
+                     ? nlohmann::json{{"shape", "each task's first shape"},
+                                      {"baseline", "the task's own kernel in " + o["--baselines"]},
+                                      {"speedup", "baseline_us / candidate_us "
+                                                  "from ABBA pairs"}}
+                     : nlohmann::json("off")},
+      {"nvcc_flags", candidate_nvcc_flags()},
+      {"intended_tasks", intended},
+      {"task_files", task_files}};
   std::unique_ptr<result_writer> writer;
   try {
-    writer = std::make_unique<result_writer>(o["--out"], "eval", args, collect_environment(), config);
+    writer =
+        std::make_unique<result_writer>(o["--out"], "eval", args, collect_environment(), config);
   } catch (const output_error& e) {
     err << "kernelgate: " << e.what() << "\n";
     return exit_code::bad_input;
@@ -204,15 +207,17 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       }
       for (std::size_t k = 0; k < oracle.size(); ++k) {
         const auto type = t.outputs[k].type;
-        const task_tolerance tol = t.tolerance.count(type) ? t.tolerance.at(type) : task_tolerance{};
+        const task_tolerance tol =
+            t.tolerance.count(type) ? t.tolerance.at(type) : task_tolerance{};
         const auto c = compare_allclose(oracle[k], ref->outputs.at(k), tol.atol, tol.rtol,
                                         tolerance_side::reference);
         if (c.mismatches > 0 && !invalid_reference.count(t.id))
-          invalid_reference[t.id] = "the LibTorch reference itself has " +
-                                    std::to_string(c.mismatches) + " elements of output '" +
-                                    t.outputs[k].name + "' outside the task's tolerance of the "
-                                    "fp64 oracle on shape '" + shape.name + "' (max abs error " +
-                                    std::to_string(c.max_abs_err) + ")";
+          invalid_reference[t.id] =
+              "the LibTorch reference itself has " + std::to_string(c.mismatches) +
+              " elements of output '" + t.outputs[k].name +
+              "' outside the task's tolerance of the "
+              "fp64 oracle on shape '" +
+              shape.name + "' (max abs error " + std::to_string(c.max_abs_err) + ")";
       }
     }
 
@@ -248,14 +253,15 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       v = evaluate_candidate(*p.task, *by_source.at(p.source), so);
     }
     ++counts[v.status];
-    nlohmann::json rec = {{"type", "evaluation"},
-                          {"id", "eval/" + p.task->id + "/" + (p.candidate.empty() ? "-" : p.candidate)},
-                          {"task", p.task->id},
-                          {"candidate", p.candidate},
-                          {"source", p.source.string()},
-                          {"status", v.status},
-                          {"status_reason", v.reason},
-                          {"detail", v.detail}};
+    nlohmann::json rec = {
+        {"type", "evaluation"},
+        {"id", "eval/" + p.task->id + "/" + (p.candidate.empty() ? "-" : p.candidate)},
+        {"task", p.task->id},
+        {"candidate", p.candidate},
+        {"source", p.source.string()},
+        {"status", v.status},
+        {"status_reason", v.reason},
+        {"detail", v.detail}};
     // The timing figures at the top of the record (the layout `kernelgate fastp` reads).
     for (const char* k : {"candidate_us", "baseline_us", "speedup", "speedup_ci95"})
       if (v.detail.contains(k)) rec[k] = v.detail[k];
@@ -265,10 +271,11 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       nlohmann::json e = {{"sample_id", samples.size()},
                           {"compiled", v.status != "COMPILE_ERROR"},
                           {"correctness", v.status == "PASSED"},
-                          {"metadata", {{"kernelgate_status", v.status},
-                                        {"status_reason", v.reason},
-                                        {"candidate", p.candidate},
-                                        {"source", p.source.string()}}},
+                          {"metadata",
+                           {{"kernelgate_status", v.status},
+                            {"status_reason", v.reason},
+                            {"candidate", p.candidate},
+                            {"source", p.source.string()}}},
                           {"runtime", v.detail.contains("candidate_us")
                                           ? v.detail["candidate_us"].get<double>() / 1000.0
                                           : -1.0},
@@ -280,8 +287,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       reason = "speedup " + std::to_string(v.detail["speedup"].get<double>()).substr(0, 5) +
                " vs task kernel (" + v.detail.value("decision", std::string()) + "); " + reason;
     out << std::left << std::setw(26) << p.task->id << std::setw(16)
-        << (p.candidate.empty() ? "-" : p.candidate) << std::setw(20) << v.status << reason
-        << "\n";
+        << (p.candidate.empty() ? "-" : p.candidate) << std::setw(20) << v.status << reason << "\n";
   }
   nlohmann::json summary = {{"status", interrupted ? "interrupted" : "complete"},
                             {"pairs", pairs.size()},

@@ -64,7 +64,8 @@ process_result run_process(const std::vector<std::string>& argv, const std::file
     const pid_t w = ::waitpid(pid, &status, WNOHANG);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (w == pid) break;
-    if (w < 0 && errno != EINTR) throw std::runtime_error(std::string("waitpid: ") + strerror(errno));
+    if (w < 0 && errno != EINTR)
+      throw std::runtime_error(std::string("waitpid: ") + strerror(errno));
     if (r.seconds > limits.timeout_seconds) {
       ::kill(-pid, SIGKILL);
       ::waitpid(pid, &status, 0);

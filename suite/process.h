@@ -10,15 +10,15 @@
 namespace kg {
 
 struct process_limits {
-  double timeout_seconds = 60;  // wall clock; then SIGKILL to the whole process group
-  long cpu_seconds = 0;         // RLIMIT_CPU (0: none)
-  long long file_bytes = 0;     // RLIMIT_FSIZE (0: none)
-  long open_files = 0;          // RLIMIT_NOFILE (0: none)
+  double timeout_seconds = 60; // wall clock; then SIGKILL to the whole process group
+  long cpu_seconds = 0;        // RLIMIT_CPU (0: none)
+  long long file_bytes = 0;    // RLIMIT_FSIZE (0: none)
+  long open_files = 0;         // RLIMIT_NOFILE (0: none)
 };
 
 struct process_result {
-  int exit_code = -1;  // valid when exited
-  int signal = 0;      // the signal that ended it, 0 when it exited
+  int exit_code = -1; // valid when exited
+  int signal = 0;     // the signal that ended it, 0 when it exited
   bool exited = false;
   bool timed_out = false;
   double seconds = 0;

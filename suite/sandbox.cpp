@@ -52,19 +52,28 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
   for (int k = 0; k < 3; ++k) { // two timed sets, then the fresh one
     const auto in = make_task_inputs(task, shape, opt.seed + 1000 + static_cast<std::uint64_t>(k));
     const auto oracle = run_task_oracle(task, shape, in);
-    nlohmann::json set = {{"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
+    nlohmann::json set = {{"inputs", nlohmann::json::array()},
+                          {"outputs", nlohmann::json::array()}};
     for (std::size_t i = 0; i < in.size(); ++i) {
-      const auto f = dir / (std::string("s").append(std::to_string(k)).append("_in").append(std::to_string(i)).append(".bin"));
+      const auto f = dir / (std::string("s")
+                                .append(std::to_string(k))
+                                .append("_in")
+                                .append(std::to_string(i))
+                                .append(".bin"));
       write_tensor(f, in[i]);
-      set["inputs"].push_back({{"file", f.string()},
-                               {"dtype", static_cast<int>(in[i].type)},
-                               {"shape", in[i].shape}});
+      set["inputs"].push_back(
+          {{"file", f.string()}, {"dtype", static_cast<int>(in[i].type)}, {"shape", in[i].shape}});
     }
     for (std::size_t i = 0; i < task.outputs.size(); ++i) {
-      const auto f = dir / (std::string("s").append(std::to_string(k)).append("_expected").append(std::to_string(i)).append(".bin"));
+      const auto f = dir / (std::string("s")
+                                .append(std::to_string(k))
+                                .append("_expected")
+                                .append(std::to_string(i))
+                                .append(".bin"));
       write_tensor(f, oracle[i].cast(dtype::float32));
       const auto type = task.outputs[i].type;
-      const task_tolerance tol = task.tolerance.count(type) ? task.tolerance.at(type) : task_tolerance{};
+      const task_tolerance tol =
+          task.tolerance.count(type) ? task.tolerance.at(type) : task_tolerance{};
       set["outputs"].push_back({{"expected", f.string()},
                                 {"dtype", static_cast<int>(type)},
                                 {"shape", oracle[i].shape},
@@ -79,11 +88,12 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
                              {"timing", t}};
   std::ofstream(dir / "manifest.json") << manifest.dump(1) << "\n";
   const auto log = dir / "worker.log";
-  const auto proc = run_process({opt.self_exe.string(), "worker", (dir / "manifest.json").string()},
-                                log, {.timeout_seconds = opt.timeout_seconds,
-                                      .cpu_seconds = static_cast<long>(opt.timeout_seconds) + 30,
-                                      .file_bytes = 1ll << 34,
-                                      .open_files = 1024});
+  const auto proc =
+      run_process({opt.self_exe.string(), "worker", (dir / "manifest.json").string()}, log,
+                  {.timeout_seconds = opt.timeout_seconds,
+                   .cpu_seconds = static_cast<long>(opt.timeout_seconds) + 30,
+                   .file_bytes = 1ll << 34,
+                   .open_files = 1024});
   nlohmann::json wr;
   try {
     std::ifstream in(dir / "worker_result.json");
@@ -176,11 +186,12 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
                              {"trials", nlohmann::json::array()}};
   for (const auto& shape : task.shapes)
     for (int d = 0; d < opt.trials; ++d) {
-      trial_plan p{&shape, d, make_task_inputs(task, shape, opt.seed + static_cast<std::uint64_t>(d)),
-                   {}};
+      trial_plan p{
+          &shape, d, make_task_inputs(task, shape, opt.seed + static_cast<std::uint64_t>(d)), {}};
       p.oracle = run_task_oracle(task, shape, p.inputs);
       const std::string tag = "t" + std::to_string(plan.size());
-      nlohmann::json mt = {{"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
+      nlohmann::json mt = {{"inputs", nlohmann::json::array()},
+                           {"outputs", nlohmann::json::array()}};
       for (std::size_t k = 0; k < p.inputs.size(); ++k) {
         const auto f = opt.work_dir / (tag + "_in" + std::to_string(k) + ".bin");
         write_tensor(f, p.inputs[k]);
@@ -238,9 +249,10 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
       v.reason = where + ": kg_run returned " + std::to_string(t.at("rc").get<int>());
     } else if (t.at("threads_after").get<int>() > t.at("threads_before").get<int>()) {
       v.status = "REWARD_HACK";
-      v.reason = where + ": kg_run left " +
-                 std::to_string(t.at("threads_after").get<int>() - t.at("threads_before").get<int>()) +
-                 " new threads running";
+      v.reason =
+          where + ": kg_run left " +
+          std::to_string(t.at("threads_after").get<int>() - t.at("threads_before").get<int>()) +
+          " new threads running";
     } else {
       for (std::size_t k = 0; k < p.inputs.size() && v.status.empty(); ++k)
         if (t.at("inputs_modified").at(k).get<bool>()) {
@@ -250,9 +262,9 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
     }
     bool all_ok = v.status.empty();
     for (std::size_t k = 0; k < task.outputs.size() && v.status.empty(); ++k) {
-      const auto out = read_tensor(opt.work_dir / ("t" + std::to_string(i) + "_out" +
-                                                   std::to_string(k) + ".bin"),
-                                   task.outputs[k].type, resolve_shape(task.outputs[k], *p.shape));
+      const auto out = read_tensor(
+          opt.work_dir / ("t" + std::to_string(i) + "_out" + std::to_string(k) + ".bin"),
+          task.outputs[k].type, resolve_shape(task.outputs[k], *p.shape));
       if (!out) {
         v.status = "RUNTIME_ERROR";
         v.reason = where + ": the worker wrote no output '" + task.outputs[k].name + "'";
@@ -269,8 +281,8 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
         std::ostringstream why;
         why << where << ": output '" << task.outputs[k].name << "' has " << c.mismatches << " of "
             << c.numel << " elements outside atol " << tol.atol << " + rtol " << tol.rtol
-            << " x |oracle| (first at " << c.first_mismatch << ", max abs error "
-            << c.max_abs_err << ")";
+            << " x |oracle| (first at " << c.first_mismatch << ", max abs error " << c.max_abs_err
+            << ")";
         // Right before on this shape, wrong now on other inputs: the kernel kept state.
         v.status = shape_passed_once[p.shape] ? "REWARD_HACK" : "INCORRECT_NUMERICAL";
         v.reason = why.str() + (shape_passed_once[p.shape]

@@ -23,10 +23,10 @@ struct candidate_verdict {
 };
 
 struct sandbox_options {
-  std::filesystem::path self_exe;  // the kernelgate binary (run as `kernelgate worker MANIFEST`)
-  std::filesystem::path work_dir;  // per-pair scratch files (inputs, outputs, logs)
-  int trials = 3;                  // input draws per shape, one after another in one process
-  double timeout_seconds = 60;     // per worker (all trials)
+  std::filesystem::path self_exe; // the kernelgate binary (run as `kernelgate worker MANIFEST`)
+  std::filesystem::path work_dir; // per-pair scratch files (inputs, outputs, logs)
+  int trials = 3;                 // input draws per shape, one after another in one process
+  double timeout_seconds = 60;    // per worker (all trials)
   std::uint64_t seed = 20261129;
   // Timing of a PASSED candidate (a second worker): honest timing on the task's first shape,
   // then ABBA pairs against the baseline kernel (the task's own kernel) when one is given.

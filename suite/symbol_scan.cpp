@@ -12,8 +12,8 @@ std::optional<std::vector<std::string>> imported_symbols(const std::filesystem::
   const auto log = std::filesystem::path(so).replace_extension(".imports.txt");
   std::error_code ec;
   std::filesystem::remove(log, ec);
-  const auto r = run_process({"nm", "-D", "--undefined-only", so.string()}, log,
-                             {.timeout_seconds = 60});
+  const auto r =
+      run_process({"nm", "-D", "--undefined-only", so.string()}, log, {.timeout_seconds = 60});
   if (!r.exited || r.exit_code != 0) return std::nullopt;
   std::vector<std::string> out;
   std::istringstream in(file_tail(log, 1u << 24));
@@ -21,7 +21,8 @@ std::optional<std::vector<std::string>> imported_symbols(const std::filesystem::
     // "                 U cudaLaunchKernel@libcudart.so.13"
     std::istringstream f(line);
     std::string kind, name;
-    if (f >> kind >> name && (kind == "U" || kind == "w")) out.push_back(name.substr(0, name.find('@')));
+    if (f >> kind >> name && (kind == "U" || kind == "w"))
+      out.push_back(name.substr(0, name.find('@')));
   }
   return out;
 }

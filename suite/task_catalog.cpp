@@ -57,8 +57,8 @@ task_def load_task(const std::filesystem::path& file) {
   for (const auto& x : j.at("outputs"))
     t.outputs.push_back(parse_tensor(x));
   for (const auto& s : j.at("shapes"))
-    t.shapes.push_back({s.at("name").get<std::string>(),
-                        s.at("dims").get<std::map<std::string, std::int64_t>>()});
+    t.shapes.push_back(
+        {s.at("name").get<std::string>(), s.at("dims").get<std::map<std::string, std::int64_t>>()});
   for (const auto& [k, v] : j.at("tolerance").items())
     t.tolerance[*parse_dtype(k)] = {v.at("atol").get<double>(), v.at("rtol").get<double>()};
 
@@ -108,8 +108,7 @@ task_def load_task(const std::filesystem::path& file) {
       odd = odd || (v > 1 && v % 2 == 1);
   }
   if (!odd)
-    fail(file, "/shapes",
-         "no shape has an odd dimension: one must cross tile and tail boundaries");
+    fail(file, "/shapes", "no shape has an odd dimension: one must cross tile and tail boundaries");
   return t;
 }
 

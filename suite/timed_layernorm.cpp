@@ -41,8 +41,9 @@ std::string timed_layernorm::check(int i) {
   auto& s = sets_.at(static_cast<std::size_t>(i));
   // The same bounds as the GPU kernel tests: a few units of roundoff of each dtype.
   const float tol = cfg_.type == dtype::float16 ? 8e-3f : 2e-5f;
-  const auto r = device_allclose(s.y.get(), cfg_.type, static_cast<const float*>(s.oracle_dev.get()),
-                                 s.oracle.size(), tol, tol, check_stream_.get());
+  const auto r =
+      device_allclose(s.y.get(), cfg_.type, static_cast<const float*>(s.oracle_dev.get()),
+                      s.oracle.size(), tol, tol, check_stream_.get());
   if (r.mismatches == 0) return "";
   // Only the first mismatching element crosses to the host, for the message.
   host_tensor one(cfg_.type, {1});

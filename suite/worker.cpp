@@ -30,8 +30,9 @@ struct cuda_failure {
 };
 
 void check(cudaError_t e, const char* call) {
-  if (e != cudaSuccess) throw cuda_failure{std::string(call) + ": " + cudaGetErrorName(e) + ": " +
-                                           cudaGetErrorString(e)};
+  if (e != cudaSuccess)
+    throw cuda_failure{std::string(call) + ": " + cudaGetErrorName(e) + ": " +
+                       cudaGetErrorString(e)};
 }
 
 int thread_count() {
@@ -71,7 +72,9 @@ struct device_tensor {
     if (ptr) (void)cudaFree(ptr);
   }
   device_tensor(const device_tensor&) = delete;
-  device_tensor(device_tensor&& o) noexcept : ptr(o.ptr), bytes(o.bytes), t(o.t) { o.ptr = nullptr; }
+  device_tensor(device_tensor&& o) noexcept : ptr(o.ptr), bytes(o.bytes), t(o.t) {
+    o.ptr = nullptr;
+  }
 };
 
 std::string device_hash(const device_tensor& d) {
@@ -170,7 +173,8 @@ nlohmann::json time_candidate(const nlohmann::json& t, kg_run_fn run) {
   if (!run_error.empty()) out["error"] = run_error;
   if (rc.status != "TIMED" || !run_error.empty() || !t.contains("baseline_shared_object"))
     return out;
-  void* so = dlopen(t.at("baseline_shared_object").get<std::string>().c_str(), RTLD_NOW | RTLD_LOCAL);
+  void* so =
+      dlopen(t.at("baseline_shared_object").get<std::string>().c_str(), RTLD_NOW | RTLD_LOCAL);
   const auto base_run = so ? reinterpret_cast<kg_run_fn>(dlsym(so, "kg_run")) : nullptr;
   if (!base_run) {
     out["baseline_error"] = "cannot load the baseline kernel";

@@ -65,8 +65,9 @@ TEST(candidate_compiler, a_compile_error_keeps_the_compilers_message) {
   compile_options o;
   o.cache_dir = scratch("bad");
   const auto f = scratch("src") / "broken.cu";
-  std::ofstream(f) << "#include \"kg_candidate.h\"\nextern \"C\" int kg_run(const kg_tensor* in, "
-                      "int n_in, kg_tensor* out, int n_out, cudaStream_t s) { return undeclared_x; }\n";
+  std::ofstream(f)
+      << "#include \"kg_candidate.h\"\nextern \"C\" int kg_run(const kg_tensor* in, "
+         "int n_in, kg_tensor* out, int n_out, cudaStream_t s) { return undeclared_x; }\n";
   const auto r = compile_candidate(f, o);
   EXPECT_FALSE(r.ok);
   EXPECT_NE(r.log.find("undeclared_x"), std::string::npos) << r.log;

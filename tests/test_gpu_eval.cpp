@@ -38,7 +38,8 @@ eval_run eval(const std::string& candidates, const std::string& name, const std:
   const auto j = nlohmann::json::parse(in);
   for (const auto& rec : j.at("records"))
     if (rec.at("type") == "evaluation")
-      r.records[rec.at("task").get<std::string>() + "/" + rec.at("candidate").get<std::string>()] = rec;
+      r.records[rec.at("task").get<std::string>() + "/" + rec.at("candidate").get<std::string>()] =
+          rec;
   return r;
 }
 } // namespace

@@ -55,7 +55,7 @@ TEST(clock_floor, discards_samples_below_the_fraction_of_the_modal_clock) {
     s.push_back({.gpu_us = 10.0, .sm_mhz = 1980.0});
   s.push_back({.gpu_us = 12.0, .sm_mhz = 1700.0}); // 86% of 1980: below a 0.9 floor
   s.push_back({.gpu_us = 11.0, .sm_mhz = 1800.0}); // 91%: kept
-  s.push_back({.gpu_us = 10.0, .sm_mhz = 0.0});    // no clock reading: never discarded on its account
+  s.push_back({.gpu_us = 10.0, .sm_mhz = 0.0}); // no clock reading: never discarded on its account
   EXPECT_DOUBLE_EQ(gpu_timer::apply_clock_floor(s, 0.9), 1980.0);
   EXPECT_TRUE(s[10].discarded);
   EXPECT_FALSE(s[11].discarded);

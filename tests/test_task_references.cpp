@@ -25,14 +25,15 @@ TEST(task_references, every_libtorch_reference_agrees_with_the_fp64_oracle) {
       ASSERT_EQ(ref->outputs.size(), oracle.size()) << t.id;
       for (std::size_t k = 0; k < oracle.size(); ++k) {
         const auto type = t.outputs[k].type;
-        const task_tolerance tol = t.tolerance.count(type) ? t.tolerance.at(type) : task_tolerance{};
+        const task_tolerance tol =
+            t.tolerance.count(type) ? t.tolerance.at(type) : task_tolerance{};
         ASSERT_EQ(ref->outputs[k].numel(), oracle[k].numel()) << t.id << " output " << k;
-        const auto c =
-            compare_allclose(oracle[k], ref->outputs[k], tol.atol, tol.rtol, tolerance_side::reference);
-        EXPECT_EQ(c.mismatches, 0) << t.id << " shape " << shape.name << " output "
-                                   << t.outputs[k].name << ": " << c.mismatches << " of " << c.numel
-                                   << " outside tolerance, max abs err " << c.max_abs_err
-                                   << " (first at " << c.first_mismatch << ")";
+        const auto c = compare_allclose(oracle[k], ref->outputs[k], tol.atol, tol.rtol,
+                                        tolerance_side::reference);
+        EXPECT_EQ(c.mismatches, 0)
+            << t.id << " shape " << shape.name << " output " << t.outputs[k].name << ": "
+            << c.mismatches << " of " << c.numel << " outside tolerance, max abs err "
+            << c.max_abs_err << " (first at " << c.first_mismatch << ")";
       }
     }
   }

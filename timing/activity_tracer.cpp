@@ -16,10 +16,12 @@ constexpr std::size_t buffer_align = 8; // CUPTI requires 8-byte aligned activit
 
 // The activity kinds a traced call needs. RUNTIME and DRIVER records are not used themselves:
 // CUPTI writes the external-correlation record (our tag) only next to an API record.
-constexpr CUpti_ActivityKind traced_kinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-    CUPTI_ACTIVITY_KIND_MEMSET,            CUPTI_ACTIVITY_KIND_RUNTIME,
-    CUPTI_ACTIVITY_KIND_DRIVER,            CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
+constexpr CUpti_ActivityKind traced_kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                               CUPTI_ACTIVITY_KIND_MEMCPY,
+                                               CUPTI_ACTIVITY_KIND_MEMSET,
+                                               CUPTI_ACTIVITY_KIND_RUNTIME,
+                                               CUPTI_ACTIVITY_KIND_DRIVER,
+                                               CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 
 struct raw_activity {
   gpu_activity a;

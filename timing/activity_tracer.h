@@ -53,16 +53,16 @@ private:
 // One sample's view of a traced call between a holding activity (ends when the timed window
 // opens) and a trailing one (starts after the window closes).
 struct activity_span {
-  bool any = false;                // the call launched any GPU activity
-  double span_us = 0;              // first start to last end of the call's activities
-  int activities = 0;              // kernels, memcpys and memsets of the call
-  int streams = 0;                 // distinct streams they ran on
-  bool outside_window = false;     // some activity began before the window opened or ended after
+  bool any = false;                 // the call launched any GPU activity
+  double span_us = 0;               // first start to last end of the call's activities
+  int activities = 0;               // kernels, memcpys and memsets of the call
+  int streams = 0;                  // distinct streams they ran on
+  bool outside_window = false;      // some activity began before the window opened or ended after
   std::uint32_t outside_stream = 0; // the stream of the first such activity
 };
 // `work`: the call's activities; window_open/close_ns: end of the holding activity and start of the
 // trailing one (0 when unknown: that side is not judged).
-activity_span summarize_activity(const std::vector<gpu_activity>& work, std::uint64_t window_open_ns,
-                                 std::uint64_t window_close_ns);
+activity_span summarize_activity(const std::vector<gpu_activity>& work,
+                                 std::uint64_t window_open_ns, std::uint64_t window_close_ns);
 
 } // namespace kg

@@ -358,9 +358,12 @@ void gpu_timer::resolve(timing_sample* first, timing_sample* last) {
     std::uint64_t open = 0, close = 0;
     std::vector<gpu_activity> work_acts;
     for (const auto& a : by_sample[s->trace_tag]) {
-      if (a.tag % 4 == 1) open = a.end_ns;
-      else if (a.tag % 4 == 3) close = a.start_ns;
-      else work_acts.push_back(a);
+      if (a.tag % 4 == 1)
+        open = a.end_ns;
+      else if (a.tag % 4 == 3)
+        close = a.start_ns;
+      else
+        work_acts.push_back(a);
     }
     const auto span = summarize_activity(work_acts, open, close);
     s->activity_us = span.span_us;

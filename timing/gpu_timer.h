@@ -28,9 +28,9 @@ namespace kg {
 
 enum class timing_backend {
   automatic, // "auto": cupti where CUPTI can trace (no other profiler attached), else events
-  events, // cudaEventElapsedTime between events around the work on the measuring stream
-  graph,  // the work captured once into a CUDA graph; each sample replays it between events
-  cupti,  // CUPTI activity records: first start to last end of the call's GPU work, any stream
+  events,    // cudaEventElapsedTime between events around the work on the measuring stream
+  graph,     // the work captured once into a CUDA graph; each sample replays it between events
+  cupti,     // CUPTI activity records: first start to last end of the call's GPU work, any stream
 };
 std::string_view timing_backend_name(timing_backend b);
 std::optional<timing_backend> parse_timing_backend(std::string_view s);
@@ -40,7 +40,7 @@ struct timing_options {
   // on all four ops of targets.md section 5, where event timing had 0.3-0.6% outlier processes
   // and adds ~2.3 us of launch gap to every kernel (docs/architecture.md, timing).
   timing_backend backend = timing_backend::automatic;
-  int warmup = 3;                   // at least this many warm-up samples ...
+  int warmup = 3;                     // at least this many warm-up samples ...
   double warmup_wall_seconds = 0.025; // ... and this much wall time (clocks settle under load)
   int min_samples = 30;
   int max_samples = 20000;
@@ -69,15 +69,15 @@ struct timing_sample {
   double event_us = 0;      // between the events around the work (recorded in every backend)
   double activity_us = -1;  // CUPTI: first start to last end of the call's activity (-1: untraced)
   int activity_streams = 0; // streams the call's GPU activity ran on
-  bool traced = false;           // CUPTI recorded this sample's GPU activity
+  bool traced = false;      // CUPTI recorded this sample's GPU activity
   std::uint64_t trace_tag = 0;   // while its records are not yet read (internal)
   bool untimed_activity = false; // some of the call's activity ran outside the timed window
   std::uint32_t untimed_stream = 0;
-  double sm_mhz = 0;        // the lower of the clocks measured on the device before and after
-  double nvml_sm_mhz = 0;   // NVML's SM clock read after the sample (0: unavailable)
+  double sm_mhz = 0;      // the lower of the clocks measured on the device before and after
+  double nvml_sm_mhz = 0; // NVML's SM clock read after the sample (0: unavailable)
   unsigned long long throttle_mask = 0; // NVML throttle reasons read after the sample
-  double host_us = 0;       // host time the harness spent enqueueing the sample, the work's own
-                            // API calls excluded
+  double host_us = 0;         // host time the harness spent enqueueing the sample, the work's own
+                              // API calls excluded
   double work_enqueue_us = 0; // host time of the work's own API calls
   bool discarded = false;
 };
@@ -90,9 +90,9 @@ struct timing_result {
   double modal_mhz = 0, min_mhz = 0, max_mhz = 0;
   sample_summary summary;         // of the kept samples
   bootstrap_interval median_ci{}; // BCa, 95%
-  std::string stop_reason; // target_reached | max_samples | wall_cap | interrupted |
-                           // check_failed | untimed_activity
-  std::string activity_audit; // "cupti", or "unavailable: <why>"
+  std::string stop_reason;        // target_reached | max_samples | wall_cap | interrupted |
+                                  // check_failed | untimed_activity
+  std::string activity_audit;     // "cupti", or "unavailable: <why>"
   int warmup_samples = 0;
   double wall_seconds = 0, gpu_seconds = 0;
   double host_us_median = 0;        // harness enqueue time of the untraced samples (all if none)

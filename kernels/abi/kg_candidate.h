@@ -32,7 +32,7 @@ extern "C" {
 enum kg_dtype { KG_FLOAT32 = 0, KG_FLOAT16 = 1, KG_BFLOAT16 = 2, KG_INT32 = 4, KG_INT64 = 5 };
 
 typedef struct kg_tensor {
-  void* data; /* device pointer */
+  void* data;    /* device pointer */
   int32_t dtype; /* enum kg_dtype */
   int32_t ndim;
   int64_t shape[KG_MAX_DIMS];

@@ -16,8 +16,8 @@ __global__ void add_rmsnorm_kernel(const __nv_bfloat16* __restrict__ x,
   const int64_t base = blockIdx.x * cols;
   float ss = 0.0f;
   for (int64_t c = threadIdx.x; c < cols; c += threads) {
-    const __nv_bfloat16 s = __float2bfloat16(__bfloat162float(x[base + c]) +
-                                             __bfloat162float(res[base + c]));
+    const __nv_bfloat16 s =
+        __float2bfloat16(__bfloat162float(x[base + c]) + __bfloat162float(res[base + c]));
     h[base + c] = s;
     const float v = __bfloat162float(s);
     ss += v * v;
