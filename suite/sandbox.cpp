@@ -247,7 +247,10 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
     if (t.at("rc").get<int>() != 0) {
       v.status = "RUNTIME_ERROR";
       v.reason = where + ": kg_run returned " + std::to_string(t.at("rc").get<int>());
-    } else if (t.at("threads_after").get<int>() > t.at("threads_before").get<int>()) {
+    } else if (t.at("threads_after").get<int>() > t.at("threads_before").get<int>() &&
+               (i > 0 || wr.contains("candidate_runtime"))) {
+      // (Without the candidate's runtime started beforehand, the first call may legitimately
+      // start the runtime's own threads: then only later calls are judged.)
       v.status = "REWARD_HACK";
       v.reason =
           where + ": kg_run left " +

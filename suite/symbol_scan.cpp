@@ -46,6 +46,8 @@ std::vector<forbidden_import> forbidden_imports(const std::vector<std::string>& 
       {"pthread_create", "creates threads", false},
       {"_ZNSt6thread", "creates threads (std::thread)", false},
       {"_ZNSt7jthread", "creates threads (std::jthread)", false},
+      {"clone", "creates threads or processes", false},
+      {"syscall", "makes raw system calls (threads, processes)", false},
       {"fork", "creates processes", false},
       {"system", "creates processes", false},
       {"dlopen", "loads libraries at run time (hides what it calls)", false},

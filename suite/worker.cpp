@@ -226,6 +226,15 @@ int run_worker(const std::string& manifest_path) {
     write_result();
     return 3;
   }
+  // The candidate links the shared CUDA runtime, which starts its own threads on first use.
+  // Start it now, so that the thread count around kg_run sees only threads the candidate made.
+  for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"})
+    if (void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD)) {
+      using free_fn = int (*)(void*);
+      if (auto f = reinterpret_cast<free_fn>(dlsym(h, "cudaFree"))) (void)f(nullptr);
+      result["candidate_runtime"] = lib;
+      break;
+    }
   try {
     cudaStream_t stream = nullptr;
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
