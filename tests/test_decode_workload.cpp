@@ -1,0 +1,137 @@
+// CPU side of the decode workload: Qwen3-4B shape and byte bookkeeping, the seeded arrival
+// process, and the throughput-at-latency-limit search. Expected values are worked by hand.
+#include <algorithm>
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "workloads/arrivals.h"
+#include "workloads/load_search.h"
+#include "workloads/qwen3.h"
+
+using namespace kg;
+
+TEST(qwen3, gemm_shapes_and_kv_bytes_match_the_model) {
+  const auto g = decode_gemms();
+  ASSERT_EQ(g.size(), 5u);
+  // qkv: 32 query heads + 2 x 8 KV heads, x 128 = 4096 + 2048 = 6144 rows of 2560.
+  EXPECT_EQ(g[0].n, 6144);
+  EXPECT_EQ(g[0].k, 2560);
+  EXPECT_EQ(g[1].n, 2560); // o_proj 2560 x 4096
+  EXPECT_EQ(g[1].k, 4096);
+  EXPECT_EQ(g[2].n, 19456); // gate_up: 2 x 9728
+  EXPECT_EQ(g[3].n, 2560);  // down 2560 x 9728
+  EXPECT_EQ(g[3].k, 9728);
+  EXPECT_EQ(g[4].n, 151936); // lm_head
+  // 36 layers x (K and V) x 8 heads x 128 x 2 bytes = 147456 = 144 KiB per token.
+  EXPECT_EQ(kv_bytes_per_token(), 147456);
+}
+
+TEST(qwen3, rooflines_count_each_byte_once) {
+  const auto down = decode_gemms()[3];
+  // Batch 1: weight 2560 x 9728 x 2 = 49,807,360 B (the 49.8 MB of targets.md), plus x (9728 x 2)
+  // and y (2560 x 2): 49,831,936 B; FLOPs 2 x 2560 x 9728 = 49,807,360.
+  const auto r = gemm_roofline(down, 1);
+  EXPECT_DOUBLE_EQ(r.bytes, 49831936.0);
+  EXPECT_DOUBLE_EQ(r.flops, 49807360.0);
+  // Attention, batch 8, context 8192, one layer: K and V 2 x 8 x 8 x 8192 x 128 x 2 B =
+  // 268,435,456 B plus q and o 2 x 8 x 32 x 128 x 2 B = 131,072 B.
+  EXPECT_DOUBLE_EQ(attention_roofline(8, 8192).bytes, 268435456.0 + 131072.0);
+  // Decode step, batch 1, context 2048: 36 x (31,474,688 + 20,984,832 + 99,658,752 + 49,831,936)
+  // + 778,221,312 (lm_head once) = 8,048,428,800 B of GEMMs, plus 36 x 8,404,992 B of attention
+  // (2 x (2 x 8 x 2048 x 128 + 2 x 32 x 128)) = 8,351,008,512 B.
+  EXPECT_DOUBLE_EQ(decode_step_roofline(1, 2048).bytes, 8351008512.0);
+}
+
+TEST(arrivals, poisson_rate_request_mix_and_log_uniform_contexts) {
+  arrival_options o;
+  o.requests_per_second = 2.0;
+  o.duration_seconds = 1000.0;
+  o.seed = 11;
+  const auto a = generate_arrivals(o);
+  // Expected 2000 arrivals, sd sqrt(2000) = 45: within 3.5 sd.
+  EXPECT_NEAR(static_cast<double>(a.size()), 2000.0, 160.0);
+  int ones = 0, twos = 0, fours = 0, eights = 0;
+  std::vector<double> ctx;
+  double last = 0;
+  for (const auto& r : a) {
+    EXPECT_GE(r.arrival_seconds, last);
+    last = r.arrival_seconds;
+    EXPECT_EQ(r.output_tokens, 256);
+    switch (r.contexts.size()) {
+    case 1:
+      ++ones;
+      break;
+    case 2:
+      ++twos;
+      break;
+    case 4:
+      ++fours;
+      break;
+    case 8:
+      ++eights;
+      break;
+    default:
+      ADD_FAILURE() << "request of " << r.contexts.size() << " sequences";
+    }
+    for (auto c : r.contexts) {
+      EXPECT_GE(c, 512);
+      EXPECT_LE(c, 8192);
+      ctx.push_back(static_cast<double>(c));
+    }
+  }
+  const double n = static_cast<double>(a.size());
+  // 40/30/20/10%; with ~2000 requests the sd of a share is <= 0.011.
+  EXPECT_NEAR(ones / n, 0.40, 0.04);
+  EXPECT_NEAR(twos / n, 0.30, 0.04);
+  EXPECT_NEAR(fours / n, 0.20, 0.04);
+  EXPECT_NEAR(eights / n, 0.10, 0.03);
+  // Log-uniform on [512, 8192]: median sqrt(512 x 8192) = 2048.
+  std::nth_element(ctx.begin(), ctx.begin() + static_cast<long>(ctx.size() / 2), ctx.end());
+  EXPECT_NEAR(ctx[ctx.size() / 2], 2048.0, 205.0);
+  // The same seed gives the same trace; another seed another one.
+  const auto again = generate_arrivals(o);
+  ASSERT_EQ(again.size(), a.size());
+  EXPECT_EQ(again[100].arrival_seconds, a[100].arrival_seconds);
+  EXPECT_EQ(again[100].contexts, a[100].contexts);
+  o.seed = 12;
+  EXPECT_NE(generate_arrivals(o)[0].arrival_seconds, a[0].arrival_seconds);
+}
+
+TEST(load_search, raises_load_in_5_percent_steps_until_p99_breaks_the_limit) {
+  // Synthetic engine: p99 = 10 ms + 4 ms per request/s, so the limit of 50 ms holds up to 10 rps.
+  auto engine = [](double rps) { return load_point{rps, 10.0 + 4.0 * rps, 256.0 * rps}; };
+  load_search_options o;
+  o.start_rps = 1.0;
+  const auto r = search_load(engine, o);
+  // 1.05^47 = 9.90 <= 10 < 1.05^48 = 10.40: 48 loads within the limit, the 49th breaks it.
+  ASSERT_TRUE(r.found);
+  EXPECT_EQ(r.points.size(), 49u);
+  EXPECT_NEAR(r.best.offered_rps, std::pow(1.05, 47), 1e-9);
+  EXPECT_GT(r.points.back().p99_itl_ms, 50.0);
+  EXPECT_FALSE(r.limit_never_exceeded);
+  // A load that already breaks the limit: nothing found.
+  o.start_rps = 20.0;
+  EXPECT_FALSE(search_load(engine, o).found);
+  // An engine that never breaks it: the search stops at max_steps and says so.
+  o.start_rps = 1.0;
+  o.max_steps = 10;
+  const auto flat = search_load([](double rps) { return load_point{rps, 1.0, rps}; }, o);
+  EXPECT_TRUE(flat.limit_never_exceeded);
+  EXPECT_EQ(flat.points.size(), 10u);
+}
+
+TEST(load_search, p99_inter_token_latency_excludes_the_first_token) {
+  // One sequence: first token at 500 ms (its latency from arrival is not an interval), then 100
+  // intervals: 98 of 10 ms and 2 of 50 ms. Nearest rank 99 of 100 sorted: the first 50.
+  std::vector<double> t = {500.0};
+  for (int k = 0; k < 100; ++k)
+    t.push_back(t.back() + (k == 30 || k == 70 ? 50.0 : 10.0));
+  EXPECT_DOUBLE_EQ(p99_inter_token_ms({t}), 50.0);
+  // With one slow interval among 100, rank 99 is a 10 ms interval.
+  std::vector<double> u = {0.0};
+  for (int k = 0; k < 100; ++k)
+    u.push_back(u.back() + (k == 30 ? 50.0 : 10.0));
+  EXPECT_DOUBLE_EQ(p99_inter_token_ms({u}), 10.0);
+  EXPECT_DOUBLE_EQ(p99_inter_token_ms({{1.0}}), 0.0); // a single token: no interval
+}

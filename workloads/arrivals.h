@@ -1,0 +1,27 @@
+// The decode engine's offered load (targets.md section 3): Poisson arrivals of requests of 1, 2, 4
+// or 8 sequences (40/30/20/10%), each sequence with a context drawn log-uniformly from 512..8192
+// tokens and 256 output tokens. Seeded: the same seed and rate give the same trace anywhere.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kg {
+
+struct arrival_options {
+  double requests_per_second = 1.0;
+  double duration_seconds = 60.0;
+  std::int64_t min_context = 512, max_context = 8192;
+  std::int64_t output_tokens = 256;
+  std::uint64_t seed = 1;
+};
+
+struct request {
+  double arrival_seconds = 0;
+  std::vector<std::int64_t> contexts; // one per sequence (1, 2, 4 or 8 of them)
+  std::int64_t output_tokens = 256;
+};
+
+std::vector<request> generate_arrivals(const arrival_options& opt);
+
+} // namespace kg

@@ -1,0 +1,36 @@
+#include "workloads/load_search.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace kg {
+
+load_search_result search_load(const std::function<load_point(double)>& measure,
+                               const load_search_options& opt) {
+  load_search_result r;
+  double rps = opt.start_rps;
+  for (int i = 0; i < opt.max_steps; ++i, rps *= 1.0 + opt.step) {
+    const load_point p = measure(rps);
+    r.points.push_back(p);
+    if (p.p99_itl_ms > opt.limit_ms) return r;
+    r.found = true;
+    r.best = p;
+  }
+  r.limit_never_exceeded = true;
+  return r;
+}
+
+double p99_inter_token_ms(const std::vector<std::vector<double>>& token_times_ms) {
+  std::vector<double> gaps;
+  for (const auto& seq : token_times_ms)
+    for (std::size_t k = 1; k < seq.size(); ++k)
+      gaps.push_back(seq[k] - seq[k - 1]);
+  if (gaps.empty()) return 0.0;
+  std::sort(gaps.begin(), gaps.end());
+  // Nearest rank: the smallest gap with at least 99% of the gaps at or below it.
+  const std::size_t rank =
+      static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(gaps.size())));
+  return gaps[std::max<std::size_t>(rank, 1) - 1];
+}
+
+} // namespace kg

@@ -1,0 +1,38 @@
+// Throughput at a latency limit: raise the offered load in 5% steps until the p99 inter-token
+// latency (first token excluded) exceeds the limit; the answer is the last load within it.
+// The measurement is a callback, so the search logic is tested without a GPU.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+namespace kg {
+
+struct load_point {
+  double offered_rps = 0;
+  double p99_itl_ms = 0;
+  double tokens_per_second = 0;
+};
+
+struct load_search_options {
+  double start_rps = 0.5;
+  double step = 0.05;     // relative: each step offers 5% more than the last
+  double limit_ms = 50.0; // p99 inter-token latency limit
+  int max_steps = 200;
+};
+
+struct load_search_result {
+  std::vector<load_point> points;    // every load tried, in order
+  bool found = false;                // some load met the limit
+  load_point best;                   // the highest load that met it
+  bool limit_never_exceeded = false; // max_steps reached while still within the limit
+};
+
+load_search_result search_load(const std::function<load_point(double offered_rps)>& measure,
+                               const load_search_options& opt = {});
+
+// p99 of inter-token intervals: per sequence, token times t0..tn give intervals t1-t0 ... (the
+// first token's latency, from arrival, is not an inter-token interval and is excluded).
+double p99_inter_token_ms(const std::vector<std::vector<double>>& token_times_ms);
+
+} // namespace kg
