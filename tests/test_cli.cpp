@@ -12,6 +12,7 @@
 
 #include "reports/remove_tree.h"
 #include "suite/cli.h"
+#include "timing/device_info.h"
 #include "suite/exit_codes.h"
 #include "timing/interrupt.h"
 
@@ -156,4 +157,44 @@ TEST(cli, time_without_a_gpu_exits_3) {
   EXPECT_NE(r.err.find("no GPU"), std::string::npos) << r.err;
   EXPECT_EQ(lines(r.err), 1);
   EXPECT_FALSE(fs::exists(out / "result.json"));
+}
+
+// eval's bad input: each a one-line error naming the problem, exit 2; no GPU, exit 3.
+TEST(cli, eval_bad_input_names_the_file_and_field) {
+  const std::string tasks = std::string(KG_SOURCE_DIR) + "/data/tasks",
+                    kernels = std::string(KG_SOURCE_DIR) + "/kernels/tasks";
+  auto r = run({"eval", "--tasks", tasks});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("--candidates"), std::string::npos) << r.err;
+  r = run({"eval", "--tasks", "/nonexistent/*.json", "--candidates", kernels});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("no task files match"), std::string::npos) << r.err;
+  r = run({"eval", "--tasks", tasks, "--candidates", kernels, "--protocol", "kernelbench"});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  r = run({"eval", "--tasks", tasks, "--candidates", kernels, "--trials", "0"});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  r = run({"eval", "--tasks", tasks, "--candidates", "/nonexistent-dir"});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("not a folder"), std::string::npos) << r.err;
+  // A task file with a bad dtype: the message names the file and the field.
+  const auto dir = std::filesystem::temp_directory_path() / "kg-cli-eval-bad";
+  std::filesystem::create_directories(dir);
+  {
+    std::ifstream in(tasks + "/relu.json");
+    std::string s((std::istreambuf_iterator<char>(in)), {});
+    s.replace(s.find("\"float32\""), 9, "\"float8\"");
+    std::ofstream(dir / "relu.json") << s;
+  }
+  r = run({"eval", "--tasks", (dir / "relu.json").string(), "--candidates", kernels});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("relu.json: /inputs/0/dtype"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err; // one line
+}
+
+TEST(cli, eval_without_a_gpu_exits_3) {
+  if (query_device(0).available) GTEST_SKIP() << "a GPU is present";
+  const auto r = run({"eval", "--tasks", std::string(KG_SOURCE_DIR) + "/data/tasks",
+                      "--candidates", std::string(KG_SOURCE_DIR) + "/kernels/tasks"});
+  EXPECT_EQ(r.rc, exit_code::unavailable);
+  EXPECT_NE(r.err.find("no GPU"), std::string::npos) << r.err;
 }
