@@ -109,6 +109,8 @@ const std::map<std::string, ref_fn, std::less<>>& refs() {
       {"matmul", [](const tensors& i, auto&) { return tensors{torch::matmul(i[0], i[1])}; }},
       {"bmm", [](const tensors& i, auto&) { return tensors{torch::bmm(i[0], i[1])}; }},
       {"gemv", [](const tensors& i, auto&) { return tensors{torch::mv(i[0], i[1])}; }},
+      {"linear",
+       [](const tensors& i, auto&) { return tensors{torch::nn::functional::linear(i[0], i[1])}; }},
       {"sdpa",
        [](const tensors& i, const nlohmann::json& p) {
          const double scale = p.value("scale", 1.0 / std::sqrt(double(i[0].size(-1))));

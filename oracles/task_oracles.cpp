@@ -20,6 +20,7 @@ std::map<std::string, task_oracle_fn, std::less<>>& registry() {
     register_single_oracles();
     register_matmul_oracles();
     register_fused_oracles();
+    register_decode_oracles();
   });
   return raw_registry();
 }

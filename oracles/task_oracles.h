@@ -32,6 +32,7 @@ void register_norm_oracles();
 void register_single_oracles();
 void register_matmul_oracles();
 void register_fused_oracles();
+void register_decode_oracles();
 
 // Helpers for op files: a float64 output tensor shaped like output k of the task.
 host_tensor oracle_output(const task_def& t, const task_shape& shape, std::size_t k);

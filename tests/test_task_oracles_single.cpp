@@ -236,3 +236,14 @@ TEST(task_oracles_single, sdpa_weights_values_by_softmax_of_scaled_scores) {
   expect_values(t.run()[0], {(1 + 3 * e) / (1 + e), (2 + 2 * e) / (1 + e), (3 + e) / (1 + e),
                              4 / (1 + e), 2, 2, 2, 2});
 }
+
+// The decode projection (oracles/task_ops_decode.cpp): x [B=2, K=2], w [N=3, K=2].
+TEST(task_oracles_decode, linear_multiplies_by_the_transposed_weight) {
+  mini_task t("linear", {{"B", 2}, {"N", 3}, {"K", 2}});
+  t.input("x", dtype::float32, {"B", "K"}, {1, 2, 3, 4})
+      .input("w", dtype::float32, {"N", "K"}, {1, 0, 1, 1, 0.5, -1})
+      .output("y", dtype::bfloat16, {"B", "N"});
+  // Row 1: (1*1 + 2*0, 1*1 + 2*1, 1*0.5 - 2*1) = (1, 3, -1.5);
+  // row 2: (3, 3 + 4, 1.5 - 4) = (3, 7, -2.5).
+  expect_values(t.run()[0], {1, 3, -1.5, 3, 7, -2.5});
+}
