@@ -26,4 +26,5 @@ echo "eval catalog exit $?"; cat "$logs/eval_catalog.txt"
 echo "eval warm cache, correctness only: exit $?"; tail -4 "$logs/eval_warm.txt"
 ./suite/kernelgate fastp /tmp/kg-eval-catalog/result.json >"$logs/fastp.txt" 2>&1; head -30 "$logs/fastp.txt"
 ./suite/kernelgate validate /tmp/kg-eval-catalog/result.json
+timeout 300 ./bench/kg_bench_eval_throughput >"$logs/eval_throughput.txt" 2>&1; cat "$logs/eval_throughput.txt"
 echo "total: ${SECONDS}s"
