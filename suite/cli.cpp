@@ -31,7 +31,7 @@ commands:
   time --impl NAME [--vs NAME] [--clocks observe|require-locked|lock=MHz]
        [--backend auto|events|graph|cupti] [--shape RxC] [--dtype float32|float16] [--min-effect F]
        [--out DIR]                 time a kernel (cold, L2 flushed), optionally against another
-  eval --tasks GLOB --candidates DIR [--protocol strict] [--trials N] [--timeout S] [--jobs N]
+  eval --tasks GLOB --candidates DIR [--protocol strict|PEER] [--trials N] [--timeout S] [--jobs N]
        [--cache DIR] [--time yes|no] [--baselines DIR] [--out DIR] [--kernelbench FILE]
                                    compile and run every (task, candidate) pair in a sandboxed
                                    worker, check it against the task's fp64 oracle, and time a

@@ -1,4 +1,4 @@
-// kernelgate eval --tasks GLOB --candidates DIR [--protocol strict] [--trials N] [--timeout S]
+// kernelgate eval --tasks GLOB --candidates DIR [--protocol strict|PEER] [--trials N] [--timeout S]
 //                 [--jobs N] [--cache DIR] [--time yes|no] [--baselines DIR] [--out DIR]
 //                 [--kernelbench FILE]
 #include "suite/eval_command.h"
@@ -9,10 +9,12 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "kernels/task_torch_refs.h"
 #include "oracles/comparators.h"
+#include "oracles/protocol.h"
 #include "oracles/task_oracles.h"
 #include "reports/environment.h"
 #include "reports/result_writer.h"
@@ -101,10 +103,18 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
     err << "kernelgate: --time takes yes or no\n";
     return exit_code::bad_input;
   }
+  // strict: the task's tolerance against the fp64 oracle. A peer's name: its checker as
+  // oracles/protocol.h models it, against the LibTorch reference.
+  std::optional<protocol> peer;
   if (o["--protocol"] != "strict") {
-    err << "kernelgate: eval supports --protocol strict only so far (got '" << o["--protocol"]
-        << "'); the peers' protocols are modelled by `kernelgate audit`\n";
-    return exit_code::bad_input;
+    peer = find_protocol(o["--protocol"]);
+    if (!peer) {
+      std::string known = "strict";
+      for (const auto n : protocol_names())
+        if (n != "strict") known += ", " + std::string(n);
+      err << "kernelgate: unknown protocol '" << o["--protocol"] << "' (known: " << known << ")\n";
+      return exit_code::bad_input;
+    }
   }
   int trials = 0, jobs = 0;
   double timeout = 0;
@@ -149,9 +159,11 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   nlohmann::json config = {
       {"tasks", o["--tasks"]},
       {"candidates", o["--candidates"]},
-      {"protocol", "strict"},
-      {"protocol_rule", "every element of every output within the task's "
-                        "atol + rtol x |fp64 oracle|; NaN fails"},
+      {"protocol", o["--protocol"]},
+      {"protocol_rule", peer ? peer->to_json()
+                             : nlohmann::json("every element of every output within the task's "
+                                              "atol + rtol x |fp64 oracle|; NaN fails; every "
+                                              "shape, --trials draws")},
       {"trials_per_shape", trials},
       {"timeout_seconds", timeout},
       {"timing", o["--time"] == "yes"
@@ -248,6 +260,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       so.trials = trials;
       so.timeout_seconds = timeout;
       so.time = timed;
+      so.peer = peer ? &*peer : nullptr;
       if (const auto b = baseline_source.find(p.task->id); b != baseline_source.end())
         so.baseline = by_source.at(b->second);
       v = evaluate_candidate(*p.task, *by_source.at(p.source), so);

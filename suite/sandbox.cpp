@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kernels/task_torch_refs.h"
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
 #include "suite/process.h"
@@ -178,35 +179,71 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
   struct trial_plan {
     const task_shape* shape;
     int draw;
-    std::vector<host_tensor> inputs, oracle;
+    std::string label;
+    std::vector<host_tensor> inputs, oracle, reference; // reference: peers only
   };
   std::vector<trial_plan> plan;
   nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
                              {"result", (opt.work_dir / "worker_result.json").string()},
                              {"trials", nlohmann::json::array()}};
-  for (const auto& shape : task.shapes)
-    for (int d = 0; d < opt.trials; ++d) {
-      trial_plan p{
-          &shape, d, make_task_inputs(task, shape, opt.seed + static_cast<std::uint64_t>(d)), {}};
-      p.oracle = run_task_oracle(task, shape, p.inputs);
-      const std::string tag = "t" + std::to_string(plan.size());
-      nlohmann::json mt = {{"inputs", nlohmann::json::array()},
-                           {"outputs", nlohmann::json::array()}};
-      for (std::size_t k = 0; k < p.inputs.size(); ++k) {
-        const auto f = opt.work_dir / (tag + "_in" + std::to_string(k) + ".bin");
-        write_tensor(f, p.inputs[k]);
-        mt["inputs"].push_back({{"file", f.string()},
-                                {"dtype", static_cast<int>(p.inputs[k].type)},
-                                {"shape", p.inputs[k].shape}});
+  auto add_trial = [&](const task_shape& shape, int draw, const task_input_regime& regime,
+                       std::string label) {
+    trial_plan p{&shape,
+                 draw,
+                 std::move(label),
+                 make_task_inputs(task, shape, opt.seed + static_cast<std::uint64_t>(draw), regime),
+                 {},
+                 {}};
+    p.oracle = run_task_oracle(task, shape, p.inputs);
+    if (opt.peer) {
+      // A peer compares with the LibTorch reference; without one, the oracle rounded to the
+      // output dtype stands in (and the record says so).
+      const auto ref = run_torch_reference(task, p.inputs);
+      if (ref && ref->error.empty()) {
+        p.reference = ref->outputs;
+      } else {
+        for (std::size_t k = 0; k < p.oracle.size(); ++k)
+          p.reference.push_back(p.oracle[k].cast(task.outputs[k].type));
+        v.detail["reference"] = "fp64 oracle rounded to the output dtype (no LibTorch reference" +
+                                std::string(ref ? ": " + ref->error : "") + ")";
       }
-      for (std::size_t k = 0; k < task.outputs.size(); ++k)
-        mt["outputs"].push_back(
-            {{"file", (opt.work_dir / (tag + "_out" + std::to_string(k) + ".bin")).string()},
-             {"dtype", static_cast<int>(task.outputs[k].type)},
-             {"shape", resolve_shape(task.outputs[k], shape)}});
-      manifest["trials"].push_back(mt);
-      plan.push_back(std::move(p));
     }
+    const std::string tag = "t" + std::to_string(plan.size());
+    nlohmann::json mt = {{"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
+    for (std::size_t k = 0; k < p.inputs.size(); ++k) {
+      const auto f = opt.work_dir / (tag + "_in" + std::to_string(k) + ".bin");
+      write_tensor(f, p.inputs[k]);
+      mt["inputs"].push_back({{"file", f.string()},
+                              {"dtype", static_cast<int>(p.inputs[k].type)},
+                              {"shape", p.inputs[k].shape}});
+    }
+    for (std::size_t k = 0; k < task.outputs.size(); ++k)
+      mt["outputs"].push_back(
+          {{"file", (opt.work_dir / (tag + "_out" + std::to_string(k) + ".bin")).string()},
+           {"dtype", static_cast<int>(task.outputs[k].type)},
+           {"shape", resolve_shape(task.outputs[k], shape)}});
+    manifest["trials"].push_back(mt);
+    plan.push_back(std::move(p));
+  };
+  if (!opt.peer) {
+    for (const auto& shape : task.shapes)
+      for (int d = 0; d < opt.trials; ++d)
+        add_trial(shape, d, {}, "draw " + std::to_string(d));
+  } else {
+    const std::size_t shapes = opt.peer->tail_shape ? task.shapes.size() : 1;
+    for (std::size_t si = 0; si < shapes; ++si)
+      for (int d = 0; d < opt.peer->trials; ++d)
+        for (const double scale : opt.peer->scales) {
+          task_input_regime r;
+          r.uniform01_activations = opt.peer->activation == activation_kind::uniform01;
+          r.identity_params = opt.peer->params == param_regime::identity;
+          r.normal_params = opt.peer->params == param_regime::normal;
+          r.scale = scale;
+          std::ostringstream label;
+          label << "draw " << d << " scale x" << scale;
+          add_trial(task.shapes[si], d, r, label.str());
+        }
+  }
   const auto manifest_file = opt.work_dir / "manifest.json";
   std::ofstream(manifest_file) << manifest.dump(1) << "\n";
   const auto log = opt.work_dir / "worker.log";
@@ -242,8 +279,8 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const auto& p = plan[i];
     const auto& t = trials.at(i);
-    const std::string where = "shape '" + p.shape->name + "' draw " + std::to_string(p.draw);
-    nlohmann::json rec = {{"shape", p.shape->name}, {"draw", p.draw}, {"worker", t}};
+    const std::string where = "shape '" + p.shape->name + "' " + p.label;
+    nlohmann::json rec = {{"shape", p.shape->name}, {"trial", p.label}, {"worker", t}};
     if (t.at("rc").get<int>() != 0) {
       v.status = "RUNTIME_ERROR";
       v.reason = where + ": kg_run returned " + std::to_string(t.at("rc").get<int>());
@@ -276,16 +313,23 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
       const auto& tol = task.tolerance.count(task.outputs[k].type)
                             ? task.tolerance.at(task.outputs[k].type)
                             : task_tolerance{0, 0}; // integer outputs: exact
-      const auto c =
-          compare_allclose(p.oracle[k], *out, tol.atol, tol.rtol, tolerance_side::reference);
+      const auto c = opt.peer ? compare(opt.peer->comparator_for(task.outputs[k].type),
+                                        p.reference[k], *out, &p.oracle[k])
+                              : compare_allclose(p.oracle[k], *out, tol.atol, tol.rtol,
+                                                 tolerance_side::reference);
       rec["outputs"].push_back({{"name", task.outputs[k].name}, {"comparison", c.to_json()}});
-      if (c.mismatches > 0) {
+      if (opt.peer ? !c.pass : c.mismatches > 0) {
         all_ok = false;
         std::ostringstream why;
-        why << where << ": output '" << task.outputs[k].name << "' has " << c.mismatches << " of "
-            << c.numel << " elements outside atol " << tol.atol << " + rtol " << tol.rtol
-            << " x |oracle| (first at " << c.first_mismatch << ", max abs error " << c.max_abs_err
-            << ")";
+        if (opt.peer)
+          why << where << ": output '" << task.outputs[k].name << "' fails " << opt.peer->name
+              << "'s checker (" << c.reason << ", " << c.mismatches << " of " << c.numel
+              << " elements, max abs error " << c.max_abs_err << ")";
+        else
+          why << where << ": output '" << task.outputs[k].name << "' has " << c.mismatches << " of "
+              << c.numel << " elements outside atol " << tol.atol << " + rtol " << tol.rtol
+              << " x |oracle| (first at " << c.first_mismatch << ", max abs error " << c.max_abs_err
+              << ")";
         // Right before on this shape, wrong now on other inputs: the kernel kept state.
         v.status = shape_passed_once[p.shape] ? "REWARD_HACK" : "INCORRECT_NUMERICAL";
         v.reason = why.str() + (shape_passed_once[p.shape]
@@ -299,8 +343,11 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
     if (!v.status.empty()) return v;
   }
   v.status = "PASSED";
-  v.reason = std::to_string(plan.size()) + " trials over " + std::to_string(task.shapes.size()) +
-             " shapes within tolerance of the fp64 oracle";
+  v.reason = opt.peer ? std::to_string(plan.size()) + " trials accepted by " + opt.peer->name +
+                            "'s checker against the LibTorch reference"
+                      : std::to_string(plan.size()) + " trials over " +
+                            std::to_string(task.shapes.size()) +
+                            " shapes within tolerance of the fp64 oracle";
   if (opt.time) time_passed_candidate(task, compiled, opt, v);
   return v;
 }

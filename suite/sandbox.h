@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "oracles/protocol.h"
 #include "suite/candidate_compiler.h"
 #include "workloads/task.h"
 
@@ -28,6 +29,12 @@ struct sandbox_options {
   int trials = 3;                 // input draws per shape, one after another in one process
   double timeout_seconds = 60;    // per worker (all trials)
   std::uint64_t seed = 20261129;
+  // nullptr: kernelgate's strict rule (every element within the task's tolerance of the fp64
+  // oracle, every shape, `trials` draws). Otherwise a peer's checker as oracles/protocol.h models
+  // it: its input regime (activation distribution, parameter init, scales), its trial count, its
+  // comparator against the task's LibTorch reference, on the task's first shape (and the second
+  // where the protocol runs a tail shape).
+  const protocol* peer = nullptr;
   // Timing of a PASSED candidate (a second worker): honest timing on the task's first shape,
   // then ABBA pairs against the baseline kernel (the task's own kernel) when one is given.
   bool time = true;

@@ -12,8 +12,8 @@
 
 #include "reports/remove_tree.h"
 #include "suite/cli.h"
-#include "timing/device_info.h"
 #include "suite/exit_codes.h"
+#include "timing/device_info.h"
 #include "timing/interrupt.h"
 
 using namespace kg;
@@ -169,8 +169,10 @@ TEST(cli, eval_bad_input_names_the_file_and_field) {
   r = run({"eval", "--tasks", "/nonexistent/*.json", "--candidates", kernels});
   EXPECT_EQ(r.rc, exit_code::bad_input);
   EXPECT_NE(r.err.find("no task files match"), std::string::npos) << r.err;
-  r = run({"eval", "--tasks", tasks, "--candidates", kernels, "--protocol", "kernelbench"});
+  r = run({"eval", "--tasks", tasks, "--candidates", kernels, "--protocol", "lenient"});
   EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("unknown protocol 'lenient' (known: strict, kernelbench"), std::string::npos)
+      << r.err;
   r = run({"eval", "--tasks", tasks, "--candidates", kernels, "--trials", "0"});
   EXPECT_EQ(r.rc, exit_code::bad_input);
   r = run({"eval", "--tasks", tasks, "--candidates", "/nonexistent-dir"});
@@ -193,8 +195,8 @@ TEST(cli, eval_bad_input_names_the_file_and_field) {
 
 TEST(cli, eval_without_a_gpu_exits_3) {
   if (query_device(0).available) GTEST_SKIP() << "a GPU is present";
-  const auto r = run({"eval", "--tasks", std::string(KG_SOURCE_DIR) + "/data/tasks",
-                      "--candidates", std::string(KG_SOURCE_DIR) + "/kernels/tasks"});
+  const auto r = run({"eval", "--tasks", std::string(KG_SOURCE_DIR) + "/data/tasks", "--candidates",
+                      std::string(KG_SOURCE_DIR) + "/kernels/tasks"});
   EXPECT_EQ(r.rc, exit_code::unavailable);
   EXPECT_NE(r.err.find("no GPU"), std::string::npos) << r.err;
 }

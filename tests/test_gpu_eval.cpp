@@ -23,15 +23,17 @@ struct eval_run {
 };
 
 eval_run eval(const std::string& candidates, const std::string& name, const std::string& timeout,
-              const std::string& time = "no", const std::string& tasks = "/data/tasks") {
+              const std::string& time = "no", const std::string& tasks = "/data/tasks",
+              const std::string& protocol = "strict") {
   ::setenv("KERNELGATE_WORKER", KG_KERNELGATE_BIN, 1);
   const fs::path out = fs::temp_directory_path() / ("kg-gpu-eval-" + name);
   std::ostringstream o, e;
   eval_run r;
-  r.rc = kernelgate_main({"kernelgate", "eval", "--tasks", std::string(KG_SOURCE_DIR) + tasks,
-                          "--candidates", candidates, "--timeout", timeout, "--out", out.string(),
-                          "--cache", (out / "cache").string(), "--time", time},
-                         o, e);
+  r.rc =
+      kernelgate_main({"kernelgate", "eval", "--tasks", std::string(KG_SOURCE_DIR) + tasks,
+                       "--candidates", candidates, "--timeout", timeout, "--out", out.string(),
+                       "--cache", (out / "cache").string(), "--time", time, "--protocol", protocol},
+                      o, e);
   r.out = o.str();
   r.err = e.str();
   std::ifstream in(out / "result.json");
@@ -85,4 +87,18 @@ TEST(gpu_eval, a_passing_candidate_is_timed_against_the_task_kernel) {
   EXPECT_GT(rec.at("candidate_us").get<double>(), 0.0);
   EXPECT_LE(lo, 1.0 + 0.03); // the same kernel: the interval reaches into the 3% tie band
   EXPECT_GE(hi, 1.0 - 0.03);
+}
+
+// The same red team under KernelBench's checker as modelled (torch.rand inputs, allclose on the
+// candidate side): the identity ReLU it cannot tell from ReLU passes there, while strict rejects
+// it.
+TEST(gpu_eval, kernelbench_protocol_lets_the_identity_relu_through) {
+  KG_REQUIRE_GPU();
+  const auto r = eval(std::string(KG_SOURCE_DIR) + "/tests/red_team", "red-kb", "15", "no",
+                      "/data/tasks/relu.json", "kernelbench");
+  std::cout << r.out;
+  ASSERT_TRUE(r.records.count("relu/identity"));
+  EXPECT_EQ(r.records.at("relu/identity").at("status"), "PASSED")
+      << r.records.at("relu/identity").at("status_reason");
+  EXPECT_EQ(r.records.at("relu/write_nothing").at("status"), "INCORRECT_NUMERICAL");
 }

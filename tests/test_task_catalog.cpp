@@ -119,3 +119,25 @@ TEST(task_catalog, inputs_are_drawn_by_role_and_never_the_identity) {
   EXPECT_EQ(make_task_inputs(t, t.shapes[1], 42)[0].bytes, in[0].bytes);
   EXPECT_NE(make_task_inputs(t, t.shapes[1], 43)[0].bytes, in[0].bytes);
 }
+
+TEST(task_catalog, peer_input_regimes_model_the_peers_generators) {
+  const auto t = load_task(std::string(KG_SOURCE_DIR) + "/data/tasks/layernorm_affine_fp32.json");
+  task_input_regime kb;
+  kb.uniform01_activations = true; // KernelBench: torch.rand
+  kb.identity_params = true;       // default module init: weight 1, bias 0
+  const auto in = make_task_inputs(t, t.shapes[1], 3, kb);
+  for (std::int64_t k = 0; k < in[0].numel(); ++k) {
+    ASSERT_GE(in[0].at(k), 0.0);
+    ASSERT_LT(in[0].at(k), 1.0);
+  }
+  for (std::int64_t k = 0; k < in[1].numel(); ++k) {
+    ASSERT_EQ(in[1].at(k), 1.0);
+    ASSERT_EQ(in[2].at(k), 0.0);
+  }
+  task_input_regime neg;
+  neg.scale = -1.0; // KernelBench-Verified's x(-1) hidden input
+  const auto a = make_task_inputs(t, t.shapes[1], 3), b = make_task_inputs(t, t.shapes[1], 3, neg);
+  for (std::int64_t k = 0; k < 100; ++k)
+    EXPECT_EQ(b[0].at(k), -a[0].at(k));
+  EXPECT_EQ(b[1].bytes, a[1].bytes); // parameters are not scaled
+}

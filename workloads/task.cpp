@@ -105,6 +105,11 @@ std::vector<std::int64_t> resolve_shape(const task_tensor& t, const task_shape& 
 
 std::vector<host_tensor> make_task_inputs(const task_def& t, const task_shape& shape,
                                           std::uint64_t seed) {
+  return make_task_inputs(t, shape, seed, task_input_regime{});
+}
+
+std::vector<host_tensor> make_task_inputs(const task_def& t, const task_shape& shape,
+                                          std::uint64_t seed, const task_input_regime& regime) {
   std::vector<host_tensor> out;
   for (const auto& in : t.inputs) {
     const auto dims = resolve_shape(in, shape);
@@ -117,10 +122,14 @@ std::vector<host_tensor> make_task_inputs(const task_def& t, const task_shape& s
       x = make_indices(in.type, dims, upper, s, in.name);
     } else if (in.role == "weight") {
       for (std::int64_t k = 0; k < n; ++k)
-        x.set(k, 1.0 + 0.1 * r.normal());
+        x.set(k, regime.identity_params ? 1.0
+                 : regime.normal_params ? r.normal()
+                                        : 1.0 + 0.1 * r.normal());
     } else if (in.role == "bias") {
       for (std::int64_t k = 0; k < n; ++k)
-        x.set(k, 0.1 * r.normal());
+        x.set(k, regime.identity_params ? 0.0
+                 : regime.normal_params ? r.normal()
+                                        : 0.1 * r.normal());
     } else if (in.role == "matrix") {
       const double scale = 1.0 / std::sqrt(static_cast<double>(dims.back()));
       for (std::int64_t k = 0; k < n; ++k)
@@ -136,7 +145,7 @@ std::vector<host_tensor> make_task_inputs(const task_def& t, const task_shape& s
         x.set(k, static_cast<double>(r.below(2)));
     } else { // activation
       for (std::int64_t k = 0; k < n; ++k)
-        x.set(k, r.normal());
+        x.set(k, regime.scale * (regime.uniform01_activations ? r.uniform01() : r.normal()));
     }
     out.push_back(std::move(x));
   }

@@ -54,4 +54,17 @@ std::vector<std::int64_t> resolve_shape(const task_tensor& t, const task_shape& 
 std::vector<host_tensor> make_task_inputs(const task_def& t, const task_shape& shape,
                                           std::uint64_t seed);
 
+// The same with a peer's input regime, to model its checker: `uniform01_activations` draws the
+// activation role from U[0,1) (KernelBench's torch.rand); `identity_params` makes weights 1 and
+// biases 0 (default module init, SOL-ExecBench's by-name generator), `normal_params` N(0,1);
+// `scale` multiplies every activation afterwards (KernelBench-Verified's hidden inputs).
+struct task_input_regime {
+  bool uniform01_activations = false;
+  bool identity_params = false;
+  bool normal_params = false;
+  double scale = 1.0;
+};
+std::vector<host_tensor> make_task_inputs(const task_def& t, const task_shape& shape,
+                                          std::uint64_t seed, const task_input_regime& regime);
+
 } // namespace kg
