@@ -23,6 +23,7 @@
 #include "suite/exit_codes.h"
 #include "suite/sandbox.h"
 #include "suite/task_catalog.h"
+#include "suite/trial_cache.h"
 #include "timing/device_info.h"
 #include "timing/interrupt.h"
 
@@ -241,7 +242,27 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   out << std::left << std::setw(26) << "task" << std::setw(16) << "candidate" << std::setw(20)
       << "status"
       << "reason\n";
-  for (const auto& p : pairs) {
+  // The options every pair shares; the CPU side of the next pairs' trials (inputs, oracles,
+  // references) is prepared on other cores while the GPU runs the current one.
+  trial_cache cache;
+  sandbox_options shared;
+  shared.self_exe = worker_binary();
+  shared.trials = trials;
+  shared.timeout_seconds = timeout;
+  shared.time = timed;
+  shared.peer = peer ? &*peer : nullptr;
+  shared.cache = &cache;
+  auto runnable = [&](std::size_t i) {
+    return i < pairs.size() && !pairs[i].source.empty() &&
+           !invalid_reference.count(pairs[i].task->id);
+  };
+  constexpr std::size_t lookahead = 2;
+  for (std::size_t i = 0; i < pairs.size(); ++i) {
+    const auto& p = pairs[i];
+    for (std::size_t j = i; j <= i + lookahead; ++j)
+      if (runnable(j))
+        for (const auto& k : planned_trials(*pairs[j].task, shared))
+          cache.prefetch(k);
     candidate_verdict v;
     if (interrupted || stop_requested()) {
       interrupted = true;
@@ -254,16 +275,12 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       v.status = "MISSING";
       v.reason = "no candidate for this task in " + o["--candidates"];
     } else {
-      sandbox_options so;
-      so.self_exe = worker_binary();
+      sandbox_options so = shared;
       so.work_dir = fs::path(o["--out"]) / "work" / (p.task->id + "." + p.candidate);
-      so.trials = trials;
-      so.timeout_seconds = timeout;
-      so.time = timed;
-      so.peer = peer ? &*peer : nullptr;
       if (const auto b = baseline_source.find(p.task->id); b != baseline_source.end())
         so.baseline = by_source.at(b->second);
       v = evaluate_candidate(*p.task, *by_source.at(p.source), so);
+      cache.forget(planned_trials(*p.task, shared)); // what an early status left untaken
     }
     ++counts[v.status];
     nlohmann::json rec = {

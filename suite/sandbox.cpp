@@ -35,6 +35,49 @@ std::string short_log(const std::filesystem::path& log) {
   return s;
 }
 
+struct labelled_trial {
+  trial_key key;
+  std::string label;
+};
+
+std::vector<labelled_trial> correctness_trials(const task_def& task, const sandbox_options& opt) {
+  std::vector<labelled_trial> out;
+  if (!opt.peer) {
+    for (const auto& shape : task.shapes)
+      for (int d = 0; d < opt.trials; ++d)
+        out.push_back({{&task, &shape, opt.seed + static_cast<std::uint64_t>(d), {}, false},
+                       "draw " + std::to_string(d)});
+    return out;
+  }
+  const std::size_t shapes = opt.peer->tail_shape ? task.shapes.size() : 1;
+  for (std::size_t si = 0; si < shapes; ++si)
+    for (int d = 0; d < opt.peer->trials; ++d)
+      for (const double scale : opt.peer->scales) {
+        task_input_regime r;
+        r.uniform01_activations = opt.peer->activation == activation_kind::uniform01;
+        r.identity_params = opt.peer->params == param_regime::identity;
+        r.normal_params = opt.peer->params == param_regime::normal;
+        r.scale = scale;
+        std::ostringstream label;
+        label << "draw " << d << " scale x" << scale;
+        out.push_back({{&task, &task.shapes[si], opt.seed + static_cast<std::uint64_t>(d), r, true},
+                       label.str()});
+      }
+  return out;
+}
+
+// The two timed input sets and the fresh one, on the task's first shape.
+std::vector<trial_key> timing_sets(const task_def& task, const sandbox_options& opt) {
+  std::vector<trial_key> out;
+  for (std::uint64_t k = 0; k < 3; ++k)
+    out.push_back({&task, &task.shapes.front(), opt.seed + 1000 + k, {}, false});
+  return out;
+}
+
+trial_data trial(const trial_key& k, const sandbox_options& opt) {
+  return opt.cache ? opt.cache->take(k) : compute_trial(k);
+}
+
 // Times a candidate that passed: a worker of its own measures it with honest inputs (two timed
 // sets and a fresh one, outputs checked on the device against the oracle) and, when a baseline
 // kernel is given, both interleaved in ABBA pairs. Fills the record's timing fields.
@@ -51,8 +94,9 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
   if (opt.baseline && opt.baseline->ok)
     t["baseline_shared_object"] = opt.baseline->shared_object.string();
   for (int k = 0; k < 3; ++k) { // two timed sets, then the fresh one
-    const auto in = make_task_inputs(task, shape, opt.seed + 1000 + static_cast<std::uint64_t>(k));
-    const auto oracle = run_task_oracle(task, shape, in);
+    const trial_data data = trial(timing_sets(task, opt)[static_cast<std::size_t>(k)], opt);
+    const auto& in = data.inputs;
+    const auto& oracle = data.oracle;
     nlohmann::json set = {{"inputs", nlohmann::json::array()},
                           {"outputs", nlohmann::json::array()}};
     for (std::size_t i = 0; i < in.size(); ++i) {
@@ -186,28 +230,28 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
   nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
                              {"result", (opt.work_dir / "worker_result.json").string()},
                              {"trials", nlohmann::json::array()}};
-  auto add_trial = [&](const task_shape& shape, int draw, const task_input_regime& regime,
-                       std::string label) {
-    trial_plan p{&shape,
-                 draw,
-                 std::move(label),
-                 make_task_inputs(task, shape, opt.seed + static_cast<std::uint64_t>(draw), regime),
-                 {},
+  auto add_trial = [&](const labelled_trial& lt) {
+    trial_data data = trial(lt.key, opt);
+    trial_plan p{lt.key.shape,
+                 static_cast<int>(lt.key.seed - opt.seed),
+                 lt.label,
+                 std::move(data.inputs),
+                 std::move(data.oracle),
                  {}};
-    p.oracle = run_task_oracle(task, shape, p.inputs);
     if (opt.peer) {
       // A peer compares with the LibTorch reference; without one, the oracle rounded to the
       // output dtype stands in (and the record says so).
-      const auto ref = run_torch_reference(task, p.inputs);
-      if (ref && ref->error.empty()) {
-        p.reference = ref->outputs;
+      if (data.reference_ran && data.reference_error.empty()) {
+        p.reference = std::move(data.reference);
       } else {
         for (std::size_t k = 0; k < p.oracle.size(); ++k)
           p.reference.push_back(p.oracle[k].cast(task.outputs[k].type));
-        v.detail["reference"] = "fp64 oracle rounded to the output dtype (no LibTorch reference" +
-                                std::string(ref ? ": " + ref->error : "") + ")";
+        v.detail["reference"] =
+            "fp64 oracle rounded to the output dtype (no LibTorch reference" +
+            (data.reference_error.empty() ? std::string() : ": " + data.reference_error) + ")";
       }
     }
+    const auto& shape = *lt.key.shape;
     const std::string tag = "t" + std::to_string(plan.size());
     nlohmann::json mt = {{"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
     for (std::size_t k = 0; k < p.inputs.size(); ++k) {
@@ -225,25 +269,8 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
     manifest["trials"].push_back(mt);
     plan.push_back(std::move(p));
   };
-  if (!opt.peer) {
-    for (const auto& shape : task.shapes)
-      for (int d = 0; d < opt.trials; ++d)
-        add_trial(shape, d, {}, "draw " + std::to_string(d));
-  } else {
-    const std::size_t shapes = opt.peer->tail_shape ? task.shapes.size() : 1;
-    for (std::size_t si = 0; si < shapes; ++si)
-      for (int d = 0; d < opt.peer->trials; ++d)
-        for (const double scale : opt.peer->scales) {
-          task_input_regime r;
-          r.uniform01_activations = opt.peer->activation == activation_kind::uniform01;
-          r.identity_params = opt.peer->params == param_regime::identity;
-          r.normal_params = opt.peer->params == param_regime::normal;
-          r.scale = scale;
-          std::ostringstream label;
-          label << "draw " << d << " scale x" << scale;
-          add_trial(task.shapes[si], d, r, label.str());
-        }
-  }
+  for (const auto& lt : correctness_trials(task, opt))
+    add_trial(lt);
   const auto manifest_file = opt.work_dir / "manifest.json";
   std::ofstream(manifest_file) << manifest.dump(1) << "\n";
   const auto log = opt.work_dir / "worker.log";
@@ -350,6 +377,16 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
                             " shapes within tolerance of the fp64 oracle";
   if (opt.time) time_passed_candidate(task, compiled, opt, v);
   return v;
+}
+
+std::vector<trial_key> planned_trials(const task_def& task, const sandbox_options& opt) {
+  std::vector<trial_key> out;
+  for (const auto& lt : correctness_trials(task, opt))
+    out.push_back(lt.key);
+  if (opt.time)
+    for (const auto& k : timing_sets(task, opt))
+      out.push_back(k);
+  return out;
 }
 
 } // namespace kg

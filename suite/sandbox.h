@@ -6,11 +6,13 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "oracles/protocol.h"
 #include "suite/candidate_compiler.h"
+#include "suite/trial_cache.h"
 #include "workloads/task.h"
 
 namespace kg {
@@ -35,12 +37,17 @@ struct sandbox_options {
   // comparator against the task's LibTorch reference, on the task's first shape (and the second
   // where the protocol runs a tail shape).
   const protocol* peer = nullptr;
+  trial_cache* cache = nullptr; // where prefetched trial data waits (nullptr: computed inline)
   // Timing of a PASSED candidate (a second worker): honest timing on the task's first shape,
   // then ABBA pairs against the baseline kernel (the task's own kernel) when one is given.
   bool time = true;
   const compile_result* baseline = nullptr;
   double time_wall_seconds = 0.5; // per measurement in the worker (candidate, baseline, pairs)
 };
+
+// Every trial evaluate_candidate will need the CPU side of (correctness trials, then the timing
+// sets when opt.time): what a caller prefetches into opt.cache.
+std::vector<trial_key> planned_trials(const task_def& task, const sandbox_options& opt);
 
 candidate_verdict evaluate_candidate(const task_def& task, const compile_result& compiled,
                                      const sandbox_options& opt);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "suite/task_catalog.h"
+#include "suite/trial_cache.h"
 
 using namespace kg;
 namespace fs = std::filesystem;
@@ -140,4 +141,26 @@ TEST(task_catalog, peer_input_regimes_model_the_peers_generators) {
   for (std::int64_t k = 0; k < 100; ++k)
     EXPECT_EQ(b[0].at(k), -a[0].at(k));
   EXPECT_EQ(b[1].bytes, a[1].bytes); // parameters are not scaled
+}
+
+// Trials prepared ahead on other cores are the trials computed inline, byte for byte.
+TEST(trial_cache, prefetched_trials_equal_inline_ones) {
+  const auto t = load_task(std::string(KG_SOURCE_DIR) + "/data/tasks/softmax_lastdim.json");
+  const trial_key k{&t, &t.shapes[1], 5, {}, true};
+  const trial_key other{&t, &t.shapes[1], 6, {}, false};
+  trial_cache cache;
+  cache.prefetch(k);
+  cache.prefetch(k); // idempotent
+  cache.prefetch(other);
+  const auto a = cache.take(k), b = compute_trial(k);
+  ASSERT_EQ(a.inputs.size(), 1u);
+  EXPECT_EQ(a.inputs[0].bytes, b.inputs[0].bytes);
+  EXPECT_EQ(a.oracle[0].bytes, b.oracle[0].bytes);
+  EXPECT_TRUE(a.reference_ran);
+  ASSERT_EQ(a.reference.size(), 1u);
+  EXPECT_EQ(a.reference[0].bytes, b.reference[0].bytes);
+  EXPECT_NE(a.inputs[0].bytes, compute_trial(other).inputs[0].bytes); // another seed
+  cache.forget({other});
+  // Taken or forgotten: a second take computes afresh (and still agrees).
+  EXPECT_EQ(cache.take(k).oracle[0].bytes, b.oracle[0].bytes);
 }
