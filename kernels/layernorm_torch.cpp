@@ -1,41 +1,24 @@
 // The LibTorch (CPU) LayerNorm backend: the reference of targets.md section 1, eager
 // layer_norm(x, (N,), eps) without affine, then `* weight + bias` in the selected dtype. This is
-// the only TU of the library that includes LibTorch (it takes ~30 s to compile).
+// one of the two TUs that include LibTorch (each takes ~30 s to compile).
 #include <cstring>
 
 #include <torch/torch.h>
 
 #include "kernels/layernorm_backend.h"
+#include "kernels/torch_dtype.h"
 
 namespace kg {
 namespace {
 
-c10::ScalarType scalar_type(dtype t) {
-  switch (t) {
-  case dtype::float32:
-    return torch::kFloat;
-  case dtype::float16:
-    return torch::kHalf;
-  case dtype::bfloat16:
-    return torch::kBFloat16;
-  case dtype::float64:
-    return torch::kDouble;
-  case dtype::int32:
-    return torch::kInt;
-  case dtype::int64:
-    return torch::kLong;
-  }
-  throw std::invalid_argument("unsupported dtype");
-}
-
 torch::Tensor to_torch(const host_tensor& t) {
-  auto out = torch::empty(t.shape, torch::TensorOptions().dtype(scalar_type(t.type)));
+  auto out = torch::empty(t.shape, torch::TensorOptions().dtype(torch_scalar_type(t.type)));
   std::memcpy(out.data_ptr(), t.bytes.data(), t.bytes.size());
   return out;
 }
 
 host_tensor from_torch(const torch::Tensor& t, dtype type) {
-  auto c = t.to(scalar_type(type)).contiguous();
+  auto c = t.to(torch_scalar_type(type)).contiguous();
   host_tensor out(type, std::vector<std::int64_t>(c.sizes().begin(), c.sizes().end()));
   std::memcpy(out.bytes.data(), c.data_ptr(), out.bytes.size());
   return out;

@@ -1,4 +1,5 @@
 #include "kernels/task_torch_refs.h"
+#include "kernels/torch_dtype.h"
 
 #include <cmath>
 #include <cstring>
@@ -13,31 +14,14 @@ namespace {
 using tensors = std::vector<at::Tensor>;
 using ref_fn = std::function<tensors(const tensors&, const nlohmann::json&)>;
 
-at::ScalarType scalar_type(dtype t) {
-  switch (t) {
-  case dtype::float32:
-    return at::kFloat;
-  case dtype::float16:
-    return at::kHalf;
-  case dtype::bfloat16:
-    return at::kBFloat16;
-  case dtype::float64:
-    return at::kDouble;
-  case dtype::int32:
-    return at::kInt;
-  default:
-    return at::kLong;
-  }
-}
-
 at::Tensor to_torch(const host_tensor& h) {
-  auto t = torch::empty(h.shape, torch::TensorOptions().dtype(scalar_type(h.type)));
+  auto t = torch::empty(h.shape, torch::TensorOptions().dtype(torch_scalar_type(h.type)));
   std::memcpy(t.data_ptr(), h.bytes.data(), h.bytes.size());
   return t;
 }
 
 host_tensor from_torch(const at::Tensor& t, dtype type, const std::vector<std::int64_t>& shape) {
-  const auto c = t.to(scalar_type(type)).contiguous().reshape(shape);
+  const auto c = t.to(torch_scalar_type(type)).contiguous().reshape(shape);
   host_tensor h(type, shape);
   std::memcpy(h.bytes.data(), c.data_ptr(), h.bytes.size());
   return h;

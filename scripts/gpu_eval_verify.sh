@@ -3,17 +3,7 @@
 # `kernelgate eval` over the task catalog with its own kernels (all must pass strict) and over
 # the red-team candidates, and `kernelgate fastp` on the catalog's result. Logs go to $LOG_DIR.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-logs=${LOG_DIR:-$root/gpu-logs}
-mkdir -p "$logs"
-prefix=/tmp/kg-deps
-mkdir -p $prefix
-for d in "$root"/.deps/debs/*.deb; do dpkg -x "$d" $prefix; done
-export KG_PREFIX_PATH=$prefix/usr BUILD_DIR=${BUILD_DIR:-$root/build-gpu}
-SECONDS=0
-bash "$root/scripts/setup.sh" build >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log"; exit 1; }
-echo "build: ${SECONDS}s"
-cd "$BUILD_DIR"
+source "$(dirname "$0")/gpu_build.sh"
 timeout ${CTEST_TIMEOUT:-300} ctest -L gpu ${CTEST_ARGS:-} -V >"$logs/ctest_gpu.log" 2>&1
 grep -E 'tests passed|\*\*\*Failed|Failure|Expected|Which is|Value of|: (PASSED|REWARD_HACK|TIMEOUT)' "$logs/ctest_gpu.log" | head -60
 echo "ctest: ${SECONDS}s"

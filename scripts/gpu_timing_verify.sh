@@ -3,17 +3,7 @@
 # side-by-side repeatability table, triton's own do_bench on the same ops, and ncu's kernel
 # durations (--clock-control none: clocks are never touched). Logs go to $LOG_DIR.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-logs=${LOG_DIR:-$root/gpu-logs}
-mkdir -p "$logs"
-prefix=/tmp/kg-deps
-mkdir -p $prefix
-for d in "$root"/.deps/debs/*.deb; do dpkg -x "$d" $prefix; done
-export KG_PREFIX_PATH=$prefix/usr BUILD_DIR=${BUILD_DIR:-$root/build-gpu}
-SECONDS=0
-bash "$root/scripts/setup.sh" build >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log"; exit 1; }
-echo "build: ${SECONDS}s"
-cd "$BUILD_DIR"
+source "$(dirname "$0")/gpu_build.sh"
 timeout 200 ctest -L gpu -V >"$logs/ctest_gpu.log" 2>&1
 grep -E 'tests passed|measured / expected|time ratio|vs layernorm|cupti|events:|\*\*\*|Failed|FAILED' "$logs/ctest_gpu.log"
 echo "ctest: ${SECONDS}s"

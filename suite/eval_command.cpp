@@ -21,6 +21,7 @@
 #include "reports/sha256.h"
 #include "suite/candidate_compiler.h"
 #include "suite/exit_codes.h"
+#include "suite/options.h"
 #include "suite/sandbox.h"
 #include "suite/task_catalog.h"
 #include "suite/trial_cache.h"
@@ -85,17 +86,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       {"--cache", ""},          {"--out", "kg-out/eval"},
       {"--time", "yes"},        {"--baselines", KG_TASK_KERNELS_DIR},
       {"--kernelbench", ""}};
-  for (std::size_t i = 2; i < args.size(); i += 2) {
-    if (!o.count(args[i])) {
-      err << "kernelgate: unknown option '" << args[i] << "' for eval\n";
-      return exit_code::bad_input;
-    }
-    if (i + 1 >= args.size()) {
-      err << "kernelgate: option '" << args[i] << "' needs a value\n";
-      return exit_code::bad_input;
-    }
-    o[args[i]] = args[i + 1];
-  }
+  if (!read_options(args, o, err)) return exit_code::bad_input;
   if (o["--tasks"].empty() || o["--candidates"].empty()) {
     err << "kernelgate: eval needs --tasks GLOB and --candidates DIR\n";
     return exit_code::bad_input;

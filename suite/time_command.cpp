@@ -15,6 +15,7 @@
 #include "reports/environment.h"
 #include "reports/result_writer.h"
 #include "suite/exit_codes.h"
+#include "suite/options.h"
 #include "suite/timed_layernorm.h"
 #include "timing/clock_policy.h"
 #include "timing/device_buffer.h"
@@ -97,18 +98,7 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
                                           {"--impl", ""},
                                           {"--vs", ""},
                                           {"--out", ""}};
-  for (std::size_t i = 2; i < args.size(); ++i) {
-    if (!o.count(args[i])) {
-      err << "kernelgate: unknown option '" << args[i] << "' for time\n";
-      return exit_code::bad_input;
-    }
-    if (i + 1 >= args.size()) {
-      err << "kernelgate: option '" << args[i] << "' needs a value\n";
-      return exit_code::bad_input;
-    }
-    o[args[i]] = args[i + 1];
-    ++i;
-  }
+  if (!read_options(args, o, err)) return exit_code::bad_input;
   const auto impls = registry();
   for (const char* k : {"--impl", "--vs"}) {
     const std::string& n = o[k];
