@@ -1,11 +1,13 @@
-// Evaluations per GPU-minute (issue: task catalog): `kernelgate eval` over the whole catalog with
-// its own kernels as candidates, strict protocol, default timing, three times in one run --
-// compile cache cold (an empty cache folder, every CPU core compiling), then warm, then warm with
-// timing off -- and prints pairs, wall seconds and evaluations per minute for each. Needs a GPU;
-// prints why and exits 3 without one. The wall clock is the GPU-minute here: the GPU is held by
-// the run from start to end.
+// Evaluations per GPU-minute (issue: task catalog): `kernelgate eval` over the whole catalog,
+// strict protocol, default timing, with COPIES candidates per task -- the task's own kernel, each
+// copy made distinct by a comment line so that it is compiled and cached as a candidate of its
+// own, the way a batch of model samples arrives. Three runs in one process: compile cache cold
+// (an empty cache folder, every CPU core compiling), then warm, then warm with timing off. Prints
+// pairs, wall seconds, evaluations per minute and the statuses of each. Needs a GPU; prints why
+// and exits 3 without one. The wall clock is the GPU-minute: the GPU is held by the run from start
+// to end.
 //
-//   kg_bench_eval_throughput [--tasks GLOB]
+//   kg_bench_eval_throughput [--tasks GLOB] [--copies N] [--workers N]
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -24,8 +26,17 @@ using namespace kg;
 namespace fs = std::filesystem;
 
 int main(int argc, char** argv) {
-  std::string tasks = std::string(KG_SOURCE_DIR) + "/data/tasks";
-  if (argc == 3 && std::string(argv[1]) == "--tasks") tasks = argv[2];
+  std::string tasks = std::string(KG_SOURCE_DIR) + "/data/tasks", workers = "0";
+  int copies = 4;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--tasks")
+      tasks = argv[i + 1];
+    else if (a == "--copies")
+      copies = std::max(1, std::atoi(argv[i + 1]));
+    else if (a == "--workers")
+      workers = argv[i + 1];
+  }
   const auto dev = query_device(0);
   if (!dev.available) {
     std::cerr << "kg_bench_eval_throughput: no GPU: " << dev.reason << "\n";
@@ -34,33 +45,56 @@ int main(int argc, char** argv) {
   ::setenv("KERNELGATE_WORKER", KG_KERNELGATE_BIN, 1);
   const fs::path root = fs::temp_directory_path() / "kg-bench-eval";
   remove_tree(root);
+  // DIR/<task>/copy<k>.cu: candidate copy<k> of the task.
+  const fs::path candidates = root / "candidates";
+  for (const auto& e : fs::directory_iterator(std::string(KG_SOURCE_DIR) + "/kernels/tasks")) {
+    if (e.path().extension() != ".cu") continue;
+    std::ifstream in(e.path());
+    std::stringstream src;
+    src << in.rdbuf();
+    fs::create_directories(candidates / e.path().stem());
+    for (int k = 0; k < copies; ++k)
+      std::ofstream(candidates / e.path().stem() / ("copy" + std::to_string(k) + ".cu"))
+          << "// kg_bench_eval_throughput copy " << k << "\n"
+          << src.str();
+  }
   const std::string cache = (root / "cache").string();
   struct run {
     const char* name;
     const char* time;
   };
-  std::cout << std::left << std::setw(34) << "run" << std::right << std::setw(8) << "pairs"
-            << std::setw(10) << "passed" << std::setw(12) << "wall s" << std::setw(14)
+  std::cout << "copies per task: " << copies << ", workers: " << workers
+            << " (0: kernelgate's default)\n";
+  std::cout << std::left << std::setw(32) << "run" << std::right << std::setw(7) << "pairs"
+            << std::setw(8) << "passed" << std::setw(10) << "wall s" << std::setw(11)
             << "evals/min"
-            << "\n";
+            << "   statuses\n";
   for (const run r : {run{"cold cache, timed", "yes"}, run{"warm cache, timed", "yes"},
                       run{"warm cache, correctness only", "no"}}) {
     const fs::path out = root / r.name;
     std::ostringstream o, e;
     const auto t0 = std::chrono::steady_clock::now();
     const int rc = kernelgate_main({"kernelgate", "eval", "--tasks", tasks, "--candidates",
-                                    std::string(KG_SOURCE_DIR) + "/kernels/tasks", "--cache", cache,
-                                    "--time", r.time, "--out", out.string()},
+                                    candidates.string(), "--cache", cache, "--time", r.time,
+                                    "--workers", workers, "--out", out.string()},
                                    o, e);
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::ifstream in(out / "result.json");
+    if (!in) {
+      std::cout << r.name << ": no result (exit " << rc << "): " << e.str() << "\n";
+      continue;
+    }
     const auto j = nlohmann::json::parse(in);
     const int pairs = j.at("summary").at("pairs").get<int>();
-    const int passed = j.at("summary").at("by_status").value("PASSED", 0);
-    std::cout << std::left << std::setw(34) << r.name << std::right << std::setw(8) << pairs
-              << std::setw(10) << passed << std::setw(12) << std::fixed << std::setprecision(1)
-              << wall << std::setw(14) << 60.0 * pairs / wall << "   (exit " << rc << ")\n";
+    const auto& by = j.at("summary").at("by_status");
+    std::ostringstream statuses;
+    for (const auto& [k, v] : by.items())
+      statuses << " " << k << " " << v.get<int>();
+    std::cout << std::left << std::setw(32) << r.name << std::right << std::setw(7) << pairs
+              << std::setw(8) << by.value("PASSED", 0) << std::setw(10) << std::fixed
+              << std::setprecision(1) << wall << std::setw(11) << 60.0 * pairs / wall << "  "
+              << statuses.str() << "   (exit " << rc << ")\n";
     if (rc != 0 && rc != 1) std::cerr << e.str();
   }
   return 0;

@@ -13,6 +13,15 @@ cache=/tmp/kg-eval-cache
 echo "eval catalog exit $?"; cat "$logs/eval_catalog.txt"
 ./suite/kernelgate fastp /tmp/kg-eval-catalog/result.json >"$logs/fastp.txt" 2>&1; head -30 "$logs/fastp.txt"
 ./suite/kernelgate validate /tmp/kg-eval-catalog/result.json
+# Where the catalog eval's time went: worker seconds per phase (correctness, timing).
+python3 - /tmp/kg-eval-catalog/result.json <<'PY' || true
+import json, sys
+r = json.load(open(sys.argv[1]))
+ev = [x for x in r["records"] if x["type"] == "evaluation"]
+c = sum(x["detail"].get("worker", {}).get("seconds", 0) for x in ev)
+t = sum(x["detail"].get("timing_worker", {}).get("seconds", 0) for x in ev)
+print(f"pairs {len(ev)}: correctness worker {c:.1f} s, timing worker {t:.1f} s")
+PY
 # Three more full evals (cold, warm, correctness only): run on its own call, it may need minutes.
 if [ -n "${RUN_THROUGHPUT:-}" ]; then
   timeout 500 ./bench/kg_bench_eval_throughput >"$logs/eval_throughput.txt" 2>&1

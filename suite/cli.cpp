@@ -175,8 +175,11 @@ int kernelgate_main(const std::vector<std::string>& args, std::ostream& out, std
     if (cmd == "time") return run_time_command(args, out, err);
     if (cmd == "fastp") return run_fastp_command(args, out, err);
     if (cmd == "eval") return run_eval_command(args, out, err);
-    // Internal: the sandbox runs candidates as `kernelgate worker MANIFEST`.
+    // Internal: the sandbox runs candidates as `kernelgate worker MANIFEST`, and `kernelgate eval`
+    // keeps workers as `kernelgate worker --serve REQUEST_FD REPLY_FD`.
     if (cmd == "worker" && args.size() == 3) return run_worker(args[2]);
+    if (cmd == "worker" && args.size() == 5 && args[2] == "--serve")
+      return run_worker_serve(std::stoi(args[3]), std::stoi(args[4]));
   } catch (const std::exception& e) {
     err << "kernelgate: internal error: " << e.what() << "\n";
     return exit_code::internal;

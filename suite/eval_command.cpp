@@ -3,6 +3,8 @@
 //                 [--kernelbench FILE]
 #include "suite/eval_command.h"
 
+#include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -11,6 +13,10 @@
 #include <map>
 #include <optional>
 #include <sstream>
+
+#include <unistd.h>
+#include <thread>
+#include <mutex>
 
 #include "kernels/task_torch_refs.h"
 #include "oracles/comparators.h"
@@ -27,6 +33,7 @@
 #include "suite/trial_cache.h"
 #include "timing/device_info.h"
 #include "timing/interrupt.h"
+#include "suite/worker_pool.h"
 
 namespace kg {
 namespace {
@@ -71,6 +78,30 @@ std::string file_sha256(const std::string& f) {
   return sha256_hex(s.str());
 }
 
+// A folder removed with everything in it when the run ends.
+class scratch_dir {
+public:
+  explicit scratch_dir(fs::path p) : p_(std::move(p)) { fs::create_directories(p_); }
+  ~scratch_dir() {
+    std::error_code ec;
+    fs::remove_all(p_, ec);
+  }
+  scratch_dir(const scratch_dir&) = delete;
+  scratch_dir& operator=(const scratch_dir&) = delete;
+  const fs::path& path() const { return p_; }
+
+private:
+  fs::path p_;
+};
+
+// /dev/shm when it is there and writable (the tensors never touch a disk), else <out>/work.
+fs::path default_scratch(const fs::path& out) {
+  const fs::path shm = "/dev/shm";
+  if (fs::is_directory(shm) && ::access(shm.c_str(), W_OK) == 0)
+    return shm / ("kernelgate-eval-" + std::to_string(::getpid()));
+  return out / "work";
+}
+
 fs::path worker_binary() {
   if (const char* e = std::getenv("KERNELGATE_WORKER"); e && *e) return e;
   return fs::read_symlink("/proc/self/exe");
@@ -85,7 +116,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       {"--timeout", "60"},      {"--jobs", "0"},
       {"--cache", ""},          {"--out", "kg-out/eval"},
       {"--time", "yes"},        {"--baselines", KG_TASK_KERNELS_DIR},
-      {"--kernelbench", ""}};
+      {"--kernelbench", ""},    {"--workers", "0"},
+      {"--time-budget", "0.1"}, {"--scratch", ""}};
   if (!read_options(args, o, err)) return exit_code::bad_input;
   if (o["--tasks"].empty() || o["--candidates"].empty()) {
     err << "kernelgate: eval needs --tasks GLOB and --candidates DIR\n";
@@ -108,17 +140,18 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       return exit_code::bad_input;
     }
   }
-  int trials = 0, jobs = 0;
-  double timeout = 0;
+  int trials = 0, jobs = 0, workers = 0;
+  double timeout = 0, time_budget = 0;
   auto num = [&](const std::string& k, auto& v) {
     const auto& s = o[k];
     const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     return ec == std::errc() && p == s.data() + s.size();
   };
   if (!num("--trials", trials) || trials < 1 || !num("--timeout", timeout) || timeout <= 0 ||
-      !num("--jobs", jobs) || jobs < 0) {
-    err << "kernelgate: --trials and --jobs take whole numbers (trials >= 1), --timeout seconds > "
-           "0\n";
+      !num("--jobs", jobs) || jobs < 0 || !num("--workers", workers) || workers < 0 ||
+      !num("--time-budget", time_budget) || time_budget <= 0) {
+    err << "kernelgate: --trials, --jobs and --workers take whole numbers (trials >= 1), --timeout "
+           "and --time-budget seconds > 0\n";
     return exit_code::bad_input;
   }
   std::vector<task_def> tasks;
@@ -195,36 +228,12 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   for (const auto& c : compiled)
     by_source[c.source] = &c;
 
-  // The LibTorch reference of each task against its fp64 oracle (one draw per shape, the first
-  // draw the candidates get): a task whose reference breaks its own tolerance cannot judge
-  // anyone, and its candidates are INVALID_REFERENCE.
+  // Scratch for the tensors the workers read and write: memory-backed where the machine has it
+  // (tens of MB per trial), removed at the end.
+  scratch_dir scratch(o["--scratch"].empty() ? default_scratch(o["--out"]) : fs::path(o["--scratch"]));
+  trial_cache cache(scratch.path() / "trials");
   std::map<std::string, std::string> invalid_reference;
-  for (const auto& t : tasks)
-    for (const auto& shape : t.shapes) {
-      const auto in = make_task_inputs(t, shape, sandbox_options{}.seed);
-      const auto oracle = run_task_oracle(t, shape, in);
-      const auto ref = run_torch_reference(t, in);
-      if (!ref) break; // no LibTorch reference for the op: nothing to invalidate
-      if (!ref->error.empty()) {
-        invalid_reference[t.id] = "the LibTorch reference failed to run: " + ref->error;
-        break;
-      }
-      for (std::size_t k = 0; k < oracle.size(); ++k) {
-        const auto type = t.outputs[k].type;
-        const task_tolerance tol =
-            t.tolerance.count(type) ? t.tolerance.at(type) : task_tolerance{};
-        const auto c = compare_allclose(oracle[k], ref->outputs.at(k), tol.atol, tol.rtol,
-                                        tolerance_side::reference);
-        if (c.mismatches > 0 && !invalid_reference.count(t.id))
-          invalid_reference[t.id] =
-              "the LibTorch reference itself has " + std::to_string(c.mismatches) +
-              " elements of output '" + t.outputs[k].name +
-              "' outside the task's tolerance of the "
-              "fp64 oracle on shape '" +
-              shape.name + "' (max abs error " + std::to_string(c.max_abs_err) + ")";
-      }
-    }
-
+  std::mutex invalid_m;
   std::map<std::string, int> counts;
   bool interrupted = false;
   // KernelBench's eval_results.json layout, if asked for: {"<task>": [{sample_id, compiled,
@@ -233,83 +242,178 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   out << std::left << std::setw(26) << "task" << std::setw(16) << "candidate" << std::setw(20)
       << "status"
       << "reason\n";
-  // The options every pair shares; the CPU side of the next pairs' trials (inputs, oracles,
-  // references) is prepared on other cores while the GPU runs the current one.
-  trial_cache cache;
+  // The options every pair shares.
+  gpu_gate gate;
   sandbox_options shared;
   shared.self_exe = worker_binary();
   shared.trials = trials;
   shared.timeout_seconds = timeout;
   shared.time = timed;
+  shared.time_wall_seconds = time_budget;
   shared.peer = peer ? &*peer : nullptr;
   shared.cache = &cache;
-  auto runnable = [&](std::size_t i) {
-    return i < pairs.size() && !pairs[i].source.empty() &&
-           !invalid_reference.count(pairs[i].task->id);
+  shared.gate = &gate;
+  // The LibTorch reference of each task against its fp64 oracle (one draw per shape, the first
+  // draw the candidates get): a task whose reference breaks its own tolerance cannot judge
+  // anyone, and its candidates are INVALID_REFERENCE. Checked when the task's first pair comes
+  // up, on the cached trial data.
+  auto reference_keys = [&](const task_def& t) {
+    std::vector<trial_key> keys;
+    for (const auto& shape : t.shapes)
+      keys.push_back({&t, &shape, shared.seed, {}, true});
+    return keys;
   };
-  constexpr std::size_t lookahead = 2;
-  for (std::size_t i = 0; i < pairs.size(); ++i) {
-    const auto& p = pairs[i];
-    for (std::size_t j = i; j <= i + lookahead; ++j)
-      if (runnable(j))
-        for (const auto& k : planned_trials(*pairs[j].task, shared))
-          cache.prefetch(k);
-    candidate_verdict v;
-    if (interrupted || stop_requested()) {
-      interrupted = true;
-      v.status = "MISSING";
-      v.reason = "not evaluated: the run was interrupted";
-    } else if (invalid_reference.count(p.task->id)) {
-      v.status = "INVALID_REFERENCE";
-      v.reason = invalid_reference.at(p.task->id);
-    } else if (p.source.empty()) {
-      v.status = "MISSING";
-      v.reason = "no candidate for this task in " + o["--candidates"];
-    } else {
-      sandbox_options so = shared;
-      so.work_dir = fs::path(o["--out"]) / "work" / (p.task->id + "." + p.candidate);
-      if (const auto b = baseline_source.find(p.task->id); b != baseline_source.end())
-        so.baseline = by_source.at(b->second);
-      v = evaluate_candidate(*p.task, *by_source.at(p.source), so);
-      cache.forget(planned_trials(*p.task, shared)); // what an early status left untaken
+  std::map<std::string, std::once_flag> reference_checked;
+  for (const auto& t : tasks)
+    (void)reference_checked[t.id];
+  auto check_reference = [&](const task_def& t) {
+    std::string why;
+    for (const auto& key : reference_keys(t)) {
+      const auto d = cache.take(key);
+      if (!d->reference_ran) break; // no LibTorch reference for the op: nothing to invalidate
+      if (!d->reference_error.empty()) {
+        why = "the LibTorch reference failed to run: " + d->reference_error;
+        break;
+      }
+      for (std::size_t k = 0; k < d->oracle.size() && why.empty(); ++k) {
+        const auto type = t.outputs[k].type;
+        const task_tolerance tol =
+            t.tolerance.count(type) ? t.tolerance.at(type) : task_tolerance{};
+        const auto c = compare_allclose(d->oracle[k], d->reference.at(k), tol.atol, tol.rtol,
+                                        tolerance_side::reference);
+        if (c.mismatches > 0)
+          why = "the LibTorch reference itself has " + std::to_string(c.mismatches) +
+                " elements of output '" + t.outputs[k].name +
+                "' outside the task's tolerance of the fp64 oracle on shape '" +
+                key.shape->name + "' (max abs error " + std::to_string(c.max_abs_err) + ")";
+      }
+      if (!why.empty()) break;
     }
-    ++counts[v.status];
-    nlohmann::json rec = {
-        {"type", "evaluation"},
-        {"id", "eval/" + p.task->id + "/" + (p.candidate.empty() ? "-" : p.candidate)},
-        {"task", p.task->id},
-        {"candidate", p.candidate},
-        {"source", p.source.string()},
-        {"status", v.status},
-        {"status_reason", v.reason},
-        {"detail", v.detail}};
-    // The timing figures at the top of the record (the layout `kernelgate fastp` reads).
-    for (const char* k : {"candidate_us", "baseline_us", "speedup", "speedup_ci95"})
-      if (v.detail.contains(k)) rec[k] = v.detail[k];
-    writer->append(rec);
-    if (!p.source.empty()) {
-      auto& samples = kb[p.task->id];
-      nlohmann::json e = {{"sample_id", samples.size()},
-                          {"compiled", v.status != "COMPILE_ERROR"},
-                          {"correctness", v.status == "PASSED"},
-                          {"metadata",
-                           {{"kernelgate_status", v.status},
-                            {"status_reason", v.reason},
-                            {"candidate", p.candidate},
-                            {"source", p.source.string()}}},
-                          {"runtime", v.detail.contains("candidate_us")
-                                          ? v.detail["candidate_us"].get<double>() / 1000.0
-                                          : -1.0},
-                          {"runtime_stats", nlohmann::json::object()}};
-      samples.push_back(e);
+    std::lock_guard<std::mutex> l(invalid_m);
+    if (!why.empty()) invalid_reference[t.id] = why;
+  };
+  // Pairs run on `workers` threads, each with its own long-lived worker process: correctness
+  // runs overlap on the GPU, timing holds it alone (gpu_gate). Records are written in pair order
+  // as soon as every pair before them is done, each streamed at once.
+  if (workers == 0)
+    workers = static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u));
+  std::map<std::string, int> pairs_left;
+  for (const auto& p : pairs)
+    ++pairs_left[p.task->id];
+  std::vector<std::optional<candidate_verdict>> verdicts(pairs.size());
+  std::size_t committed = 0;
+  std::mutex commit_m;
+  auto commit_ready = [&] { // holds commit_m
+    for (; committed < pairs.size() && verdicts[committed]; ++committed) {
+      const auto& p = pairs[committed];
+      const auto& v = *verdicts[committed];
+      ++counts[v.status];
+      nlohmann::json rec = {
+          {"type", "evaluation"},
+          {"id", "eval/" + p.task->id + "/" + (p.candidate.empty() ? "-" : p.candidate)},
+          {"task", p.task->id},
+          {"candidate", p.candidate},
+          {"source", p.source.string()},
+          {"status", v.status},
+          {"status_reason", v.reason},
+          {"detail", v.detail}};
+      // The timing figures at the top of the record (the layout `kernelgate fastp` reads).
+      for (const char* k : {"candidate_us", "baseline_us", "speedup", "speedup_ci95"})
+        if (v.detail.contains(k)) rec[k] = v.detail[k];
+      writer->append(rec);
+      if (!p.source.empty()) {
+        auto& samples = kb[p.task->id];
+        nlohmann::json e = {{"sample_id", samples.size()},
+                            {"compiled", v.status != "COMPILE_ERROR"},
+                            {"correctness", v.status == "PASSED"},
+                            {"metadata",
+                             {{"kernelgate_status", v.status},
+                              {"status_reason", v.reason},
+                              {"candidate", p.candidate},
+                              {"source", p.source.string()}}},
+                            {"runtime", v.detail.contains("candidate_us")
+                                            ? v.detail["candidate_us"].get<double>() / 1000.0
+                                            : -1.0},
+                            {"runtime_stats", nlohmann::json::object()}};
+        samples.push_back(e);
+      }
+      std::string reason = v.reason.substr(0, 100);
+      if (v.detail.contains("speedup"))
+        reason = "speedup " + std::to_string(v.detail["speedup"].get<double>()).substr(0, 5) +
+                 " vs task kernel (" + v.detail.value("decision", std::string()) + "); " + reason;
+      out << std::left << std::setw(26) << p.task->id << " " << std::setw(15)
+          << (p.candidate.empty() ? "-" : p.candidate) << " " << std::setw(19) << v.status << " "
+          << reason << "\n"
+          << std::flush;
     }
-    std::string reason = v.reason.substr(0, 100);
-    if (v.detail.contains("speedup"))
-      reason = "speedup " + std::to_string(v.detail["speedup"].get<double>()).substr(0, 5) +
-               " vs task kernel (" + v.detail.value("decision", std::string()) + "); " + reason;
-    out << std::left << std::setw(26) << p.task->id << std::setw(16)
-        << (p.candidate.empty() ? "-" : p.candidate) << std::setw(20) << v.status << reason << "\n";
+  };
+  auto runnable = [&](std::size_t i) { return i < pairs.size() && !pairs[i].source.empty(); };
+  const std::size_t lookahead = static_cast<std::size_t>(workers) + 2;
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stopped{false};
+  const fs::path logs = fs::path(o["--out"]) / "workers";
+  fs::create_directories(logs);
+  auto pair_thread = [&](int n) {
+    worker_process worker(worker_command(shared.self_exe),
+                          logs / ("worker-" + std::to_string(n) + ".log"), worker_limits());
+    for (std::size_t i; (i = next++) < pairs.size();) {
+      const auto& p = pairs[i];
+      // The CPU side of this pair and the next ones (inputs, oracles, references), on other
+      // cores while the GPU runs this one.
+      for (std::size_t j = i; j <= i + lookahead; ++j)
+        if (runnable(j)) {
+          for (const auto& k : reference_keys(*pairs[j].task))
+            cache.prefetch(k);
+          for (const auto& k : planned_trials(*pairs[j].task, shared))
+            cache.prefetch(k);
+        }
+      candidate_verdict v;
+      if (stopped || stop_requested()) {
+        stopped = true;
+        v.status = "MISSING";
+        v.reason = "not evaluated: the run was interrupted";
+      } else if (p.source.empty()) {
+        v.status = "MISSING";
+        v.reason = "no candidate for this task in " + o["--candidates"];
+      } else {
+        std::call_once(reference_checked.at(p.task->id), check_reference, *p.task);
+        std::string invalid;
+        {
+          std::lock_guard<std::mutex> l(invalid_m);
+          if (const auto it = invalid_reference.find(p.task->id); it != invalid_reference.end())
+            invalid = it->second;
+        }
+        if (!invalid.empty()) {
+          v.status = "INVALID_REFERENCE";
+          v.reason = invalid;
+        } else {
+          sandbox_options so = shared;
+          so.work_dir = scratch.path() / "pairs" / std::to_string(i);
+          so.worker = &worker;
+          if (const auto b = baseline_source.find(p.task->id); b != baseline_source.end())
+            so.baseline = by_source.at(b->second);
+          v = evaluate_candidate(*p.task, *by_source.at(p.source), so);
+          std::error_code ec;
+          fs::remove_all(so.work_dir, ec); // its outputs were read; the trial files stay shared
+        }
+      }
+      std::lock_guard<std::mutex> l(commit_m);
+      if (--pairs_left[p.task->id] == 0) {
+        auto keys = planned_trials(*p.task, shared);
+        const auto ref = reference_keys(*p.task);
+        keys.insert(keys.end(), ref.begin(), ref.end());
+        cache.forget(keys);
+      }
+      verdicts[i] = std::move(v);
+      commit_ready();
+    }
+  };
+  {
+    std::vector<std::jthread> threads;
+    for (int n = 0; n < workers; ++n)
+      threads.emplace_back(pair_thread, n);
   }
+  interrupted = stopped;
   nlohmann::json summary = {{"status", interrupted ? "interrupted" : "complete"},
                             {"pairs", pairs.size()},
                             {"by_status", counts}};

@@ -21,16 +21,15 @@ std::string process_result::describe() const {
   return "killed by signal " + std::to_string(signal) + " (" + strsignal(signal) + ")";
 }
 
-process_result run_process(const std::vector<std::string>& argv, const std::filesystem::path& log,
-                           const process_limits& limits) {
-  if (argv.empty()) throw std::runtime_error("run_process: empty command");
+int spawn_process(const std::vector<std::string>& argv, const std::filesystem::path& log,
+                  const process_limits& limits, const std::vector<std::pair<int, int>>& fds) {
+  if (argv.empty()) throw std::runtime_error("spawn_process: empty command");
   std::vector<char*> args;
   for (const auto& a : argv)
     args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error("cannot open log " + log.string() + ": " + strerror(errno));
-  const auto t0 = std::chrono::steady_clock::now();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fd);
@@ -39,8 +38,12 @@ process_result run_process(const std::vector<std::string>& argv, const std::file
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
     ::setpgid(0, 0);
+    const int null_fd = ::open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) ::dup2(null_fd, 0);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
+    for (const auto& [from, to] : fds)
+      ::dup2(from, to); // dup2 clears close-on-exec on the copy
     auto lim = [](int what, rlim_t v) {
       if (v == 0) return;
       rlimit r{v, v};
@@ -58,6 +61,22 @@ process_result run_process(const std::vector<std::string>& argv, const std::file
   }
   ::close(fd);
   ::setpgid(pid, pid); // also from the parent: whichever runs first wins, both agree
+  return pid;
+}
+
+void describe_status(int status, process_result& r) {
+  if (WIFEXITED(status)) {
+    r.exited = true;
+    r.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    r.signal = WTERMSIG(status);
+  }
+}
+
+process_result run_process(const std::vector<std::string>& argv, const std::filesystem::path& log,
+                           const process_limits& limits) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = spawn_process(argv, log, limits, {});
   process_result r;
   int status = 0;
   for (;;) {
@@ -75,12 +94,7 @@ process_result run_process(const std::vector<std::string>& argv, const std::file
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   ::kill(-pid, SIGKILL); // anything the child left running in its group
-  if (WIFEXITED(status)) {
-    r.exited = true;
-    r.exit_code = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    r.signal = WTERMSIG(status);
-  }
+  describe_status(status, r);
   return r;
 }
 

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kg {
@@ -29,6 +30,14 @@ struct process_result {
 // child's behaviour; throws std::runtime_error only when the child cannot be started.
 process_result run_process(const std::vector<std::string>& argv, const std::filesystem::path& log,
                            const process_limits& limits = {});
+
+// The building blocks of run_process, for children that outlive one call (suite/worker_pool.h):
+// starts argv in its own process group with stdin from /dev/null, stdout and stderr appended to
+// `log`, the limits applied, and each pair (parent fd, child fd) of `fds` duplicated into the child.
+int spawn_process(const std::vector<std::string>& argv, const std::filesystem::path& log,
+                  const process_limits& limits, const std::vector<std::pair<int, int>>& fds);
+// Fills exited/exit_code/signal from a waitpid status.
+void describe_status(int status, process_result& r);
 
 // The last `max_bytes` of a file (a log tail for error messages); "" when unreadable.
 std::string file_tail(const std::filesystem::path& f, std::size_t max_bytes = 2000);

@@ -12,12 +12,6 @@
 namespace kg {
 namespace {
 
-void write_tensor(const std::filesystem::path& f, const host_tensor& t) {
-  std::ofstream(f, std::ios::binary)
-      .write(reinterpret_cast<const char*>(t.bytes.data()),
-             static_cast<std::streamsize>(t.bytes.size()));
-}
-
 std::optional<host_tensor> read_tensor(const std::filesystem::path& f, dtype type,
                                        const std::vector<std::int64_t>& shape) {
   host_tensor t(type, shape);
@@ -26,13 +20,6 @@ std::optional<host_tensor> read_tensor(const std::filesystem::path& f, dtype typ
   in.seekg(0);
   in.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
   return t;
-}
-
-std::string short_log(const std::filesystem::path& log) {
-  std::string s = file_tail(log, 600);
-  for (auto& c : s)
-    if (c == '\n') c = ' ';
-  return s;
 }
 
 struct labelled_trial {
@@ -74,91 +61,115 @@ std::vector<trial_key> timing_sets(const task_def& task, const sandbox_options& 
   return out;
 }
 
-trial_data trial(const trial_key& k, const sandbox_options& opt) {
-  return opt.cache ? opt.cache->take(k) : compute_trial(k);
+// The sandbox's own pieces where the caller gave none: a trial cache under the work folder, a
+// worker for this call only, no gate (nothing else on the GPU).
+struct private_parts {
+  std::unique_ptr<trial_cache> cache;
+  std::unique_ptr<worker_process> worker;
+  trial_cache& cache_of(const sandbox_options& opt) {
+    if (opt.cache) return *opt.cache;
+    if (!cache) cache = std::make_unique<trial_cache>(opt.work_dir / "trials");
+    return *cache;
+  }
+  worker_process& worker_of(const sandbox_options& opt) {
+    if (opt.worker) return *opt.worker;
+    if (!worker) worker = std::make_unique<worker_process>(worker_command(opt.self_exe),
+                                                           opt.work_dir / "worker.log",
+                                                           worker_limits());
+    return *worker;
+  }
+};
+
+// Runs a manifest in the worker holding the GPU gate: shared for correctness, exclusive for
+// timing.
+worker_outcome run_gated(worker_process& w, const sandbox_options& opt,
+                         const std::filesystem::path& manifest, bool exclusive) {
+  if (opt.gate) exclusive ? opt.gate->lock() : opt.gate->lock_shared();
+  worker_outcome o;
+  try {
+    o = w.run(manifest, opt.timeout_seconds);
+  } catch (...) {
+    if (opt.gate) exclusive ? opt.gate->unlock() : opt.gate->unlock_shared();
+    throw;
+  }
+  if (opt.gate) exclusive ? opt.gate->unlock() : opt.gate->unlock_shared();
+  return o;
 }
 
-// Times a candidate that passed: a worker of its own measures it with honest inputs (two timed
-// sets and a fresh one, outputs checked on the device against the oracle) and, when a baseline
-// kernel is given, both interleaved in ABBA pairs. Fills the record's timing fields.
+std::string one_line(std::string s) {
+  for (auto& c : s)
+    if (c == '\n') c = ' ';
+  return s;
+}
+
+nlohmann::json read_worker_result(const std::filesystem::path& f) {
+  try {
+    std::ifstream in(f);
+    return nlohmann::json::parse(in);
+  } catch (const std::exception&) {
+    return nlohmann::json::object();
+  }
+}
+
+// Times a candidate that passed, in the same worker, holding the GPU alone: honest inputs (two
+// timed sets and a fresh one, outputs checked on the device against the oracle) and, when a
+// baseline kernel is given, both interleaved in ABBA pairs. Fills the record's timing fields.
 void time_passed_candidate(const task_def& task, const compile_result& compiled,
-                           const sandbox_options& opt, candidate_verdict& v) {
+                           const sandbox_options& opt, private_parts& parts,
+                           candidate_verdict& v) {
   namespace fs = std::filesystem;
   const task_shape& shape = task.shapes.front();
-  const fs::path dir = opt.work_dir / "timing";
-  fs::create_directories(dir);
   nlohmann::json t = {{"sets", nlohmann::json::array()},
                       {"shape", shape.name},
                       {"max_wall_seconds", opt.time_wall_seconds},
                       {"paired_max_wall_seconds", opt.time_wall_seconds}};
   if (opt.baseline && opt.baseline->ok)
     t["baseline_shared_object"] = opt.baseline->shared_object.string();
-  for (int k = 0; k < 3; ++k) { // two timed sets, then the fresh one
-    const trial_data data = trial(timing_sets(task, opt)[static_cast<std::size_t>(k)], opt);
-    const auto& in = data.inputs;
-    const auto& oracle = data.oracle;
+  auto& cache = parts.cache_of(opt);
+  for (const auto& key : timing_sets(task, opt)) { // two timed sets, then the fresh one
+    const auto data = cache.take(key);
+    const auto files = cache.files(key);
     nlohmann::json set = {{"inputs", nlohmann::json::array()},
                           {"outputs", nlohmann::json::array()}};
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      const auto f = dir / (std::string("s")
-                                .append(std::to_string(k))
-                                .append("_in")
-                                .append(std::to_string(i))
-                                .append(".bin"));
-      write_tensor(f, in[i]);
-      set["inputs"].push_back(
-          {{"file", f.string()}, {"dtype", static_cast<int>(in[i].type)}, {"shape", in[i].shape}});
-    }
+    for (std::size_t i = 0; i < data->inputs.size(); ++i)
+      set["inputs"].push_back({{"file", files.inputs[i].string()},
+                               {"dtype", static_cast<int>(data->inputs[i].type)},
+                               {"shape", data->inputs[i].shape}});
     for (std::size_t i = 0; i < task.outputs.size(); ++i) {
-      const auto f = dir / (std::string("s")
-                                .append(std::to_string(k))
-                                .append("_expected")
-                                .append(std::to_string(i))
-                                .append(".bin"));
-      write_tensor(f, oracle[i].cast(dtype::float32));
       const auto type = task.outputs[i].type;
       const task_tolerance tol =
           task.tolerance.count(type) ? task.tolerance.at(type) : task_tolerance{};
-      set["outputs"].push_back({{"expected", f.string()},
+      set["outputs"].push_back({{"expected", files.expected[i].string()},
                                 {"dtype", static_cast<int>(type)},
-                                {"shape", oracle[i].shape},
+                                {"shape", data->oracle[i].shape},
                                 {"atol", tol.atol},
                                 {"rtol", tol.rtol}});
     }
     t["sets"].push_back(set);
   }
+  const fs::path result_file = opt.work_dir / "timing_result.json";
   nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
-                             {"result", (dir / "worker_result.json").string()},
+                             {"result", result_file.string()},
                              {"trials", nlohmann::json::array()},
                              {"timing", t}};
-  std::ofstream(dir / "manifest.json") << manifest.dump(1) << "\n";
-  const auto log = dir / "worker.log";
-  const auto proc =
-      run_process({opt.self_exe.string(), "worker", (dir / "manifest.json").string()}, log,
-                  {.timeout_seconds = opt.timeout_seconds,
-                   .cpu_seconds = static_cast<long>(opt.timeout_seconds) + 30,
-                   .file_bytes = 1ll << 34,
-                   .open_files = 1024});
-  nlohmann::json wr;
-  try {
-    std::ifstream in(dir / "worker_result.json");
-    wr = nlohmann::json::parse(in);
-  } catch (const std::exception&) {
-    wr = nlohmann::json::object();
-  }
+  const fs::path manifest_file = opt.work_dir / "timing_manifest.json";
+  std::ofstream(manifest_file) << manifest.dump(1) << "\n";
+  auto& worker = parts.worker_of(opt);
+  const auto o = run_gated(worker, opt, manifest_file, true);
+  const auto wr = read_worker_result(result_file);
   v.detail["timing"] = wr.value("timing", nlohmann::json::object());
-  v.detail["timing_worker"] = {{"outcome", proc.describe()}, {"seconds", proc.seconds}};
-  if (proc.timed_out) {
+  v.detail["timing_worker"] = {{"outcome", o.describe()}, {"seconds", o.seconds}};
+  if (o.timed_out) {
     v.status = "TIMEOUT";
     v.reason = "timing: the worker ran past its " + std::to_string(opt.timeout_seconds) +
                " s limit and was killed";
     return;
   }
-  if (!proc.exited || proc.exit_code != 0 || !wr.contains("timing")) {
+  if (!o.ok() || !wr.contains("timing")) {
     // Correct but not timed: the record says why and carries no time.
-    v.detail["timing_error"] = "worker " + proc.describe() +
+    v.detail["timing_error"] = "worker " + o.describe() +
                                (wr.contains("error") ? ": " + wr["error"].get<std::string>() : "") +
-                               "; log: " + short_log(log);
+                               "; log: " + one_line(worker.last_log());
     return;
   }
   const auto& tj = wr["timing"];
@@ -190,6 +201,16 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
 
 } // namespace
 
+std::vector<std::string> worker_command(const std::filesystem::path& self_exe) {
+  return {self_exe.string(), "worker", "--serve"};
+}
+
+process_limits worker_limits() {
+  // No CPU-time limit: a worker lives across evaluations, and each evaluation's wall-clock
+  // timeout already ends a candidate that spins on the host.
+  return {.timeout_seconds = 0, .cpu_seconds = 0, .file_bytes = 1ll << 34, .open_files = 1024};
+}
+
 candidate_verdict evaluate_candidate(const task_def& task, const compile_result& compiled,
                                      const sandbox_options& opt) {
   namespace fs = std::filesystem;
@@ -220,84 +241,67 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
   std::error_code ec;
   fs::remove_all(opt.work_dir, ec);
   fs::create_directories(opt.work_dir);
+  private_parts parts;
+  auto& cache = parts.cache_of(opt);
   struct trial_plan {
     const task_shape* shape;
-    int draw;
     std::string label;
-    std::vector<host_tensor> inputs, oracle, reference; // reference: peers only
+    std::shared_ptr<const trial_data> data;
+    std::vector<host_tensor> reference; // peers only: the LibTorch reference or a stand-in
   };
   std::vector<trial_plan> plan;
+  const fs::path result_file = opt.work_dir / "worker_result.json";
   nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
-                             {"result", (opt.work_dir / "worker_result.json").string()},
+                             {"result", result_file.string()},
                              {"trials", nlohmann::json::array()}};
-  auto add_trial = [&](const labelled_trial& lt) {
-    trial_data data = trial(lt.key, opt);
-    trial_plan p{lt.key.shape,
-                 static_cast<int>(lt.key.seed - opt.seed),
-                 lt.label,
-                 std::move(data.inputs),
-                 std::move(data.oracle),
-                 {}};
+  for (const auto& lt : correctness_trials(task, opt)) {
+    trial_plan p{lt.key.shape, lt.label, cache.take(lt.key), {}};
     if (opt.peer) {
       // A peer compares with the LibTorch reference; without one, the oracle rounded to the
       // output dtype stands in (and the record says so).
-      if (data.reference_ran && data.reference_error.empty()) {
-        p.reference = std::move(data.reference);
+      if (p.data->reference_ran && p.data->reference_error.empty()) {
+        p.reference = p.data->reference;
       } else {
-        for (std::size_t k = 0; k < p.oracle.size(); ++k)
-          p.reference.push_back(p.oracle[k].cast(task.outputs[k].type));
+        for (std::size_t k = 0; k < p.data->oracle.size(); ++k)
+          p.reference.push_back(p.data->oracle[k].cast(task.outputs[k].type));
         v.detail["reference"] =
             "fp64 oracle rounded to the output dtype (no LibTorch reference" +
-            (data.reference_error.empty() ? std::string() : ": " + data.reference_error) + ")";
+            (p.data->reference_error.empty() ? std::string() : ": " + p.data->reference_error) +
+            ")";
       }
     }
-    const auto& shape = *lt.key.shape;
+    const auto files = cache.files(lt.key);
     const std::string tag = "t" + std::to_string(plan.size());
     nlohmann::json mt = {{"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
-    for (std::size_t k = 0; k < p.inputs.size(); ++k) {
-      const auto f = opt.work_dir / (tag + "_in" + std::to_string(k) + ".bin");
-      write_tensor(f, p.inputs[k]);
-      mt["inputs"].push_back({{"file", f.string()},
-                              {"dtype", static_cast<int>(p.inputs[k].type)},
-                              {"shape", p.inputs[k].shape}});
-    }
+    for (std::size_t k = 0; k < p.data->inputs.size(); ++k)
+      mt["inputs"].push_back({{"file", files.inputs[k].string()},
+                              {"dtype", static_cast<int>(p.data->inputs[k].type)},
+                              {"shape", p.data->inputs[k].shape}});
     for (std::size_t k = 0; k < task.outputs.size(); ++k)
       mt["outputs"].push_back(
           {{"file", (opt.work_dir / (tag + "_out" + std::to_string(k) + ".bin")).string()},
            {"dtype", static_cast<int>(task.outputs[k].type)},
-           {"shape", resolve_shape(task.outputs[k], shape)}});
+           {"shape", resolve_shape(task.outputs[k], *p.shape)}});
     manifest["trials"].push_back(mt);
     plan.push_back(std::move(p));
-  };
-  for (const auto& lt : correctness_trials(task, opt))
-    add_trial(lt);
+  }
   const auto manifest_file = opt.work_dir / "manifest.json";
   std::ofstream(manifest_file) << manifest.dump(1) << "\n";
-  const auto log = opt.work_dir / "worker.log";
-  const auto proc = run_process({opt.self_exe.string(), "worker", manifest_file.string()}, log,
-                                {.timeout_seconds = opt.timeout_seconds,
-                                 .cpu_seconds = static_cast<long>(opt.timeout_seconds) + 30,
-                                 .file_bytes = 1ll << 34,
-                                 .open_files = 1024});
-  v.detail["worker"] = {{"outcome", proc.describe()}, {"seconds", proc.seconds}};
-  if (proc.timed_out) {
+  auto& worker = parts.worker_of(opt);
+  const auto o = run_gated(worker, opt, manifest_file, false);
+  v.detail["worker"] = {{"outcome", o.describe()}, {"seconds", o.seconds}};
+  if (o.timed_out) {
     v.status = "TIMEOUT";
     v.reason = "the worker ran past its " + std::to_string(opt.timeout_seconds) +
                " s limit and was killed";
     return v;
   }
-  nlohmann::json wr;
-  try {
-    std::ifstream in(opt.work_dir / "worker_result.json");
-    wr = nlohmann::json::parse(in);
-  } catch (const std::exception&) {
-    wr = nlohmann::json::object();
-  }
-  if (!proc.exited || proc.exit_code != 0) {
+  const auto wr = read_worker_result(result_file);
+  if (!o.ok()) {
     v.status = "RUNTIME_ERROR";
-    v.reason = "worker " + proc.describe() +
+    v.reason = "worker " + o.describe() +
                (wr.contains("error") ? ": " + wr["error"].get<std::string>() : "") +
-               "; log: " + short_log(log);
+               "; log: " + one_line(worker.last_log());
     v.detail["worker_result"] = wr;
     return v;
   }
@@ -321,7 +325,7 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
           std::to_string(t.at("threads_after").get<int>() - t.at("threads_before").get<int>()) +
           " new threads running";
     } else {
-      for (std::size_t k = 0; k < p.inputs.size() && v.status.empty(); ++k)
+      for (std::size_t k = 0; k < p.data->inputs.size() && v.status.empty(); ++k)
         if (t.at("inputs_modified").at(k).get<bool>()) {
           v.status = "REWARD_HACK";
           v.reason = where + ": kg_run modified input '" + task.inputs[k].name + "' in place";
@@ -337,12 +341,13 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
         v.reason = where + ": the worker wrote no output '" + task.outputs[k].name + "'";
         break;
       }
+      const auto& oracle = p.data->oracle[k];
       const auto& tol = task.tolerance.count(task.outputs[k].type)
                             ? task.tolerance.at(task.outputs[k].type)
                             : task_tolerance{0, 0}; // integer outputs: exact
       const auto c = opt.peer ? compare(opt.peer->comparator_for(task.outputs[k].type),
-                                        p.reference[k], *out, &p.oracle[k])
-                              : compare_allclose(p.oracle[k], *out, tol.atol, tol.rtol,
+                                        p.reference[k], *out, &oracle)
+                              : compare_allclose(oracle, *out, tol.atol, tol.rtol,
                                                  tolerance_side::reference);
       rec["outputs"].push_back({{"name", task.outputs[k].name}, {"comparison", c.to_json()}});
       if (opt.peer ? !c.pass : c.mismatches > 0) {
@@ -375,7 +380,7 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
                       : std::to_string(plan.size()) + " trials over " +
                             std::to_string(task.shapes.size()) +
                             " shapes within tolerance of the fp64 oracle";
-  if (opt.time) time_passed_candidate(task, compiled, opt, v);
+  if (opt.time) time_passed_candidate(task, compiled, opt, parts, v);
   return v;
 }
 

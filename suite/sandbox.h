@@ -1,7 +1,8 @@
 // Evaluates one compiled candidate on one task: imports checked, then every shape of the task on
-// `trials` input draws, all run in one worker process (own CUDA context, process group, wall-clock
-// timeout, resource limits), outputs compared in this process with the fp64 oracle. The harness
-// never dies of a candidate: a crash, a hang or a CUDA error is a status with its reason.
+// `trials` input draws, all run in a worker process (own CUDA context, process group, wall-clock
+// timeout, resource limits; suite/worker_pool.h), outputs compared in this process with the fp64
+// oracle, then a candidate that passed is timed in the same worker. The harness never dies of a
+// candidate: a crash, a hang or a CUDA error is a status with its reason.
 #pragma once
 
 #include <filesystem>
@@ -13,6 +14,7 @@
 #include "oracles/protocol.h"
 #include "suite/candidate_compiler.h"
 #include "suite/trial_cache.h"
+#include "suite/worker_pool.h"
 #include "workloads/task.h"
 
 namespace kg {
@@ -37,17 +39,27 @@ struct sandbox_options {
   // comparator against the task's LibTorch reference, on the task's first shape (and the second
   // where the protocol runs a tail shape).
   const protocol* peer = nullptr;
-  trial_cache* cache = nullptr; // where prefetched trial data waits (nullptr: computed inline)
-  // Timing of a PASSED candidate (a second worker): honest timing on the task's first shape,
-  // then ABBA pairs against the baseline kernel (the task's own kernel) when one is given.
+  trial_cache* cache = nullptr; // trial data and files shared across candidates (nullptr: a
+                                // private cache under work_dir)
+  worker_process* worker = nullptr; // a long-lived worker (nullptr: one for this call only)
+  gpu_gate* gate = nullptr; // shared while checking, exclusive while timing (nullptr: no sharing)
+  // Timing of a PASSED candidate (the same worker, the GPU held alone): honest timing on the
+  // task's first shape, then ABBA pairs against the baseline kernel (the task's own kernel) when
+  // one is given.
   bool time = true;
   const compile_result* baseline = nullptr;
-  double time_wall_seconds = 0.5; // per measurement in the worker (candidate, baseline, pairs)
+  // Wall-clock cap of each of the two measurements (the candidate's honest run, the ABBA pairs);
+  // both also stop earlier once their interval is narrow enough.
+  double time_wall_seconds = 0.1;
 };
 
 // Every trial evaluate_candidate will need the CPU side of (correctness trials, then the timing
 // sets when opt.time): what a caller prefetches into opt.cache.
 std::vector<trial_key> planned_trials(const task_def& task, const sandbox_options& opt);
+
+// The serve command of a worker (`kernelgate worker --serve`) and the limits it runs under.
+std::vector<std::string> worker_command(const std::filesystem::path& self_exe);
+process_limits worker_limits();
 
 candidate_verdict evaluate_candidate(const task_def& task, const compile_result& compiled,
                                      const sandbox_options& opt);

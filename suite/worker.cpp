@@ -1,5 +1,6 @@
 #include "suite/worker.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -9,13 +10,14 @@
 #include <vector>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
 #include <cuda_runtime_api.h>
 #include <nlohmann/json.hpp>
 
 #include "kernels/abi/kg_candidate.h"
 #include "oracles/device_allclose.h"
-#include "reports/sha256.h"
+#include "oracles/device_equal.h"
 #include "timing/gpu_timer.h"
 #include "timing/paired.h"
 #include "workloads/tensor.h"
@@ -69,19 +71,19 @@ struct device_tensor {
     t.data = ptr;
   }
   ~device_tensor() {
-    if (ptr) (void)cudaFree(ptr);
+    // Scrubbed before it is freed: the next candidate in this worker gets the same inputs (same
+    // seeds), and a fresh allocation can hand back this memory -- an earlier candidate's correct
+    // output would otherwise be there to copy (KernelBench's freed-buffer exploit).
+    if (ptr) {
+      (void)cudaMemset(ptr, 0xff, bytes);
+      (void)cudaFree(ptr);
+    }
   }
   device_tensor(const device_tensor&) = delete;
   device_tensor(device_tensor&& o) noexcept : ptr(o.ptr), bytes(o.bytes), t(o.t) {
     o.ptr = nullptr;
   }
 };
-
-std::string device_hash(const device_tensor& d) {
-  std::vector<std::byte> host(d.bytes);
-  check(cudaMemcpy(host.data(), d.ptr, d.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
-  return sha256_hex(host);
-}
 
 // The input sets honest timing rotates over, with the fp64 oracle's outputs (as float32) to
 // check timed calls against on the device.
@@ -92,8 +94,11 @@ struct timing_set {
   std::vector<std::size_t> numel;
   std::vector<double> atol, rtol;
   ~timing_set() {
-    for (auto* e : expected)
-      if (e) (void)cudaFree(e);
+    for (std::size_t k = 0; k < expected.size(); ++k)
+      if (expected[k]) { // scrubbed like device_tensor's: these are right answers
+        (void)cudaMemset(expected[k], 0xff, numel[k] * sizeof(float));
+        (void)cudaFree(expected[k]);
+      }
   }
 };
 
@@ -156,7 +161,33 @@ honest_work timing_work(kg_run_fn run, std::vector<std::unique_ptr<timing_set>>&
   return w;
 }
 
-nlohmann::json time_candidate(const nlohmann::json& t, kg_run_fn run) {
+// What a worker keeps from one manifest to the next in serve mode: its stream, a timer (CUPTI,
+// NVML and the L2 flush buffer are set up once), and what the device looked like at the start.
+struct worker_session {
+  cudaStream_t stream = nullptr;
+  std::string timer_key; // the options the timer was made with
+  std::unique_ptr<gpu_timer> timer;
+  std::size_t free_bytes_at_start = 0;
+  int threads_at_start = 0;
+  bool runtime_started = false;
+  std::string candidate_runtime;
+};
+
+gpu_timer& session_timer(worker_session& s, const timing_options& o) {
+  const std::string key = o.to_json().dump();
+  if (!s.timer || s.timer_key != key) {
+    s.timer.reset(); // one timer at a time: each holds CUPTI and an L2 flush buffer
+    s.timer = std::make_unique<gpu_timer>(o);
+    s.timer_key = key;
+  }
+  return *s.timer;
+}
+
+// Honest timing of the candidate (rotating input sets, outputs checked on the device, a fresh
+// set), then, with a baseline, ABBA pairs of baseline and candidate on set 0: the speed ratio
+// with drift cancelled. The baseline is the task's own (trusted) kernel: it is not audited again,
+// and its time is the median of its samples in the pairs.
+nlohmann::json time_candidate(const nlohmann::json& t, kg_run_fn run, worker_session& session) {
   std::vector<std::unique_ptr<timing_set>> sets;
   for (const auto& j : t.at("sets"))
     sets.push_back(load_set(j));
@@ -164,7 +195,8 @@ nlohmann::json time_candidate(const nlohmann::json& t, kg_run_fn run) {
   o.max_wall_seconds = t.value("max_wall_seconds", 2.0);
   o.min_gpu_seconds = t.value("min_gpu_seconds", 0.05);
   o.target_rel_halfwidth = t.value("target_rel_halfwidth", 0.005);
-  gpu_timer timer(o);
+  o.single_stream = true; // the candidate ABI: all work on the stream kg_run is given
+  gpu_timer& timer = session_timer(session, o);
   nlohmann::json out;
   std::string run_error;
   auto cand = timing_work(run, sets, run_error);
@@ -180,11 +212,6 @@ nlohmann::json time_candidate(const nlohmann::json& t, kg_run_fn run) {
     out["baseline_error"] = "cannot load the baseline kernel";
     return out;
   }
-  auto base = timing_work(base_run, sets, run_error);
-  const auto rb = timer.measure_honest(base);
-  out["baseline"] = rb.to_json(false);
-  if (rb.status != "TIMED") return out;
-  // ABBA pairs on set 0: the speed ratio with drift cancelled.
   auto& s0 = *sets[0];
   const work_fn a = [&](cudaStream_t s) {
     base_run(s0.tin.data(), static_cast<int>(s0.tin.size()), s0.tout.data(),
@@ -196,21 +223,38 @@ nlohmann::json time_candidate(const nlohmann::json& t, kg_run_fn run) {
   };
   paired_options po;
   po.max_wall_seconds = t.value("paired_max_wall_seconds", 2.0);
-  out["paired"] = measure_paired(timer, a, b, po).to_json();
+  po.min_pairs = t.value("paired_min_pairs", po.min_pairs);
+  po.target_rel_halfwidth = t.value("paired_target_rel_halfwidth", po.target_rel_halfwidth);
+  const auto p = measure_paired(timer, a, b, po);
+  out["paired"] = p.to_json();
+  if (!p.a_us.empty()) {
+    std::vector<double> a_us = p.a_us;
+    std::nth_element(a_us.begin(), a_us.begin() + static_cast<long>(a_us.size() / 2), a_us.end());
+    out["baseline"] = {{"status", "TIMED"},
+                       {"median_us", a_us[a_us.size() / 2]},
+                       {"from", "the baseline's samples in the ABBA pairs"}};
+  }
+  dlclose(so);
   return out;
 }
 
-} // namespace
+// The candidate links the shared CUDA runtime, which starts its own threads on first use. Start it
+// before the first call, so that the thread count around kg_run sees only threads the candidate made.
+void start_candidate_runtime(worker_session& s) {
+  if (s.runtime_started) return;
+  for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"})
+    if (void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD)) {
+      using free_fn = int (*)(void*);
+      if (auto f = reinterpret_cast<free_fn>(dlsym(h, "cudaFree"))) (void)f(nullptr);
+      s.candidate_runtime = lib;
+      s.runtime_started = true;
+      return; // the handle stays open: the runtime outlives every candidate of the session
+    }
+}
 
-int run_worker(const std::string& manifest_path) {
-  nlohmann::json m;
-  try {
-    std::ifstream in(manifest_path);
-    m = nlohmann::json::parse(in);
-  } catch (const std::exception& e) {
-    std::cerr << "worker: bad manifest " << manifest_path << ": " << e.what() << "\n";
-    return 2;
-  }
+// Runs one manifest; the result file is rewritten after every trial (a later crash keeps what was
+// seen). Returns the worker's code: 0 done, 3 cannot load the candidate, 5 CUDA error.
+int run_manifest(const nlohmann::json& m, worker_session& s, bool& left_state) {
   nlohmann::json result = {{"trials", nlohmann::json::array()}};
   const std::string result_file = m.at("result");
   auto write_result = [&] { std::ofstream(result_file) << result.dump() << "\n"; };
@@ -224,30 +268,24 @@ int run_worker(const std::string& manifest_path) {
   if (!run) {
     result["error"] = "the candidate does not export kg_run";
     write_result();
+    dlclose(so);
     return 3;
   }
-  // The candidate links the shared CUDA runtime, which starts its own threads on first use.
-  // Start it now, so that the thread count around kg_run sees only threads the candidate made.
-  for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"})
-    if (void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD)) {
-      using free_fn = int (*)(void*);
-      if (auto f = reinterpret_cast<free_fn>(dlsym(h, "cudaFree"))) (void)f(nullptr);
-      result["candidate_runtime"] = lib;
-      break;
-    }
+  start_candidate_runtime(s);
+  if (s.runtime_started) result["candidate_runtime"] = s.candidate_runtime;
   try {
-    cudaStream_t stream = nullptr;
-    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     for (const auto& trial : m.at("trials")) {
-      std::vector<device_tensor> in, out;
-      std::vector<std::string> before;
+      std::vector<device_tensor> in, pristine, out;
       for (const auto& x : trial.at("inputs")) {
-        in.emplace_back(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
+        const auto shape = x.at("shape").get<std::vector<std::int64_t>>();
+        in.emplace_back(x.at("dtype").get<int>(), shape);
+        pristine.emplace_back(x.at("dtype").get<int>(), shape);
         const auto bytes = read_bytes(x.at("file"));
         if (bytes.size() != in.back().bytes) throw cuda_failure{"input file size mismatch"};
         check(cudaMemcpy(in.back().ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
               "cudaMemcpy H2D");
-        before.push_back(sha256_hex(bytes));
+        check(cudaMemcpy(pristine.back().ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
+              "cudaMemcpy H2D");
       }
       for (const auto& x : trial.at("outputs")) {
         out.emplace_back(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
@@ -263,16 +301,17 @@ int run_worker(const std::string& manifest_path) {
       const int threads_before = thread_count();
       const auto t0 = std::chrono::steady_clock::now();
       const int rc = run(tin.data(), static_cast<int>(tin.size()), tout.data(),
-                         static_cast<int>(tout.size()), stream);
+                         static_cast<int>(tout.size()), s.stream);
       // The whole device: work the candidate left on other streams counts as its output.
       check(cudaDeviceSynchronize(), "after kg_run");
       check(cudaGetLastError(), "after kg_run");
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const int threads_after = thread_count();
+      if (threads_after > threads_before) left_state = true;
       nlohmann::json modified = nlohmann::json::array();
       for (std::size_t k = 0; k < in.size(); ++k)
-        modified.push_back(device_hash(in[k]) != before[k]);
+        modified.push_back(!device_equal(in[k].ptr, pristine[k].ptr, in[k].bytes, s.stream));
       std::size_t k = 0;
       for (const auto& x : trial.at("outputs")) {
         std::vector<char> host(out[k].bytes);
@@ -287,10 +326,10 @@ int run_worker(const std::string& manifest_path) {
                                   {"threads_before", threads_before},
                                   {"threads_after", threads_after},
                                   {"seconds", seconds}});
-      write_result(); // after every trial: a later crash keeps what was seen
+      write_result();
     }
     if (m.contains("timing")) {
-      result["timing"] = time_candidate(m.at("timing"), run);
+      result["timing"] = time_candidate(m.at("timing"), run, s);
       write_result();
     }
   } catch (const cuda_failure& f) {
@@ -303,6 +342,78 @@ int run_worker(const std::string& manifest_path) {
     return 5;
   }
   write_result();
+  // A candidate with threads of its own may still run code of the object: never unload it then
+  // (the session ends instead).
+  if (!left_state) dlclose(so);
+  return 0;
+}
+
+bool read_manifest(const std::string& path, nlohmann::json& m) {
+  try {
+    std::ifstream in(path);
+    m = nlohmann::json::parse(in);
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << "worker: bad manifest " << path << ": " << e.what() << "\n";
+    return false;
+  }
+}
+
+bool open_session(worker_session& s) {
+  try {
+    check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    std::size_t total = 0;
+    check(cudaMemGetInfo(&s.free_bytes_at_start, &total), "cudaMemGetInfo");
+  } catch (const cuda_failure& f) {
+    std::cerr << "worker: " << f.what << "\n";
+    return false;
+  }
+  s.threads_at_start = thread_count();
+  return true;
+}
+
+} // namespace
+
+int run_worker(const std::string& manifest_path) {
+  nlohmann::json m;
+  if (!read_manifest(manifest_path, m)) return 2;
+  worker_session s;
+  if (!open_session(s)) return 5;
+  bool left_state = false;
+  return run_manifest(m, s, left_state);
+}
+
+int run_worker_serve(int request_fd, int reply_fd) {
+  worker_session s;
+  const bool ok = open_session(s);
+  FILE* requests = fdopen(request_fd, "r");
+  if (!requests) return 2;
+  char* line = nullptr;
+  std::size_t cap = 0;
+  int served = 0;
+  while (getline(&line, &cap, requests) > 0) {
+    std::string path(line);
+    while (!path.empty() && (path.back() == '\n' || path.back() == '\r'))
+      path.pop_back();
+    nlohmann::json m;
+    int code = 2;
+    bool left_state = false;
+    if (!ok)
+      code = 5;
+    else if (read_manifest(path, m))
+      code = run_manifest(m, s, left_state);
+    // Ending the session after this manifest: a CUDA error leaves the context unusable; threads
+    // or device memory the candidate kept could reach the next candidate; and a bound on the
+    // manifests served keeps any slower drift (fragmentation, runtime caches) in check.
+    std::size_t free_now = 0, total = 0;
+    if (code == 0 && cudaMemGetInfo(&free_now, &total) != cudaSuccess) code = 5;
+    const bool leaked = code == 0 && free_now + (256u << 20) < s.free_bytes_at_start;
+    const bool recycle = code != 0 || left_state || leaked || ++served >= 200;
+    const std::string reply = std::to_string(code) + (recycle ? " recycle\n" : " continue\n");
+    if (::write(reply_fd, reply.data(), reply.size()) != static_cast<ssize_t>(reply.size())) break;
+    if (recycle) break;
+  }
+  free(line);
   return 0;
 }
 

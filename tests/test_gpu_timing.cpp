@@ -10,6 +10,7 @@
 
 #include "kernels/layernorm_affine_cuda.h"
 #include "oracles/device_allclose.h"
+#include "oracles/device_equal.h"
 #include "reports/json_schema.h"
 #include "reports/remove_tree.h"
 #include "reports/result_schema.h"
@@ -264,4 +265,28 @@ TEST(gpu_timing, device_allclose_counts_mismatches_and_finds_the_first) {
   const auto rh = device_allclose(dh.get(), dtype::float16, static_cast<const float*>(e.get()), 2,
                                   0.0f, 0.0f, s.get());
   EXPECT_EQ(rh.mismatches, 0u);
+}
+
+// The worker's in-place-modification check: equal buffers, one changed byte in the 16-byte words,
+// one in the tail, and an unaligned view (byte path), each against hand-made contents.
+TEST(gpu_timing, device_equal_finds_a_single_changed_byte) {
+  KG_REQUIRE_GPU();
+  std::vector<unsigned char> bytes(1000 * 16 + 7);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<unsigned char>(i * 31 + 7);
+  device_buffer a(bytes.size()), b(bytes.size());
+  KG_CUDA_CHECK(cudaMemcpy(a.get(), bytes.data(), a.size(), cudaMemcpyHostToDevice));
+  KG_CUDA_CHECK(cudaMemcpy(b.get(), bytes.data(), b.size(), cudaMemcpyHostToDevice));
+  cuda_stream s;
+  EXPECT_TRUE(device_equal(a.get(), b.get(), bytes.size(), s.get()));
+  for (const std::size_t at : {std::size_t{0}, std::size_t{8191}, bytes.size() - 1}) {
+    auto changed = bytes;
+    changed[at] ^= 0x01;
+    KG_CUDA_CHECK(cudaMemcpy(b.get(), changed.data(), b.size(), cudaMemcpyHostToDevice));
+    EXPECT_FALSE(device_equal(a.get(), b.get(), bytes.size(), s.get())) << "byte " << at;
+    // Unaligned views one byte in: the same change is seen byte by byte.
+    EXPECT_EQ(at == 0, device_equal(static_cast<char*>(a.get()) + 1,
+                                    static_cast<char*>(b.get()) + 1, bytes.size() - 1, s.get()))
+        << "byte " << at;
+  }
 }

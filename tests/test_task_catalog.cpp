@@ -1,7 +1,9 @@
 // The task catalog: every file in data/tasks loads; bad files fail with the file and the field
 // named; dimension expressions and role-based inputs behave as documented.
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
@@ -143,24 +145,40 @@ TEST(task_catalog, peer_input_regimes_model_the_peers_generators) {
   EXPECT_EQ(b[1].bytes, a[1].bytes); // parameters are not scaled
 }
 
-// Trials prepared ahead on other cores are the trials computed inline, byte for byte.
+// Trials prepared ahead on other cores are the trials computed inline, byte for byte; their
+// files hold the same bytes; forgetting a trial removes its files.
 TEST(trial_cache, prefetched_trials_equal_inline_ones) {
   const auto t = load_task(std::string(KG_SOURCE_DIR) + "/data/tasks/softmax_lastdim.json");
   const trial_key k{&t, &t.shapes[1], 5, {}, true};
   const trial_key other{&t, &t.shapes[1], 6, {}, false};
-  trial_cache cache;
+  const auto dir = std::filesystem::temp_directory_path() / "kg-test-trial-cache";
+  std::filesystem::remove_all(dir);
+  trial_cache cache(dir);
   cache.prefetch(k);
   cache.prefetch(k); // idempotent
   cache.prefetch(other);
-  const auto a = cache.take(k), b = compute_trial(k);
-  ASSERT_EQ(a.inputs.size(), 1u);
-  EXPECT_EQ(a.inputs[0].bytes, b.inputs[0].bytes);
-  EXPECT_EQ(a.oracle[0].bytes, b.oracle[0].bytes);
-  EXPECT_TRUE(a.reference_ran);
-  ASSERT_EQ(a.reference.size(), 1u);
-  EXPECT_EQ(a.reference[0].bytes, b.reference[0].bytes);
-  EXPECT_NE(a.inputs[0].bytes, compute_trial(other).inputs[0].bytes); // another seed
-  cache.forget({other});
-  // Taken or forgotten: a second take computes afresh (and still agrees).
-  EXPECT_EQ(cache.take(k).oracle[0].bytes, b.oracle[0].bytes);
+  const auto a = cache.take(k);
+  const auto b = compute_trial(k);
+  ASSERT_EQ(a->inputs.size(), 1u);
+  EXPECT_EQ(a->inputs[0].bytes, b.inputs[0].bytes);
+  EXPECT_EQ(a->oracle[0].bytes, b.oracle[0].bytes);
+  EXPECT_TRUE(a->reference_ran);
+  ASSERT_EQ(a->reference.size(), 1u);
+  EXPECT_EQ(a->reference[0].bytes, b.reference[0].bytes);
+  EXPECT_NE(a->inputs[0].bytes, compute_trial(other).inputs[0].bytes); // another seed
+  EXPECT_EQ(cache.take(k).get(), a.get()); // shared by the next candidate, not recomputed
+  const auto f = cache.files(k);
+  ASSERT_EQ(f.inputs.size(), 1u);
+  ASSERT_EQ(f.expected.size(), 1u);
+  std::ifstream in(f.inputs[0], std::ios::binary);
+  const std::vector<char> bytes{std::istreambuf_iterator<char>(in), {}};
+  ASSERT_EQ(bytes.size(), b.inputs[0].bytes.size());
+  EXPECT_EQ(std::memcmp(bytes.data(), b.inputs[0].bytes.data(), bytes.size()), 0);
+  EXPECT_EQ(std::filesystem::file_size(f.expected[0]), static_cast<std::uintmax_t>(b.oracle[0].numel()) * 4); // float32
+  EXPECT_EQ(cache.files(k).inputs[0], f.inputs[0]); // written once
+  cache.forget({k, other});
+  EXPECT_FALSE(std::filesystem::exists(f.inputs[0]));
+  // Forgotten: a second take computes afresh (and still agrees).
+  EXPECT_EQ(cache.take(k)->oracle[0].bytes, b.oracle[0].bytes);
+  std::filesystem::remove_all(dir);
 }

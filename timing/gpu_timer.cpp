@@ -44,6 +44,7 @@ nlohmann::json timing_options::to_json() const {
           {"warmup_wall_seconds", warmup_wall_seconds},
           {"trace_activity", trace_activity},
           {"audit_every", audit_every},
+          {"single_stream", single_stream},
           {"nvml_per_sample", nvml_per_sample},
           {"min_samples", min_samples},
           {"max_samples", max_samples},
@@ -498,6 +499,15 @@ timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
   r.activity_audit = s_->tracer ? "cupti" : "unavailable: " + s_->tracer_why;
   // GPU work of the call outside the window the events bracket: no time for such a run.
   auto escaped = [&](const timing_sample& s, const std::string& where) {
+    if (opt_.single_stream && s.traced && s.activity_streams > 1) {
+      r.stop_reason = "untimed_activity";
+      r.status = "REWARD_HACK";
+      r.status_reason = where + ": GPU work of the call ran on " +
+                        std::to_string(s.activity_streams) +
+                        " streams; all of it must run on the stream the call is given (work "
+                        "left on another stream is not ordered before the caller's next use)";
+      return true;
+    }
     if (!s.untimed_activity || opt_.backend == timing_backend::cupti) return false;
     r.stop_reason = "untimed_activity";
     r.status = "REWARD_HACK";

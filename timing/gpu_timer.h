@@ -60,6 +60,9 @@ struct timing_options {
   // window (a side stream the events cannot see) ends the run as REWARD_HACK.
   bool trace_activity = true;
   int audit_every = 8; // events / graph: the first 4 samples traced, then about 1 in audit_every
+  // A traced sample whose GPU activity ran on more than one stream ends the run as REWARD_HACK
+  // (kernelgate eval's candidate contract: kg_run's work goes on the stream it is given).
+  bool single_stream = false;
   bool nvml_per_sample = true; // read NVML's SM clock and throttle reasons after every sample
   nlohmann::json to_json() const;
 };

@@ -1,0 +1,47 @@
+#include "oracles/device_equal.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "timing/cuda_check.h"
+#include "timing/cuda_raii.h"
+
+namespace kg {
+namespace {
+
+// 16-byte words where both buffers allow it (cudaMalloc's are 256-byte aligned), then bytes.
+__global__ void differ_kernel(const unsigned char* a, const unsigned char* b, std::size_t words,
+                              std::size_t bytes, unsigned int* differ) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const auto* wa = reinterpret_cast<const uint4*>(a);
+  const auto* wb = reinterpret_cast<const uint4*>(b);
+  bool d = false;
+  for (std::size_t i = first; i < words && !d; i += stride) {
+    const uint4 x = wa[i], y = wb[i];
+    d = x.x != y.x || x.y != y.y || x.z != y.z || x.w != y.w;
+  }
+  for (std::size_t i = words * 16 + first; i < bytes && !d; i += stride)
+    d = a[i] != b[i];
+  if (d) *differ = 1;
+}
+
+} // namespace
+
+bool device_equal(const void* a, const void* b, std::size_t bytes, cudaStream_t stream) {
+  thread_local mapped_host<unsigned int> out; // page-locked once per thread
+  *out.host() = 0;
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const std::size_t words = aligned(a) && aligned(b) ? bytes / 16 : 0;
+  const int threads = 256;
+  const auto blocks = static_cast<unsigned>(
+      std::clamp<std::size_t>((std::max<std::size_t>(words, 1) + threads - 1) / threads, 1, 1024));
+  differ_kernel<<<blocks, threads, 0, stream>>>(static_cast<const unsigned char*>(a),
+                                                static_cast<const unsigned char*>(b), words, bytes,
+                                                out.device());
+  KG_CUDA_CHECK(cudaGetLastError());
+  KG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return *out.host() == 0;
+}
+
+} // namespace kg

@@ -1,0 +1,72 @@
+// Long-lived candidate workers and the GPU gate that orders them. A worker process serves one
+// evaluation after another (`kernelgate worker --serve`): its CUDA context, timer and the
+// candidates' runtime are set up once, not per evaluation. Isolation holds per evaluation: a
+// worker that crashes, hangs, hits a CUDA error, or whose candidate left threads or device memory
+// behind is gone before the next evaluation, which gets a fresh process.
+#pragma once
+
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "suite/process.h"
+
+namespace kg {
+
+struct worker_outcome {
+  bool replied = false; // the worker finished the manifest: `code` is its answer
+  int code = -1;        // 0 done, 2 bad manifest, 3 cannot load the candidate, 5 CUDA error
+  bool timed_out = false;
+  process_result died; // when it did not reply: how the process ended
+  double seconds = 0;
+  std::string describe() const; // "exit code 5", "killed by signal 11 (...)", "timed out ..."
+  bool ok() const { return replied && code == 0; }
+};
+
+class worker_process {
+public:
+  // `argv`: the serve command without its two fd arguments (added here). `log`: the worker's
+  // stdout and stderr, appended across its lifetimes.
+  worker_process(std::vector<std::string> argv, std::filesystem::path log, process_limits limits);
+  ~worker_process();
+  worker_process(const worker_process&) = delete;
+  worker_process& operator=(const worker_process&) = delete;
+
+  // Runs one manifest, starting a worker first if none is alive. Past `timeout_seconds` the
+  // worker's whole process group is killed. Never throws for the worker's behaviour.
+  worker_outcome run(const std::filesystem::path& manifest, double timeout_seconds);
+  // What the worker logged during the last run() (at most `max_bytes`, the end of it).
+  std::string last_log(std::size_t max_bytes = 600) const;
+  int starts() const { return starts_; }
+
+private:
+  void start();
+  void stop(); // kills the group and reaps the process
+  std::vector<std::string> argv_;
+  std::filesystem::path log_;
+  process_limits limits_;
+  int pid_ = -1, request_fd_ = -1, reply_fd_ = -1;
+  std::uintmax_t log_from_ = 0;
+  int starts_ = 0;
+};
+
+// Shared for correctness runs (several workers may check outputs at once), exclusive for timing
+// (nothing else on the GPU while a candidate is timed). Waiting timers go first: new shared
+// holders queue behind them, so timing is never starved by a stream of correctness runs.
+class gpu_gate {
+public:
+  void lock_shared();
+  void unlock_shared();
+  void lock();
+  void unlock();
+
+private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  int readers_ = 0, writers_waiting_ = 0;
+  bool writer_ = false;
+};
+
+} // namespace kg
