@@ -66,8 +66,7 @@ int main(int argc, char** argv) {
   std::cout << "copies per task: " << copies << ", workers: " << workers
             << " (0: kernelgate's default)\n";
   std::cout << std::left << std::setw(32) << "run" << std::right << std::setw(7) << "pairs"
-            << std::setw(8) << "passed" << std::setw(10) << "wall s" << std::setw(11)
-            << "evals/min"
+            << std::setw(8) << "passed" << std::setw(10) << "wall s" << std::setw(11) << "evals/min"
             << "   statuses\n";
   for (const run r : {run{"cold cache, timed", "yes"}, run{"warm cache, timed", "yes"},
                       run{"warm cache, correctness only", "no"}}) {

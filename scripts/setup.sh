@@ -63,7 +63,7 @@ if [ ! -f "$build/build.ninja" ]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CUDA_COMPILER="$nvcc" ${prefix:+-DCMAKE_PREFIX_PATH="${prefix//:/;}"} >/dev/null
 fi
-cmake --build "$build" -j "$jobs"
+cmake --build "$build" -j "$jobs" ${BUILD_TARGET:+--target $BUILD_TARGET}
 
 # --- run --------------------------------------------------------------------------------------
 gpu_present() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q GPU; }

@@ -2,6 +2,7 @@
 //                 [--jobs N] [--cache DIR] [--time yes|no] [--baselines DIR] [--out DIR]
 //                 [--kernelbench FILE]
 #include "suite/eval_command.h"
+#include "reports/remove_tree.h"
 
 #include <algorithm>
 #include <atomic>
@@ -14,9 +15,9 @@
 #include <optional>
 #include <sstream>
 
-#include <unistd.h>
-#include <thread>
 #include <mutex>
+#include <thread>
+#include <unistd.h>
 
 #include "kernels/task_torch_refs.h"
 #include "oracles/comparators.h"
@@ -31,9 +32,9 @@
 #include "suite/sandbox.h"
 #include "suite/task_catalog.h"
 #include "suite/trial_cache.h"
+#include "suite/worker_pool.h"
 #include "timing/device_info.h"
 #include "timing/interrupt.h"
-#include "suite/worker_pool.h"
 
 namespace kg {
 namespace {
@@ -82,10 +83,7 @@ std::string file_sha256(const std::string& f) {
 class scratch_dir {
 public:
   explicit scratch_dir(fs::path p) : p_(std::move(p)) { fs::create_directories(p_); }
-  ~scratch_dir() {
-    std::error_code ec;
-    fs::remove_all(p_, ec);
-  }
+  ~scratch_dir() { remove_tree(p_); }
   scratch_dir(const scratch_dir&) = delete;
   scratch_dir& operator=(const scratch_dir&) = delete;
   const fs::path& path() const { return p_; }
@@ -230,7 +228,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
 
   // Scratch for the tensors the workers read and write: memory-backed where the machine has it
   // (tens of MB per trial), removed at the end.
-  scratch_dir scratch(o["--scratch"].empty() ? default_scratch(o["--out"]) : fs::path(o["--scratch"]));
+  scratch_dir scratch(o["--scratch"].empty() ? default_scratch(o["--out"])
+                                             : fs::path(o["--scratch"]));
   trial_cache cache(scratch.path() / "trials");
   std::map<std::string, std::string> invalid_reference;
   std::mutex invalid_m;
@@ -284,8 +283,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
         if (c.mismatches > 0)
           why = "the LibTorch reference itself has " + std::to_string(c.mismatches) +
                 " elements of output '" + t.outputs[k].name +
-                "' outside the task's tolerance of the fp64 oracle on shape '" +
-                key.shape->name + "' (max abs error " + std::to_string(c.max_abs_err) + ")";
+                "' outside the task's tolerance of the fp64 oracle on shape '" + key.shape->name +
+                "' (max abs error " + std::to_string(c.max_abs_err) + ")";
       }
       if (!why.empty()) break;
     }
@@ -393,8 +392,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
           if (const auto b = baseline_source.find(p.task->id); b != baseline_source.end())
             so.baseline = by_source.at(b->second);
           v = evaluate_candidate(*p.task, *by_source.at(p.source), so);
-          std::error_code ec;
-          fs::remove_all(so.work_dir, ec); // its outputs were read; the trial files stay shared
+          remove_tree(so.work_dir); // its outputs were read; the trial files stay shared
         }
       }
       std::lock_guard<std::mutex> l(commit_m);

@@ -33,7 +33,8 @@ process_result run_process(const std::vector<std::string>& argv, const std::file
 
 // The building blocks of run_process, for children that outlive one call (suite/worker_pool.h):
 // starts argv in its own process group with stdin from /dev/null, stdout and stderr appended to
-// `log`, the limits applied, and each pair (parent fd, child fd) of `fds` duplicated into the child.
+// `log`, the limits applied, and each pair (parent fd, child fd) of `fds` duplicated into the
+// child.
 int spawn_process(const std::vector<std::string>& argv, const std::filesystem::path& log,
                   const process_limits& limits, const std::vector<std::pair<int, int>>& fds);
 // Fills exited/exit_code/signal from a waitpid status.

@@ -1,4 +1,5 @@
 #include "suite/sandbox.h"
+#include "reports/remove_tree.h"
 
 #include <fstream>
 #include <sstream>
@@ -73,9 +74,9 @@ struct private_parts {
   }
   worker_process& worker_of(const sandbox_options& opt) {
     if (opt.worker) return *opt.worker;
-    if (!worker) worker = std::make_unique<worker_process>(worker_command(opt.self_exe),
-                                                           opt.work_dir / "worker.log",
-                                                           worker_limits());
+    if (!worker)
+      worker = std::make_unique<worker_process>(worker_command(opt.self_exe),
+                                                opt.work_dir / "worker.log", worker_limits());
     return *worker;
   }
 };
@@ -115,8 +116,7 @@ nlohmann::json read_worker_result(const std::filesystem::path& f) {
 // timed sets and a fresh one, outputs checked on the device against the oracle) and, when a
 // baseline kernel is given, both interleaved in ABBA pairs. Fills the record's timing fields.
 void time_passed_candidate(const task_def& task, const compile_result& compiled,
-                           const sandbox_options& opt, private_parts& parts,
-                           candidate_verdict& v) {
+                           const sandbox_options& opt, private_parts& parts, candidate_verdict& v) {
   namespace fs = std::filesystem;
   const task_shape& shape = task.shapes.front();
   nlohmann::json t = {{"sets", nlohmann::json::array()},
@@ -238,8 +238,7 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
     return v;
   }
 
-  std::error_code ec;
-  fs::remove_all(opt.work_dir, ec);
+  remove_tree(opt.work_dir);
   fs::create_directories(opt.work_dir);
   private_parts parts;
   auto& cache = parts.cache_of(opt);
@@ -345,10 +344,10 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
       const auto& tol = task.tolerance.count(task.outputs[k].type)
                             ? task.tolerance.at(task.outputs[k].type)
                             : task_tolerance{0, 0}; // integer outputs: exact
-      const auto c = opt.peer ? compare(opt.peer->comparator_for(task.outputs[k].type),
-                                        p.reference[k], *out, &oracle)
-                              : compare_allclose(oracle, *out, tol.atol, tol.rtol,
-                                                 tolerance_side::reference);
+      const auto c =
+          opt.peer ? compare(opt.peer->comparator_for(task.outputs[k].type), p.reference[k], *out,
+                             &oracle)
+                   : compare_allclose(oracle, *out, tol.atol, tol.rtol, tolerance_side::reference);
       rec["outputs"].push_back({{"name", task.outputs[k].name}, {"comparison", c.to_json()}});
       if (opt.peer ? !c.pass : c.mismatches > 0) {
         all_ok = false;

@@ -39,8 +39,8 @@ struct sandbox_options {
   // comparator against the task's LibTorch reference, on the task's first shape (and the second
   // where the protocol runs a tail shape).
   const protocol* peer = nullptr;
-  trial_cache* cache = nullptr; // trial data and files shared across candidates (nullptr: a
-                                // private cache under work_dir)
+  trial_cache* cache = nullptr;     // trial data and files shared across candidates (nullptr: a
+                                    // private cache under work_dir)
   worker_process* worker = nullptr; // a long-lived worker (nullptr: one for this call only)
   gpu_gate* gate = nullptr; // shared while checking, exclusive while timing (nullptr: no sharing)
   // Timing of a PASSED candidate (the same worker, the GPU held alone): honest timing on the

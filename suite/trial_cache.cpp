@@ -1,4 +1,5 @@
 #include "suite/trial_cache.h"
+#include "reports/remove_tree.h"
 
 #include <fstream>
 #include <sstream>
@@ -50,10 +51,10 @@ std::shared_ptr<trial_cache::entry> trial_cache::find_or_start(const trial_key& 
   if (!e) {
     e = std::make_shared<entry>();
     e->dir = dir_ / std::to_string(next_dir_++);
-    e->data = std::async(std::launch::async, [k] {
-                return std::shared_ptr<const trial_data>(
-                    std::make_shared<trial_data>(compute_trial(k)));
-              }).share();
+    e->data =
+        std::async(std::launch::async, [k] {
+          return std::shared_ptr<const trial_data>(std::make_shared<trial_data>(compute_trial(k)));
+        }).share();
   }
   return e;
 }
@@ -99,8 +100,7 @@ void trial_cache::forget(const std::vector<trial_key>& keys) {
   }
   for (const auto& e : dropped) {
     std::lock_guard<std::mutex> lock(e->files_m);
-    std::error_code ec;
-    if (e->written) std::filesystem::remove_all(e->dir, ec);
+    if (e->written) remove_tree(e->dir);
   }
 }
 

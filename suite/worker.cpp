@@ -239,7 +239,8 @@ nlohmann::json time_candidate(const nlohmann::json& t, kg_run_fn run, worker_ses
 }
 
 // The candidate links the shared CUDA runtime, which starts its own threads on first use. Start it
-// before the first call, so that the thread count around kg_run sees only threads the candidate made.
+// before the first call, so that the thread count around kg_run sees only threads the candidate
+// made.
 void start_candidate_runtime(worker_session& s) {
   if (s.runtime_started) return;
   for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"})

@@ -144,7 +144,8 @@ std::string worker_process::last_log(std::size_t max_bytes) const {
   std::string s = file_tail(log_, max_bytes);
   std::error_code ec;
   const auto size = std::filesystem::file_size(log_, ec);
-  if (!ec && size >= log_from_ && size - log_from_ < s.size()) s = s.substr(s.size() - (size - log_from_));
+  if (!ec && size >= log_from_ && size - log_from_ < s.size())
+    s = s.substr(s.size() - (size - log_from_));
   return s;
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "suite/candidate_compiler.h"
+#include "reports/remove_tree.h"
 #include "suite/process.h"
 #include "suite/symbol_scan.h"
 
@@ -14,7 +15,7 @@ namespace fs = std::filesystem;
 namespace {
 fs::path scratch(const std::string& name) {
   const fs::path d = fs::temp_directory_path() / ("kg-cc-" + std::to_string(::getpid())) / name;
-  fs::remove_all(d);
+  remove_tree(d);
   fs::create_directories(d);
   return d;
 }

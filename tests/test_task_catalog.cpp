@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "reports/remove_tree.h"
 #include "suite/task_catalog.h"
 #include "suite/trial_cache.h"
 
@@ -152,7 +153,7 @@ TEST(trial_cache, prefetched_trials_equal_inline_ones) {
   const trial_key k{&t, &t.shapes[1], 5, {}, true};
   const trial_key other{&t, &t.shapes[1], 6, {}, false};
   const auto dir = std::filesystem::temp_directory_path() / "kg-test-trial-cache";
-  std::filesystem::remove_all(dir);
+  remove_tree(dir);
   trial_cache cache(dir);
   cache.prefetch(k);
   cache.prefetch(k); // idempotent
@@ -174,11 +175,12 @@ TEST(trial_cache, prefetched_trials_equal_inline_ones) {
   const std::vector<char> bytes{std::istreambuf_iterator<char>(in), {}};
   ASSERT_EQ(bytes.size(), b.inputs[0].bytes.size());
   EXPECT_EQ(std::memcmp(bytes.data(), b.inputs[0].bytes.data(), bytes.size()), 0);
-  EXPECT_EQ(std::filesystem::file_size(f.expected[0]), static_cast<std::uintmax_t>(b.oracle[0].numel()) * 4); // float32
-  EXPECT_EQ(cache.files(k).inputs[0], f.inputs[0]); // written once
+  EXPECT_EQ(std::filesystem::file_size(f.expected[0]),
+            static_cast<std::uintmax_t>(b.oracle[0].numel()) * 4); // float32
+  EXPECT_EQ(cache.files(k).inputs[0], f.inputs[0]);                // written once
   cache.forget({k, other});
   EXPECT_FALSE(std::filesystem::exists(f.inputs[0]));
   // Forgotten: a second take computes afresh (and still agrees).
   EXPECT_EQ(cache.take(k)->oracle[0].bytes, b.oracle[0].bytes);
-  std::filesystem::remove_all(dir);
+  remove_tree(dir);
 }

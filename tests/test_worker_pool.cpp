@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "reports/remove_tree.h"
 #include "suite/worker_pool.h"
 
 using namespace kg;
@@ -19,7 +20,7 @@ namespace {
 
 fs::path scratch(const std::string& name) {
   const fs::path d = fs::temp_directory_path() / ("kg-wp-" + std::to_string(::getpid())) / name;
-  fs::remove_all(d);
+  remove_tree(d);
   fs::create_directories(d);
   return d;
 }
@@ -64,8 +65,8 @@ TEST(worker_process, a_hang_times_out_within_its_limit_and_its_whole_group_is_ki
   const auto marker = d / "still_running";
   // The worker starts a grandchild that would touch a file after 2 s: killing only the worker
   // would leave it behind.
-  auto w = serving("read -r m <&3; (sleep 2; touch " + marker.string() + ") & sleep 60",
-                   d / "w.log");
+  auto w =
+      serving("read -r m <&3; (sleep 2; touch " + marker.string() + ") & sleep 60", d / "w.log");
   const auto t0 = std::chrono::steady_clock::now();
   const auto a = w.run("m.json", 0.3);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -122,7 +123,7 @@ TEST(gpu_gate, timing_waits_for_checks_then_goes_before_later_checks) {
     g.unlock_shared();
   });
   std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(writer_at.load(), -1); // still held by the two early checks
+  EXPECT_EQ(writer_at.load(), -1);      // still held by the two early checks
   EXPECT_EQ(late_reader_at.load(), -1); // queued behind the waiting writer
   g.unlock_shared();
   g.unlock_shared();
