@@ -24,7 +24,7 @@ print(f"pairs {len(ev)}: correctness worker {c:.1f} s, timing worker {t:.1f} s")
 PY
 # Three more full evals (cold, warm, correctness only): run on its own call, it may need minutes.
 if [ -n "${RUN_THROUGHPUT:-}" ]; then
-  timeout 500 ./bench/kg_bench_eval_throughput >"$logs/eval_throughput.txt" 2>&1
+  timeout ${THROUGHPUT_TIMEOUT:-500} ./bench/kg_bench_eval_throughput >"$logs/eval_throughput.txt" 2>&1
   cat "$logs/eval_throughput.txt"
 fi
 echo "total: ${SECONDS}s"
