@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     else if (a == "--workers")
       workers = argv[i + 1];
   }
+  std::cout << std::unitbuf; // each row as it is measured: a run cut short keeps the rows before it
   const auto dev = query_device(0);
   if (!dev.available) {
     std::cerr << "kg_bench_eval_throughput: no GPU: " << dev.reason << "\n";

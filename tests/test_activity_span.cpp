@@ -37,3 +37,18 @@ TEST(activity_span, an_unknown_window_side_is_not_judged_and_no_activity_is_no_s
   EXPECT_EQ(none.activities, 0);
   EXPECT_DOUBLE_EQ(none.span_us, 0.0);
 }
+
+// The candidate contract's check: work on any stream other than the one the call was given (its
+// holding activity's stream), even when all of it is on that one other stream.
+TEST(activity_span, work_on_a_stream_other_than_the_given_one_is_off_home) {
+  const auto own = summarize_activity({{2000, 3000, 7, 1}, {3000, 4000, 7, 1}}, 1000, 9000, 7);
+  EXPECT_FALSE(own.off_home);
+  const auto moved = summarize_activity({{2000, 3000, 13, 1}}, 1000, 9000, 7);
+  EXPECT_TRUE(moved.off_home);
+  EXPECT_EQ(moved.off_home_stream, 13u);
+  EXPECT_EQ(moved.streams, 1); // one stream: the count alone would not see it
+  const auto split = summarize_activity({{2000, 3000, 7, 1}, {2000, 3500, 9, 1}}, 1000, 9000, 7);
+  EXPECT_TRUE(split.off_home);
+  EXPECT_EQ(split.off_home_stream, 9u);
+  EXPECT_FALSE(summarize_activity({{2000, 3000, 13, 1}}, 1000, 9000).off_home); // home unknown
+}

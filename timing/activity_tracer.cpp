@@ -218,7 +218,7 @@ std::uint64_t activity_tracer::dropped() const {
 }
 
 activity_span summarize_activity(const std::vector<gpu_activity>& work, std::uint64_t open_ns,
-                                 std::uint64_t close_ns) {
+                                 std::uint64_t close_ns, std::uint32_t home_stream) {
   activity_span out;
   if (work.empty()) return out;
   out.any = true;
@@ -228,6 +228,10 @@ activity_span summarize_activity(const std::vector<gpu_activity>& work, std::uin
     first = std::min(first, a.start_ns);
     last = std::max(last, a.end_ns);
     streams.insert(a.stream_id);
+    if (home_stream != 0 && a.stream_id != home_stream && !out.off_home) {
+      out.off_home = true;
+      out.off_home_stream = a.stream_id;
+    }
     const bool early = open_ns != 0 && a.start_ns < open_ns;
     const bool late = close_ns != 0 && a.end_ns > close_ns;
     if ((early || late) && !out.outside_window) {

@@ -53,16 +53,20 @@ private:
 // One sample's view of a traced call between a holding activity (ends when the timed window
 // opens) and a trailing one (starts after the window closes).
 struct activity_span {
-  bool any = false;                 // the call launched any GPU activity
-  double span_us = 0;               // first start to last end of the call's activities
-  int activities = 0;               // kernels, memcpys and memsets of the call
-  int streams = 0;                  // distinct streams they ran on
-  bool outside_window = false;      // some activity began before the window opened or ended after
-  std::uint32_t outside_stream = 0; // the stream of the first such activity
+  bool any = false;                  // the call launched any GPU activity
+  double span_us = 0;                // first start to last end of the call's activities
+  int activities = 0;                // kernels, memcpys and memsets of the call
+  int streams = 0;                   // distinct streams they ran on
+  bool outside_window = false;       // some activity began before the window opened or ended after
+  std::uint32_t outside_stream = 0;  // the stream of the first such activity
+  bool off_home = false;             // some activity ran on a stream other than the call's own
+  std::uint32_t off_home_stream = 0; // the first such stream
 };
 // `work`: the call's activities; window_open/close_ns: end of the holding activity and start of the
-// trailing one (0 when unknown: that side is not judged).
+// trailing one (0 when unknown: that side is not judged); home_stream: the stream the call was
+// given (where the holding activity ran; 0 when unknown: not judged).
 activity_span summarize_activity(const std::vector<gpu_activity>& work,
-                                 std::uint64_t window_open_ns, std::uint64_t window_close_ns);
+                                 std::uint64_t window_open_ns, std::uint64_t window_close_ns,
+                                 std::uint32_t home_stream = 0);
 
 } // namespace kg

@@ -357,18 +357,22 @@ void gpu_timer::resolve(timing_sample* first, timing_sample* last) {
   for (auto* s = first; s != last; ++s) {
     if (!s->trace_tag) continue;
     std::uint64_t open = 0, close = 0;
+    std::uint32_t home = 0; // the holding kernel runs on the stream the work is given
     std::vector<gpu_activity> work_acts;
     for (const auto& a : by_sample[s->trace_tag]) {
-      if (a.tag % 4 == 1)
+      if (a.tag % 4 == 1) {
         open = a.end_ns;
-      else if (a.tag % 4 == 3)
+        home = a.stream_id;
+      } else if (a.tag % 4 == 3) {
         close = a.start_ns;
-      else
+      } else {
         work_acts.push_back(a);
+      }
     }
-    const auto span = summarize_activity(work_acts, open, close);
+    const auto span = summarize_activity(work_acts, open, close, home);
     s->activity_us = span.span_us;
     s->activity_streams = span.streams;
+    s->off_home_stream = span.off_home ? span.off_home_stream : 0;
     s->untimed_activity = span.outside_window;
     s->untimed_stream = span.outside_stream;
     if (opt_.backend == timing_backend::cupti) s->gpu_us = span.span_us;
@@ -499,13 +503,15 @@ timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
   r.activity_audit = s_->tracer ? "cupti" : "unavailable: " + s_->tracer_why;
   // GPU work of the call outside the window the events bracket: no time for such a run.
   auto escaped = [&](const timing_sample& s, const std::string& where) {
-    if (opt_.single_stream && s.traced && s.activity_streams > 1) {
+    if (opt_.single_stream && s.traced && (s.activity_streams > 1 || s.off_home_stream != 0)) {
       r.stop_reason = "untimed_activity";
       r.status = "REWARD_HACK";
       r.status_reason = where + ": GPU work of the call ran on " +
-                        std::to_string(s.activity_streams) +
-                        " streams; all of it must run on the stream the call is given (work "
-                        "left on another stream is not ordered before the caller's next use)";
+                        (s.off_home_stream != 0 ? "stream " + std::to_string(s.off_home_stream) +
+                                                      ", not the stream it was given"
+                                                : std::to_string(s.activity_streams) + " streams") +
+                        "; all of it must run on the given stream (work left on another stream "
+                        "is not ordered before the caller's next use of the output)";
       return true;
     }
     if (!s.untimed_activity || opt_.backend == timing_backend::cupti) return false;

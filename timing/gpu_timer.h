@@ -60,8 +60,9 @@ struct timing_options {
   // window (a side stream the events cannot see) ends the run as REWARD_HACK.
   bool trace_activity = true;
   int audit_every = 8; // events / graph: the first 4 samples traced, then about 1 in audit_every
-  // A traced sample whose GPU activity ran on more than one stream ends the run as REWARD_HACK
-  // (kernelgate eval's candidate contract: kg_run's work goes on the stream it is given).
+  // A traced sample whose GPU activity ran on more than one stream, or on a stream other than the
+  // one it was given, ends the run as REWARD_HACK (kernelgate eval's candidate contract: kg_run's
+  // work goes on the stream it is given).
   bool single_stream = false;
   bool nvml_per_sample = true; // read NVML's SM clock and throttle reasons after every sample
   nlohmann::json to_json() const;
@@ -72,9 +73,10 @@ struct timing_sample {
   double event_us = 0;      // between the events around the work (recorded in every backend)
   double activity_us = -1;  // CUPTI: first start to last end of the call's activity (-1: untraced)
   int activity_streams = 0; // streams the call's GPU activity ran on
-  bool traced = false;      // CUPTI recorded this sample's GPU activity
-  std::uint64_t trace_tag = 0;   // while its records are not yet read (internal)
-  bool untimed_activity = false; // some of the call's activity ran outside the timed window
+  std::uint32_t off_home_stream = 0; // a stream other than the given one it ran on (0: none)
+  bool traced = false;               // CUPTI recorded this sample's GPU activity
+  std::uint64_t trace_tag = 0;       // while its records are not yet read (internal)
+  bool untimed_activity = false;     // some of the call's activity ran outside the timed window
   std::uint32_t untimed_stream = 0;
   double sm_mhz = 0;      // the lower of the clocks measured on the device before and after
   double nvml_sm_mhz = 0; // NVML's SM clock read after the sample (0: unavailable)
