@@ -1,5 +1,7 @@
 #include "reports/kernelbench_io.h"
 
+#include <optional>
+
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -88,6 +90,7 @@ struct baseline_level {
   std::string key;
   bool present = false;
   std::map<long, double> mean_ms;
+  std::map<std::string, double> mean_ms_by_name; // by the whole problem file name
   std::set<std::string> hardware;
 };
 
@@ -115,6 +118,7 @@ baseline_level read_baseline(const json_file& f, int level) {
       fail(f, where + ": 'mean' must be a positive time, got " + std::to_string(mean));
     if (!out.mean_ms.emplace(*id, mean).second)
       fail(f, where + ": a second baseline entry for problem " + std::to_string(*id));
+    out.mean_ms_by_name[name] = mean;
     if (const auto h = entry.find("hardware"); h != entry.end() && h->is_string())
       out.hardware.insert(h->get<std::string>());
   }
@@ -123,8 +127,8 @@ baseline_level read_baseline(const json_file& f, int level) {
 
 } // namespace
 
-fastp_source kernelbench_source(const json_file& eval_results, const json_file& baseline,
-                                int level) {
+fastp_source kernelbench_source(const json_file& eval_results, const json_file& baseline, int level,
+                                const std::optional<std::filesystem::path>& dataset) {
   if (level < 1)
     throw fastp_input_error("KernelBench levels start at 1, got " + std::to_string(level));
   const auto eval = read_eval(eval_results);
@@ -151,23 +155,53 @@ fastp_source kernelbench_source(const json_file& eval_results, const json_file& 
                         (base.present ? "" : " (no '" + base.key + "' key)") +
                         ": 0 aligned problems");
 
+  // The problems: the dataset's files when given (KernelBench's own intended set, baseline
+  // entries matched by the whole file name), else every id seen in either file (matched by the
+  // '<id>_' prefix).
+  std::map<long, std::string> problem_file;
+  if (dataset) {
+    for (const auto& e : std::filesystem::directory_iterator(*dataset)) {
+      const std::string name = e.path().filename().string();
+      const auto us = name.find('_');
+      if (e.path().extension() != ".py" || us == std::string::npos) continue;
+      if (const auto id = parse_id(name.substr(0, us))) problem_file[*id] = name;
+    }
+    if (problem_file.empty())
+      throw fastp_input_error("no KernelBench problem files ('<id>_<Name>.py') in " +
+                              dataset->string());
+    src.description["intended"] = "the problem files in " + dataset->string();
+    src.description["aligned"] =
+        "problems whose file name has a baseline entry (KernelBench's exact-name match)";
+  }
   std::set<long> ids;
-  for (const auto& [id, s] : eval.scored)
-    ids.insert(id);
-  for (const auto& [id, n] : eval.others)
-    ids.insert(id);
-  for (const auto& [id, m] : base.mean_ms)
-    ids.insert(id);
+  if (dataset) {
+    for (const auto& [id, name] : problem_file)
+      ids.insert(id);
+  } else {
+    for (const auto& [id, s] : eval.scored)
+      ids.insert(id);
+    for (const auto& [id, n] : eval.others)
+      ids.insert(id);
+    for (const auto& [id, m] : base.mean_ms)
+      ids.insert(id);
+  }
 
   scored_candidate c;
   c.tasks.reserve(ids.size());
   for (const long id : ids) {
     task_outcome t;
     t.task = std::to_string(id);
-    if (const auto b = base.mean_ms.find(id); b != base.mean_ms.end())
+    if (dataset) {
+      const auto& name = problem_file.at(id);
+      if (const auto b = base.mean_ms_by_name.find(name); b != base.mean_ms_by_name.end())
+        t.baseline_ms = b->second;
+      else
+        t.exclusion = "no baseline entry named '" + name + "' in " + base_name + " " + base.key;
+    } else if (const auto b = base.mean_ms.find(id); b != base.mean_ms.end()) {
       t.baseline_ms = b->second;
-    else
+    } else {
       t.exclusion = "no baseline entry for problem " + t.task + " in " + base_name + " " + base.key;
+    }
     if (const auto s = eval.scored.find(id); s != eval.scored.end()) {
       t.evaluated = true;
       t.correct = s->second.correct;

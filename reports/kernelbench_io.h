@@ -12,6 +12,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 
 #include "reports/fastp_input.h"
 
@@ -19,8 +20,13 @@ namespace kg {
 
 inline constexpr int kernelbench_scored_sample = 0;
 
+// `dataset`: KernelBench's folder of the level's problem files (`<id>_<Name>.py`). With it the
+// problems are exactly those files (KernelBench's intended set: problems evaluated but no longer
+// in the dataset, and stale baseline entries, are ignored) and a baseline entry counts only under
+// the problem's whole file name, as KernelBench's analysis matches (a problem renamed since the
+// baseline was timed is excluded). Without it, every id in either file, matched by '<id>_'.
 // Throws fastp_input_error naming the file and the field on any malformed input.
-fastp_source kernelbench_source(const json_file& eval_results, const json_file& baseline,
-                                int level);
+fastp_source kernelbench_source(const json_file& eval_results, const json_file& baseline, int level,
+                                const std::optional<std::filesystem::path>& dataset = std::nullopt);
 
 } // namespace kg

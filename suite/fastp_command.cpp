@@ -25,7 +25,7 @@ const std::vector<double> default_p = {0.0, 0.5, 0.8, 1.0, 1.5, 2.0};
 
 struct fastp_request {
   std::filesystem::path result;
-  std::optional<std::filesystem::path> baseline, out;
+  std::optional<std::filesystem::path> baseline, out, dataset;
   std::optional<int> level;
   std::vector<double> p = default_p;
   double min_effect = 0.03;
@@ -97,14 +97,18 @@ fastp_request parse_request(const std::vector<std::string>& args) {
       positional.push_back(a);
       continue;
     }
-    static const char* with_value[] = {"--baseline",   "--level",     "--p",
-                                       "--min-effect", "--candidate", "--out"};
+    static const char* with_value[] = {"--baseline",  "--level", "--p",      "--min-effect",
+                                       "--candidate", "--out",   "--dataset"};
     if (std::find(std::begin(with_value), std::end(with_value), a) == std::end(with_value))
       throw bad_option("unknown option '" + a + "' for fastp");
     if (i + 1 >= args.size()) throw bad_option("option '" + a + "' needs a value");
     const std::string& v = args[++i];
     if (a == "--baseline") {
       r.baseline = v;
+    } else if (a == "--dataset") {
+      if (!std::filesystem::is_directory(v))
+        throw bad_option("--dataset '" + v + "' is not a folder (KernelBench/levelN)");
+      r.dataset = v;
     } else if (a == "--out") {
       r.out = v;
     } else if (a == "--candidate") {
@@ -144,8 +148,8 @@ fastp_source load_source(const fastp_request& r) {
   const auto result = read_json_file(path);
   const auto& doc = result.doc;
   if (doc.is_object() && doc.contains("schema") && doc.contains("kind")) {
-    if (r.baseline || r.level)
-      throw fastp_input_error("--baseline and --level apply to KernelBench files; '" +
+    if (r.baseline || r.level || r.dataset)
+      throw fastp_input_error("--baseline, --level and --dataset apply to KernelBench files; '" +
                               path.string() + "' is a kernelgate result");
     return eval_results_source(result, r.candidate);
   }
@@ -161,7 +165,7 @@ fastp_source load_source(const fastp_request& r) {
   if (r.candidate)
     throw fastp_input_error("--candidate applies to kernelgate results; '" + path.string() +
                             "' is a KernelBench eval_results.json (one model, sample_id 0)");
-  return kernelbench_source(result, read_json_file(*r.baseline), r.level.value_or(1));
+  return kernelbench_source(result, read_json_file(*r.baseline), r.level.value_or(1), r.dataset);
 }
 
 std::vector<candidate_report> score(const fastp_source& src, const fastp_request& r) {

@@ -259,6 +259,48 @@ TEST_F(fastp_cli, intended_and_aligned_sets_with_missing_problem_and_missing_bas
   EXPECT_NE(t.out.find("scoring sample_id 0"), std::string::npos);
 }
 
+// --dataset: KernelBench's problem files are the problems, and a baseline entry counts only under
+// the problem's whole file name (its analysis script's exact match). Problems on disk: 1_P1.py,
+// 2_Renamed.py, 3_P3.py, 4_P4.py. The baseline has 1_P1.py, 2_P2.py (timed before problem 2 was
+// renamed), 3_P3.py, 4_P4.py and a stale 9_P9.py; eval_results has 1, 2, 3 and a stray 7.
+// Aligned: 1, 3, 4 (n = 3); 2 is excluded (no entry named 2_Renamed.py); 7 and 9 are not problems.
+// Correct and > 1: problem 1 (2.0 / 1.0) only; 3 ties (1.0 / 1.0); 4 is missing. fast_1 = 1/3
+// aligned, 1/4 intended. Without --dataset the '<id>_' match aligns 2 as well (and 7, 9 count).
+TEST_F(fastp_cli, dataset_folder_sets_the_problems_and_exact_name_matching) {
+  const auto eval = kb_eval({{1, true, 1.0}, {2, true, 0.5}, {3, true, 1.0}, {7, true, 0.1}});
+  const auto base = kb_baseline({{1, 2.0}, {2, 1.0}, {3, 1.0}, {4, 1.0}, {9, 1.0}});
+  const auto level = dir_ / "level1";
+  fs::create_directories(level);
+  for (const char* f : {"1_P1.py", "2_Renamed.py", "3_P3.py", "4_P4.py"})
+    std::ofstream(level / f) << "# problem\n";
+  std::ofstream(level / "README.md") << "not a problem\n";
+  const auto j =
+      run_json({"fastp", eval, "--baseline", base, "--dataset", level.string(), "--p", "1"});
+  const auto& c = j["candidates"][0];
+  const auto& s = at_p(c, 1.0);
+  EXPECT_EQ(s["intended"], 4);
+  EXPECT_EQ(s["aligned"], 3);
+  EXPECT_EQ(s["fast"], 1);
+  EXPECT_DOUBLE_EQ(s["fast_p_aligned"].get<double>(), 1.0 / 3.0);
+  EXPECT_DOUBLE_EQ(s["fast_p_intended"].get<double>(), 0.25);
+  ASSERT_EQ(c["exclusions"].size(), 1u);
+  EXPECT_EQ(c["exclusions"][0]["task"], "2");
+  EXPECT_EQ(c["exclusions"][0]["reason"],
+            "no baseline entry named '2_Renamed.py' in " + base + " level1");
+  ASSERT_EQ(c["missing"].size(), 1u);
+  EXPECT_EQ(c["missing"][0]["task"], "4");
+  // The prefix match (no --dataset) counts 2 as aligned and 7 and 9 as problems.
+  const auto k = run_json({"fastp", eval, "--baseline", base, "--p", "1"});
+  EXPECT_EQ(at_p(k["candidates"][0], 1.0)["aligned"], 5);  // 1, 2, 3, 4, 9
+  EXPECT_EQ(at_p(k["candidates"][0], 1.0)["intended"], 6); // and 7
+  // A folder without problem files is bad input.
+  const auto empty = dir_ / "empty";
+  fs::create_directories(empty);
+  const auto bad = run({"fastp", eval, "--baseline", base, "--dataset", empty.string()});
+  EXPECT_EQ(bad.rc, exit_code::bad_input);
+  EXPECT_EQ(lines(bad.err), 1) << bad.err;
+}
+
 // Level 4 has no baseline entries: 0 aligned with the reason, every problem excluded, exit 0.
 // Fractions over an empty denominator are null (not a made-up 0).
 TEST_F(fastp_cli, level_without_baseline_entries_reports_zero_aligned) {
