@@ -50,7 +50,7 @@ struct sandbox_options {
   const compile_result* baseline = nullptr;
   // Wall-clock cap of each of the two measurements (the candidate's honest run, the ABBA pairs);
   // both also stop earlier once their interval is narrow enough.
-  double time_wall_seconds = 0.1;
+  double time_wall_seconds = 0.05;
 };
 
 // Every trial evaluate_candidate will need the CPU side of (correctness trials, then the timing

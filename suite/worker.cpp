@@ -171,6 +171,11 @@ struct worker_session {
   int threads_at_start = 0;
   bool runtime_started = false;
   std::string candidate_runtime;
+  // Timing sets loaded ahead (a "prepare_timing_of" manifest, run while other workers may use
+  // the GPU) for the timing manifest at prepared_for: uploading them is not timing, so it need
+  // not hold the GPU alone.
+  std::string prepared_for;
+  std::vector<std::unique_ptr<timing_set>> prepared_sets;
 };
 
 gpu_timer& session_timer(worker_session& s, const timing_options& o) {
@@ -187,10 +192,17 @@ gpu_timer& session_timer(worker_session& s, const timing_options& o) {
 // set), then, with a baseline, ABBA pairs of baseline and candidate on set 0: the speed ratio
 // with drift cancelled. The baseline is the task's own (trusted) kernel: it is not audited again,
 // and its time is the median of its samples in the pairs.
-nlohmann::json time_candidate(const nlohmann::json& t, kg_run_fn run, worker_session& session) {
+nlohmann::json time_candidate(const nlohmann::json& t, const std::string& manifest_path,
+                              kg_run_fn run, worker_session& session) {
   std::vector<std::unique_ptr<timing_set>> sets;
-  for (const auto& j : t.at("sets"))
-    sets.push_back(load_set(j));
+  if (session.prepared_for == manifest_path) {
+    sets = std::move(session.prepared_sets);
+  } else {
+    for (const auto& j : t.at("sets"))
+      sets.push_back(load_set(j));
+  }
+  session.prepared_for.clear();
+  session.prepared_sets.clear();
   timing_options o;
   o.max_wall_seconds = t.value("max_wall_seconds", 2.0);
   o.min_gpu_seconds = t.value("min_gpu_seconds", 0.05);
@@ -255,10 +267,33 @@ void start_candidate_runtime(worker_session& s) {
 
 // Runs one manifest; the result file is rewritten after every trial (a later crash keeps what was
 // seen). Returns the worker's code: 0 done, 3 cannot load the candidate, 5 CUDA error.
-int run_manifest(const nlohmann::json& m, worker_session& s, bool& left_state) {
+int run_manifest(const nlohmann::json& m, const std::string& path, worker_session& s,
+                 bool& left_state) {
   nlohmann::json result = {{"trials", nlohmann::json::array()}};
   const std::string result_file = m.at("result");
   auto write_result = [&] { std::ofstream(result_file) << result.dump() << "\n"; };
+  if (m.contains("prepare_timing_of")) { // load the timing sets of that manifest, run nothing
+    try {
+      const std::string of = m.at("prepare_timing_of");
+      std::ifstream in(of);
+      const auto timing = nlohmann::json::parse(in).at("timing");
+      s.prepared_sets.clear();
+      for (const auto& j : timing.at("sets"))
+        s.prepared_sets.push_back(load_set(j));
+      s.prepared_for = of;
+      result["prepared_sets"] = s.prepared_sets.size();
+    } catch (const cuda_failure& f) {
+      result["error"] = "CUDA error: " + f.what;
+      write_result();
+      return 5;
+    } catch (const std::exception& e) {
+      result["error"] = std::string("cannot prepare the timing sets: ") + e.what();
+      write_result();
+      return 2;
+    }
+    write_result();
+    return 0;
+  }
   void* so = dlopen(m.at("shared_object").get<std::string>().c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!so) {
     result["error"] = std::string("cannot load the candidate: ") + dlerror();
@@ -330,7 +365,7 @@ int run_manifest(const nlohmann::json& m, worker_session& s, bool& left_state) {
       write_result();
     }
     if (m.contains("timing")) {
-      result["timing"] = time_candidate(m.at("timing"), run, s);
+      result["timing"] = time_candidate(m.at("timing"), path, run, s);
       write_result();
     }
   } catch (const cuda_failure& f) {
@@ -381,7 +416,7 @@ int run_worker(const std::string& manifest_path) {
   worker_session s;
   if (!open_session(s)) return 5;
   bool left_state = false;
-  return run_manifest(m, s, left_state);
+  return run_manifest(m, manifest_path, s, left_state);
 }
 
 int run_worker_serve(int request_fd, int reply_fd) {
@@ -402,7 +437,7 @@ int run_worker_serve(int request_fd, int reply_fd) {
     if (!ok)
       code = 5;
     else if (read_manifest(path, m))
-      code = run_manifest(m, s, left_state);
+      code = run_manifest(m, path, s, left_state);
     // Ending the session after this manifest: a CUDA error leaves the context unusable; threads
     // or device memory the candidate kept could reach the next candidate; and a bound on the
     // manifests served keeps any slower drift (fragmentation, runtime caches) in check.

@@ -1,0 +1,201 @@
+// The Qwen3-4B decode kernels (issue: workloads under test) as kernelgate's harness times them,
+// each as a fraction of the device-to-device copy bandwidth measured in the same run: the GEMV /
+// skinny GEMM of every projection (qkv 6144x2560, o_proj 2560x4096, gate_up 19456x2560, down
+// 2560x9728, lm_head 151936x2560) at batch 1, 8, 16 and 32, and split-KV decode attention at
+// the contexts of targets.md section 6. The kernels are the task kernels of kernels/tasks,
+// compiled as candidates are (nvcc, the compile cache) and called through kg_run on the timer's
+// stream; each shape's output is first checked against the fp64 oracle where the oracle is
+// cheap enough (weights up to 64M elements), else marked unchecked.
+//
+// Copy bandwidth = (bytes read + bytes written) / time of a cudaMemcpyAsync device to device,
+// 1 GiB (the ceiling) and 49.8 MB (the down projection's weight), L2 flushed before each sample
+// as for every kernel. A kernel's bandwidth = the task's minimum bytes / its median time.
+//
+//   kg_bench_decode_kernels [--max-wall S]   (needs a GPU; exits 3 without one)
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dlfcn.h>
+
+#include "kernels/abi/kg_candidate.h"
+#include "oracles/comparators.h"
+#include "oracles/task_oracles.h"
+#include "suite/candidate_compiler.h"
+#include "suite/task_catalog.h"
+#include "timing/cuda_check.h"
+#include "timing/device_buffer.h"
+#include "timing/device_info.h"
+#include "timing/gpu_timer.h"
+#include "workloads/qwen3.h"
+#include "workloads/task.h"
+
+using namespace kg;
+namespace fs = std::filesystem;
+
+namespace {
+
+using kg_run_fn = int (*)(const kg_tensor*, int, kg_tensor*, int, cudaStream_t);
+
+struct device_tensors {
+  std::vector<device_buffer> buffers;
+  std::vector<kg_tensor> views;
+  void add(dtype type, const std::vector<std::int64_t>& shape, const host_tensor* fill) {
+    std::int64_t n = 1;
+    kg_tensor t{};
+    t.dtype = static_cast<int>(type);
+    t.ndim = static_cast<std::int32_t>(shape.size());
+    for (std::size_t k = shape.size(); k-- > 0;) {
+      t.shape[k] = shape[k];
+      t.strides[k] = n;
+      n *= shape[k];
+    }
+    buffers.emplace_back(static_cast<std::size_t>(n) * dtype_size(type));
+    if (fill)
+      KG_CUDA_CHECK(cudaMemcpy(buffers.back().get(), fill->bytes.data(), fill->bytes.size(),
+                               cudaMemcpyHostToDevice));
+    t.data = buffers.back().get();
+    views.push_back(t);
+  }
+};
+
+kg_run_fn load_kernel(const compile_result& c) {
+  if (!c.ok) {
+    std::cerr << "kg_bench_decode_kernels: " << c.source << " does not compile: " << c.log << "\n";
+    std::exit(1);
+  }
+  void* so = dlopen(c.shared_object.c_str(), RTLD_NOW | RTLD_LOCAL);
+  auto* run = so ? reinterpret_cast<kg_run_fn>(dlsym(so, "kg_run")) : nullptr;
+  if (!run) {
+    std::cerr << "kg_bench_decode_kernels: cannot load " << c.shared_object << "\n";
+    std::exit(1);
+  }
+  return run;
+}
+
+struct row_result {
+  double median_us = 0, lo_us = 0, hi_us = 0, gbps = 0;
+  std::string checked;
+};
+
+// Times `run` on the task at `dims`; checks the output against the fp64 oracle first when
+// `check` (the output is a single bf16 tensor for both tasks here).
+row_result time_kernel(gpu_timer& timer, const task_def& task, kg_run_fn run,
+                       const std::map<std::string, std::int64_t>& dims, bool check) {
+  task_shape shape;
+  shape.name = "bench";
+  shape.dims = dims;
+  const auto inputs = make_task_inputs(task, shape, 20261129);
+  device_tensors in, out;
+  for (const auto& h : inputs)
+    in.add(h.type, h.shape, &h);
+  for (const auto& o : task.outputs)
+    out.add(o.type, resolve_shape(o, shape), nullptr);
+  auto call = [&](cudaStream_t s) {
+    if (run(in.views.data(), static_cast<int>(in.views.size()), out.views.data(),
+            static_cast<int>(out.views.size()), s) != 0)
+      throw std::runtime_error("kg_run returned an error");
+  };
+  row_result r;
+  r.checked = "unchecked (oracle too costly)";
+  if (check) {
+    call(timer.stream());
+    KG_CUDA_CHECK(cudaStreamSynchronize(timer.stream()));
+    const auto oracle = run_task_oracle(task, shape, inputs);
+    host_tensor got(task.outputs[0].type, resolve_shape(task.outputs[0], shape));
+    KG_CUDA_CHECK(cudaMemcpy(got.bytes.data(), out.buffers[0].get(), got.bytes.size(),
+                             cudaMemcpyDeviceToHost));
+    const auto& tol = task.tolerance.at(task.outputs[0].type);
+    const auto c = compare_allclose(oracle[0], got, tol.atol, tol.rtol, tolerance_side::reference);
+    r.checked = c.mismatches == 0 ? "matches fp64 oracle"
+                                  : "WRONG: " + std::to_string(c.mismatches) + " elements";
+  }
+  const auto t = timer.measure(call);
+  r.median_us = t.summary.median;
+  r.lo_us = t.median_ci.lo;
+  r.hi_us = t.median_ci.hi;
+  r.gbps = eval_dim_expr(task.min_bytes, dims) / (r.median_us * 1e-6) / 1e9;
+  return r;
+}
+
+double copy_gbps(gpu_timer& timer, std::size_t bytes, double* us) {
+  device_buffer src(bytes), dst(bytes);
+  KG_CUDA_CHECK(cudaMemset(src.get(), 1, bytes));
+  const auto t = timer.measure([&](cudaStream_t s) {
+    KG_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, s));
+  });
+  *us = t.summary.median;
+  return 2.0 * static_cast<double>(bytes) / (t.summary.median * 1e-6) / 1e9;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::cout << std::unitbuf; // rows as they are measured
+  timing_options o;
+  o.max_wall_seconds = 2.0;
+  for (int i = 1; i + 1 < argc; i += 2)
+    if (std::string(argv[i]) == "--max-wall") o.max_wall_seconds = std::atof(argv[i + 1]);
+  const auto dev = query_device(0);
+  if (!dev.available) {
+    std::cerr << "kg_bench_decode_kernels: no GPU: " << dev.reason << "\n";
+    return 3;
+  }
+  const fs::path root = KG_SOURCE_DIR;
+  const auto linear = load_task(root / "data/tasks/qwen3_decode_linear_bf16.json");
+  const auto attention = load_task(root / "data/tasks/qwen3_decode_attention_splitkv.json");
+  const auto compiled =
+      compile_candidates({root / "kernels/tasks/qwen3_decode_linear_bf16.cu",
+                          root / "kernels/tasks/qwen3_decode_attention_splitkv.cu"},
+                         compile_options{});
+  const auto linear_run = load_kernel(compiled[0]);
+  const auto attention_run = load_kernel(compiled[1]);
+  gpu_timer timer(o);
+
+  double us_big = 0, us_down = 0;
+  const double copy_big = copy_gbps(timer, std::size_t{1} << 30, &us_big);
+  const std::size_t down_bytes = 2560ull * 9728ull * 2ull;
+  const double copy_down = copy_gbps(timer, down_bytes, &us_down);
+  std::cout << std::fixed << std::setprecision(1) << "device: " << dev.name << ", timing backend "
+            << timing_backend_name(o.backend) << "\n"
+            << "copy bandwidth (read + write), device to device: 1 GiB " << copy_big << " GB/s ("
+            << us_big << " us); 49.8 MB " << copy_down << " GB/s (" << us_down
+            << " us). Fractions below are of the 1 GiB figure.\n\n";
+  std::cout << std::left << std::setw(34) << "kernel" << std::right << std::setw(11) << "median us"
+            << std::setw(22) << "95% interval" << std::setw(10) << "GB/s" << std::setw(9)
+            << "of copy"
+            << "  check\n";
+  auto print = [&](const std::string& name, const row_result& r) {
+    std::ostringstream ci;
+    ci << std::fixed << std::setprecision(2) << "[" << r.lo_us << ", " << r.hi_us << "]";
+    std::cout << std::left << std::setw(34) << name << std::right << std::fixed
+              << std::setprecision(2) << std::setw(11) << r.median_us << std::setw(22) << ci.str()
+              << std::setprecision(1) << std::setw(10) << r.gbps << std::setw(8)
+              << 100.0 * r.gbps / copy_big << "%  " << r.checked << "\n";
+  };
+  for (const auto& g : decode_gemms())
+    for (const std::int64_t b : {1, 8, 16, 32}) {
+      const bool check = g.n * g.k <= (64ll << 20);
+      const auto r =
+          time_kernel(timer, linear, linear_run, {{"B", b}, {"N", g.n}, {"K", g.k}}, check);
+      print(g.name + " " + std::to_string(g.n) + "x" + std::to_string(g.k) + " b" +
+                std::to_string(b),
+            r);
+    }
+  for (const auto& [b, s] :
+       std::vector<std::pair<int, int>>{{1, 2048}, {1, 8192}, {8, 2048}, {8, 8192}, {32, 2048}}) {
+    const auto r = time_kernel(timer, attention, attention_run,
+                               {{"B", b}, {"HQ", 32}, {"HK", 8}, {"S", s}}, b * s <= 8 * 8192);
+    print("attention b" + std::to_string(b) + " ctx" + std::to_string(s), r);
+  }
+  std::cout << "\ntargets (issue): down b1 >= 85% and b8 >= 80% of copy; attention b8 ctx8192 >= "
+               "85%; attention b1 ctx2048: report (torch SDPA: 15%)\n";
+  return 0;
+}

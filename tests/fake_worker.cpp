@@ -1,0 +1,62 @@
+// A stand-in for `kernelgate worker --serve` in the CPU tests of `kernelgate eval`'s pipeline
+// (KERNELGATE_FAKE_DEVICE=1): same protocol (manifest paths on fd 3, "CODE continue|recycle" on
+// fd 4), no GPU. Every output is written as zeros; a candidate whose shared object's name
+// carries the string KG_FAKE_CRASH kills the process, one carrying KG_FAKE_HANG never answers.
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "workloads/tensor.h"
+
+int main(int argc, char** argv) {
+  if (argc != 5) return 2; // worker --serve 3 4
+  FILE* requests = fdopen(std::stoi(argv[3]), "r");
+  const int reply_fd = std::stoi(argv[4]);
+  char line[4096];
+  while (requests && fgets(line, sizeof line, requests)) {
+    std::string path(line);
+    while (!path.empty() && (path.back() == '\n' || path.back() == '\r'))
+      path.pop_back();
+    std::ifstream in(path);
+    const auto m = nlohmann::json::parse(in);
+    nlohmann::json result = {{"trials", nlohmann::json::array()}};
+    if (!m.contains("prepare_timing_of")) {
+      const std::string so = m.at("shared_object");
+      std::printf("fake worker: %s\n", so.c_str());
+      std::fflush(stdout);
+      std::ifstream obj(so, std::ios::binary);
+      const std::string bytes{std::istreambuf_iterator<char>(obj), {}};
+      if (bytes.find("KG_FAKE_CRASH") != std::string::npos) std::raise(SIGSEGV);
+      if (bytes.find("KG_FAKE_HANG") != std::string::npos)
+        std::this_thread::sleep_for(std::chrono::hours(1));
+      for (const auto& t : m.at("trials")) {
+        for (const auto& o : t.at("outputs")) {
+          std::size_t n = kg::dtype_size(static_cast<kg::dtype>(o.at("dtype").get<int>()));
+          for (const auto d : o.at("shape"))
+            n *= d.get<std::size_t>();
+          const std::vector<char> zeros(n, 0);
+          std::ofstream(o.at("file").get<std::string>(), std::ios::binary)
+              .write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+        }
+        result["trials"].push_back({{"rc", 0},
+                                    {"inputs_modified", std::vector<bool>(t.at("inputs").size())},
+                                    {"threads_before", 1},
+                                    {"threads_after", 1},
+                                    {"seconds", 0.0}});
+      }
+    }
+    std::ofstream(m.at("result").get<std::string>()) << result.dump() << "\n";
+    const std::string reply = "0 continue\n";
+    if (write(reply_fd, reply.data(), reply.size()) != static_cast<ssize_t>(reply.size())) return 1;
+  }
+  return 0;
+}
