@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
       for (const auto& t : m.at("trials")) {
         for (const auto& o : t.at("outputs")) {
           std::size_t n = kg::dtype_size(static_cast<kg::dtype>(o.at("dtype").get<int>()));
-          for (const auto d : o.at("shape"))
+          for (const auto& d : o.at("shape"))
             n *= d.get<std::size_t>();
           const std::vector<char> zeros(n, 0);
           std::ofstream(o.at("file").get<std::string>(), std::ios::binary)
