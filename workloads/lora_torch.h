@@ -1,0 +1,45 @@
+// LoRA training with LibTorch autograd (issue: workloads under test): K jobs, each with its own
+// rank-r adapters on q and v and its own batch, over one frozen base model (lora_model.h). Each
+// step runs every job's forward and backward and an SGD update of its adapters. The device and
+// dtype are the caller's ("cpu" / "cuda", float64 / float32 / bfloat16): the tests check it in
+// float64 and float32 on the CPU against lora_reference.h; the workload runs it on the GPU.
+// The LibTorch types stay behind this header (one LibTorch TU: workloads/lora_torch.cpp).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "workloads/lora_model.h"
+
+namespace kg {
+
+struct lora_torch_options {
+  std::string device = "cpu";    // a torch device string: "cpu", "cuda", "cuda:0"
+  std::string dtype = "float32"; // float64 | float32 | bfloat16 (loss computed in float32 or wider)
+};
+
+struct lora_job_step {
+  double loss = 0;
+  std::vector<double> grad; // d loss / d adapter, lora_adapters::flat() order
+};
+
+class lora_trainer {
+public:
+  // Throws std::runtime_error (LibTorch's message) when the device or dtype is unusable.
+  lora_trainer(const lora_config& c, const lora_base& base, const std::vector<lora_adapters>& jobs,
+               const lora_torch_options& opt = {});
+  ~lora_trainer();
+  lora_trainer(const lora_trainer&) = delete;
+  lora_trainer& operator=(const lora_trainer&) = delete;
+
+  // Forward and backward of every job on its batch, then adapters -= lr * grad (lr 0: no update).
+  std::vector<lora_job_step> step(const std::vector<lora_batch>& batches, double lr);
+  std::vector<lora_adapters> adapters() const; // current values, as doubles
+
+private:
+  struct impl;
+  std::unique_ptr<impl> p_;
+};
+
+} // namespace kg
