@@ -19,12 +19,18 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 ev = [x for x in r["records"] if x["type"] == "evaluation"]
 c = sum(x["detail"].get("worker", {}).get("seconds", 0) for x in ev)
+p = sum(x["detail"].get("timing_prepare_worker", {}).get("seconds", 0) for x in ev)
 t = sum(x["detail"].get("timing_worker", {}).get("seconds", 0) for x in ev)
-print(f"pairs {len(ev)}: correctness worker {c:.1f} s, timing worker {t:.1f} s")
+print(f"pairs {len(ev)}: correctness worker {c:.1f} s, timing inputs {p:.1f} s, timing (GPU held alone) {t:.1f} s")
 PY
 # Three more full evals (cold, warm, correctness only): run on its own call, it may need minutes.
 if [ -n "${RUN_THROUGHPUT:-}" ]; then
   timeout ${THROUGHPUT_TIMEOUT:-500} ./bench/kg_bench_eval_throughput >"$logs/eval_throughput.txt" 2>&1
   cat "$logs/eval_throughput.txt"
+fi
+# The Qwen3 decode kernels as fractions of the copy bandwidth (issue: workloads under test).
+if [ -n "${RUN_DECODE:-}" ]; then
+  timeout ${DECODE_TIMEOUT:-200} ./bench/kg_bench_decode_kernels >"$logs/decode_kernels.txt" 2>&1
+  cat "$logs/decode_kernels.txt"
 fi
 echo "total: ${SECONDS}s"

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@
 #include "reports/remove_tree.h"
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
+#include "suite/sandbox.h"
+#include "suite/task_catalog.h"
 
 using namespace kg;
 namespace fs = std::filesystem;
@@ -81,4 +84,20 @@ TEST(eval_pipeline, pairs_run_on_a_worker_pool_and_are_recorded_in_order) {
   // Scratch tensors are gone; the worker logs stay.
   EXPECT_TRUE(fs::exists(d / "out/workers/worker-0.log"));
   remove_tree(d);
+}
+
+// The CPU side of a pair is shared where the data is the same: draw 0 of each shape is the trial
+// the reference check uses, and the two timed sets are draws 0 and 1 of the first shape; only the
+// fresh timing set is new. softmax_lastdim: 2 shapes x 3 draws + 1 fresh set = 7 distinct trials.
+TEST(eval_pipeline, timing_and_the_reference_check_reuse_correctness_trials) {
+  const auto t = load_task(std::string(KG_SOURCE_DIR) + "/data/tasks/softmax_lastdim.json");
+  sandbox_options opt;
+  std::set<std::string> ids;
+  for (const auto& k : planned_trials(t, opt))
+    ids.insert(k.id());
+  EXPECT_EQ(ids.size(), t.shapes.size() * 3 + 1);
+  for (const auto& shape : t.shapes) // the reference check's keys are among them
+    EXPECT_TRUE(ids.count(trial_key{&t, &shape, opt.seed, {}, true}.id())) << shape.name;
+  opt.time = false;
+  EXPECT_EQ(planned_trials(t, opt).size(), t.shapes.size() * 3);
 }
