@@ -32,12 +32,13 @@ commands:
        [--backend auto|events|graph|cupti] [--shape RxC] [--dtype float32|float16] [--min-effect F]
        [--out DIR]                 time a kernel (cold, L2 flushed), optionally against another
   eval --tasks GLOB --candidates DIR [--protocol strict|PEER] [--trials N] [--timeout S] [--jobs N]
-       [--cache DIR] [--time yes|no] [--baselines DIR] [--out DIR] [--kernelbench FILE]
+       [--workers N] [--cache DIR] [--time yes|no] [--time-budget S] [--baselines DIR]
+       [--scratch DIR] [--out DIR] [--kernelbench FILE]
                                    compile and run every (task, candidate) pair in a sandboxed
                                    worker, check it against the task's fp64 oracle, and time a
                                    passing one against the task's own kernel
-  fastp RESULT [--baseline FILE] [--level N] [--p 0,0.5,0.8,1,1.5,2] [--min-effect F]
-        [--candidate NAME] [--json] [--out DIR]
+  fastp RESULT [--baseline FILE] [--level N] [--dataset DIR] [--p 0,0.5,0.8,1,1.5,2]
+        [--min-effect F] [--candidate NAME] [--json] [--out DIR]
                                    strict fast_p over intended and aligned tasks, with intervals,
                                    noise-aware counts and near-ties (RESULT: a kernelgate eval
                                    result, or KernelBench's eval_results.json with --baseline)
