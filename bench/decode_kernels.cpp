@@ -2,7 +2,8 @@
 // each as a fraction of the device-to-device copy bandwidth measured in the same run: the GEMV /
 // skinny GEMM of every projection (qkv 6144x2560, o_proj 2560x4096, gate_up 19456x2560, down
 // 2560x9728, lm_head 151936x2560) at batch 1, 8, 16 and 32, and split-KV decode attention at
-// the contexts of targets.md section 6. The kernels are the task kernels of kernels/tasks,
+// the contexts of targets.md section 6. The kernels are the task kernels of kernels/tasks and the
+// variants in kernels/variants/<task>/ (each row names which),
 // compiled as candidates are (nvcc, the compile cache) and called through kg_run on the timer's
 // stream; each shape's output is first checked against the fp64 oracle where the oracle is
 // cheap enough (weights up to 64M elements), else marked unchecked.
@@ -12,6 +13,7 @@
 // as for every kernel. A kernel's bandwidth = the task's minimum bytes / its median time.
 //
 //   kg_bench_decode_kernels [--max-wall S]   (needs a GPU; exits 3 without one)
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -151,12 +153,30 @@ int main(int argc, char** argv) {
   const fs::path root = KG_SOURCE_DIR;
   const auto linear = load_task(root / "data/tasks/qwen3_decode_linear_bf16.json");
   const auto attention = load_task(root / "data/tasks/qwen3_decode_attention_splitkv.json");
-  const auto compiled =
-      compile_candidates({root / "kernels/tasks/qwen3_decode_linear_bf16.cu",
-                          root / "kernels/tasks/qwen3_decode_attention_splitkv.cu"},
-                         compile_options{});
-  const auto linear_run = load_kernel(compiled[0]);
-  const auto attention_run = load_kernel(compiled[1]);
+  // The task kernels, then every variant in kernels/variants/<task>/ (timed side by side).
+  std::vector<fs::path> sources = {root / "kernels/tasks/qwen3_decode_linear_bf16.cu",
+                                   root / "kernels/tasks/qwen3_decode_attention_splitkv.cu"};
+  std::vector<std::pair<std::string, std::size_t>> linear_kernels = {{"task", 0}},
+                                                   attention_kernels = {{"task", 1}};
+  const std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::size_t>>*>>
+      variant_dirs = {{"qwen3_decode_linear_bf16", &linear_kernels},
+                      {"qwen3_decode_attention_splitkv", &attention_kernels}};
+  for (const auto& [task_id, list] : variant_dirs) {
+    const fs::path dir = root / "kernels/variants" / task_id;
+    if (!fs::is_directory(dir)) continue;
+    std::vector<fs::path> found;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".cu") found.push_back(e.path());
+    std::sort(found.begin(), found.end());
+    for (const auto& f : found) {
+      list->push_back({f.stem().string(), sources.size()});
+      sources.push_back(f);
+    }
+  }
+  const auto compiled = compile_candidates(sources, compile_options{});
+  std::vector<kg_run_fn> runs;
+  for (const auto& c : compiled)
+    runs.push_back(load_kernel(c));
   gpu_timer timer(o);
 
   double us_big = 0, us_down = 0;
@@ -168,33 +188,35 @@ int main(int argc, char** argv) {
             << "copy bandwidth (read + write), device to device: 1 GiB " << copy_big << " GB/s ("
             << us_big << " us); 49.8 MB " << copy_down << " GB/s (" << us_down
             << " us). Fractions below are of the 1 GiB figure.\n\n";
-  std::cout << std::left << std::setw(34) << "kernel" << std::right << std::setw(11) << "median us"
+  std::cout << std::left << std::setw(44) << "kernel" << std::right << std::setw(11) << "median us"
             << std::setw(22) << "95% interval" << std::setw(10) << "GB/s" << std::setw(9)
             << "of copy"
             << "  check\n";
   auto print = [&](const std::string& name, const row_result& r) {
     std::ostringstream ci;
     ci << std::fixed << std::setprecision(2) << "[" << r.lo_us << ", " << r.hi_us << "]";
-    std::cout << std::left << std::setw(34) << name << std::right << std::fixed
+    std::cout << std::left << std::setw(44) << name << std::right << std::fixed
               << std::setprecision(2) << std::setw(11) << r.median_us << std::setw(22) << ci.str()
               << std::setprecision(1) << std::setw(10) << r.gbps << std::setw(8)
               << 100.0 * r.gbps / copy_big << "%  " << r.checked << "\n";
   };
   for (const auto& g : decode_gemms())
-    for (const std::int64_t b : {1, 8, 16, 32}) {
-      const bool check = g.n * g.k <= (64ll << 20);
-      const auto r =
-          time_kernel(timer, linear, linear_run, {{"B", b}, {"N", g.n}, {"K", g.k}}, check);
-      print(g.name + " " + std::to_string(g.n) + "x" + std::to_string(g.k) + " b" +
-                std::to_string(b),
-            r);
-    }
+    for (const std::int64_t b : {1, 8, 16, 32})
+      for (const auto& [kname, k] : linear_kernels) {
+        const bool check = g.n * g.k <= (64ll << 20);
+        const auto r =
+            time_kernel(timer, linear, runs[k], {{"B", b}, {"N", g.n}, {"K", g.k}}, check);
+        print(g.name + " " + std::to_string(g.n) + "x" + std::to_string(g.k) + " b" +
+                  std::to_string(b) + " [" + kname + "]",
+              r);
+      }
   for (const auto& [b, s] :
-       std::vector<std::pair<int, int>>{{1, 2048}, {1, 8192}, {8, 2048}, {8, 8192}, {32, 2048}}) {
-    const auto r = time_kernel(timer, attention, attention_run,
-                               {{"B", b}, {"HQ", 32}, {"HK", 8}, {"S", s}}, b * s <= 8 * 8192);
-    print("attention b" + std::to_string(b) + " ctx" + std::to_string(s), r);
-  }
+       std::vector<std::pair<int, int>>{{1, 2048}, {1, 8192}, {8, 2048}, {8, 8192}, {32, 2048}})
+    for (const auto& [kname, k] : attention_kernels) {
+      const auto r = time_kernel(timer, attention, runs[k],
+                                 {{"B", b}, {"HQ", 32}, {"HK", 8}, {"S", s}}, b * s <= 8 * 8192);
+      print("attention b" + std::to_string(b) + " ctx" + std::to_string(s) + " [" + kname + "]", r);
+    }
   std::cout << "\ntargets (issue): down b1 >= 85% and b8 >= 80% of copy; attention b8 ctx8192 >= "
                "85%; attention b1 ctx2048: report (torch SDPA: 15%)\n";
   return 0;

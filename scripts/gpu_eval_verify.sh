@@ -13,6 +13,10 @@ cache=/tmp/kg-eval-cache
 echo "eval catalog exit $?"; cat "$logs/eval_catalog.txt"
 ./suite/kernelgate fastp /tmp/kg-eval-catalog/result.json >"$logs/fastp.txt" 2>&1; head -30 "$logs/fastp.txt"
 ./suite/kernelgate validate /tmp/kg-eval-catalog/result.json
+# The kernel variants (kernels/variants/<task>/*.cu) must pass strict like the task kernels.
+./suite/kernelgate eval --tasks "$root/data/tasks/qwen3_decode_*.json" --candidates "$root/kernels/variants" \
+  --cache $cache --out /tmp/kg-eval-variants >"$logs/eval_variants.txt" 2>&1
+echo "eval variants exit $?"; grep -v ' MISSING ' "$logs/eval_variants.txt" | cut -c1-200
 # Where the catalog eval's time went: worker seconds per phase (correctness, timing).
 python3 - /tmp/kg-eval-catalog/result.json <<'PY' || true
 import json, sys

@@ -4,8 +4,8 @@
 
 #include <gtest/gtest.h>
 
-#include "suite/candidate_compiler.h"
 #include "reports/remove_tree.h"
+#include "suite/candidate_compiler.h"
 #include "suite/process.h"
 #include "suite/symbol_scan.h"
 
@@ -107,8 +107,9 @@ TEST(symbol_scan, forbidden_imports_of_red_team_candidates_are_named) {
   EXPECT_FALSE(forbidden_imports({"cudaEventRecord"}, true).empty());
 }
 
-// Every verified task kernel compiles for sm_90a (on CPU-only machines too) and imports nothing a
-// candidate may not: the substrates obey the rules the candidates are held to.
+// Every verified task kernel, and every variant in kernels/variants/<task>/, compiles for sm_90a
+// (on CPU-only machines too) and imports nothing a candidate may not: the substrates obey the
+// rules the candidates are held to.
 TEST(candidate_compiler, every_task_kernel_compiles_and_imports_nothing_forbidden) {
   compile_options o;
   o.cache_dir = scratch("all");
@@ -116,6 +117,9 @@ TEST(candidate_compiler, every_task_kernel_compiles_and_imports_nothing_forbidde
   for (const auto& e : fs::directory_iterator(fs::path(KG_SOURCE_DIR) / "kernels" / "tasks"))
     if (e.path().extension() == ".cu") src.push_back(e.path());
   ASSERT_GE(src.size(), 4u);
+  for (const auto& e :
+       fs::recursive_directory_iterator(fs::path(KG_SOURCE_DIR) / "kernels" / "variants"))
+    if (e.path().extension() == ".cu") src.push_back(e.path());
   for (const auto& b : compile_candidates(src, o)) {
     ASSERT_TRUE(b.ok) << b.source << ": " << b.log;
     const auto imports = imported_symbols(b.shared_object);
