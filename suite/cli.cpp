@@ -18,6 +18,7 @@
 #include "suite/fastp_command.h"
 #include "suite/time_command.h"
 #include "suite/worker.h"
+#include "suite/workload_command.h"
 
 namespace kg {
 namespace {
@@ -42,6 +43,9 @@ commands:
                                    strict fast_p over intended and aligned tasks, with intervals,
                                    noise-aware counts and near-ties (RESULT: a kernelgate eval
                                    result, or KernelBench's eval_results.json with --baseline)
+  workload list | workload run ID [--device cpu|cuda] [--steps N] [--jobs N] [--out DIR]
+                                   run a workload of the Qwen3-4B stack (LoRA training today):
+                                   metrics with intervals, gate verdicts, a workload result
   protocols [--json]               the checking protocols and the peers they model
   validate <result.json>           check a result file against the result schema
   help                             this text
@@ -176,6 +180,7 @@ int kernelgate_main(const std::vector<std::string>& args, std::ostream& out, std
     if (cmd == "time") return run_time_command(args, out, err);
     if (cmd == "fastp") return run_fastp_command(args, out, err);
     if (cmd == "eval") return run_eval_command(args, out, err);
+    if (cmd == "workload") return run_workload_command(args, out, err);
     // Internal: the sandbox runs candidates as `kernelgate worker MANIFEST`, and `kernelgate eval`
     // keeps workers as `kernelgate worker --serve REQUEST_FD REPLY_FD`.
     if (cmd == "worker" && args.size() == 3) return run_worker(args[2]);

@@ -200,3 +200,40 @@ TEST(cli, eval_without_a_gpu_exits_3) {
   EXPECT_EQ(r.rc, exit_code::unavailable);
   EXPECT_NE(r.err.find("no GPU"), std::string::npos) << r.err;
 }
+
+// `workload`: the list names every workload; the small LoRA run passes its gates against the fp64
+// reference and writes a valid result; a GPU-only workload without a GPU exits 3; bad input 2.
+TEST(cli, workload_run_gates_against_the_reference_and_writes_a_valid_result) {
+  auto r = run({"workload", "list"});
+  EXPECT_EQ(r.rc, exit_code::ok);
+  EXPECT_NE(r.out.find("lora-train-small"), std::string::npos);
+  EXPECT_NE(r.out.find("lora-train-qwen3-4b"), std::string::npos);
+  const auto out = std::filesystem::temp_directory_path() / "kg-cli-workload";
+  kg::remove_tree(out);
+  r = run({"workload", "run", "lora-train-small", "--steps", "3", "--out", out.string()});
+  EXPECT_EQ(r.rc, exit_code::ok) << r.err << r.out;
+  // The header, step seconds, tokens/s, SOL fraction, three gates, the path.
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 8) << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  const auto v = run({"validate", (out / "result.json").string()});
+  EXPECT_EQ(v.rc, exit_code::ok) << v.out << v.err;
+  std::ifstream in(out / "result.json");
+  const auto j = nlohmann::json::parse(in);
+  ASSERT_EQ(j.at("records").size(), 1u);
+  const auto& rec = j["records"][0];
+  EXPECT_EQ(rec.at("gates").size(), 3u);
+  EXPECT_EQ(rec.at("metrics").at("losses_by_step").size(), 3u); // one row per step
+  const auto& ci = rec.at("metrics").at("step_seconds").at("ci95");
+  EXPECT_LE(ci[0].get<double>(), rec["metrics"]["step_seconds"]["estimate"].get<double>());
+  r = run({"workload", "run", "no-such-workload"});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_EQ(lines(r.err), 1);
+  r = run({"workload", "run", "lora-train-small", "--steps", "1"});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  if (!query_device(0).available) {
+    r = run({"workload", "run", "lora-train-qwen3-4b"});
+    EXPECT_EQ(r.rc, exit_code::unavailable);
+    EXPECT_NE(r.err.find("needs a GPU"), std::string::npos) << r.err;
+  }
+  kg::remove_tree(out);
+}

@@ -1,0 +1,290 @@
+// kernelgate workload list
+// kernelgate workload run ID [--device cpu|cuda] [--steps N] [--jobs N] [--out DIR]
+//
+// The workloads of the Qwen3-4B stack (issue: workloads under test) that run today: LoRA rank-8
+// training on q and v with LibTorch autograd, K jobs over one frozen base. Each run prints its
+// metrics with intervals and its gate verdicts and writes a `workload` result.
+#include "suite/workload_command.h"
+
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <functional>
+#include <iomanip>
+#include <map>
+#include <sstream>
+
+#include "reports/environment.h"
+#include "reports/result_writer.h"
+#include "stats/bootstrap.h"
+#include "suite/exit_codes.h"
+#include "suite/options.h"
+#include "timing/device_info.h"
+#include "workloads/lora_model.h"
+#include "workloads/lora_reference.h"
+#include "workloads/lora_torch.h"
+
+namespace kg {
+namespace {
+
+struct workload_def {
+  const char* id;
+  const char* what;
+  bool gpu_only;
+};
+
+constexpr workload_def workloads[] = {
+    {"lora-train-small",
+     "LoRA rank-4 on q and v of a 2-layer Qwen3-shaped model (hidden 32, 12 tokens), --jobs jobs "
+     "(default 2), float32; every step gated against the fp64 finite-difference reference (loss "
+     "rtol 1e-3, gradients and adapters rtol 1e-2)",
+     false},
+    {"lora-train-qwen3-4b",
+     "LoRA rank-8 on q and v of Qwen3-4B (36 layers, random weights), sequence 2048, --jobs jobs "
+     "(1..16, default 1), bfloat16 on the GPU; step time, tokens/s, and the first step's loss "
+     "gated against a float32 recomputation (rtol 2e-2)",
+     true},
+};
+
+lora_config small_config() {
+  lora_config c;
+  c.model.hidden = 32;
+  c.model.intermediate = 48;
+  c.model.layers = 2;
+  c.model.q_heads = 4;
+  c.model.kv_heads = 2;
+  c.model.head_dim = 8;
+  c.model.vocab = 40;
+  c.rank = 4;
+  c.alpha = 8;
+  c.seq = 12;
+  return c;
+}
+
+double worst_rel(const std::vector<double>& a, const std::vector<double>& b, double atol) {
+  double w = 0;
+  for (std::size_t k = 0; k < a.size(); ++k)
+    w = std::max(w, std::fabs(a[k] - b[k]) / (atol + std::fabs(b[k])));
+  return w;
+}
+
+struct gate {
+  std::string name;
+  bool pass = false;
+  std::string detail;
+};
+
+struct run_output {
+  nlohmann::json metrics = nlohmann::json::object();
+  std::vector<gate> gates;
+};
+
+nlohmann::json interval_json(const bootstrap_interval& b) {
+  return {{"estimate", b.estimate}, {"ci95", {b.lo, b.hi}}};
+}
+
+// Runs `steps` training steps of every job, timing each; `check(step, results)` adds gates.
+std::vector<double>
+timed_steps(lora_trainer& t, const std::vector<lora_batch>& batches, int steps, double lr,
+            const std::function<void(int, const std::vector<lora_job_step>&)>& after) {
+  std::vector<double> seconds;
+  for (int s = 0; s < steps; ++s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = t.step(batches, lr); // reads the losses back: the step has finished
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    after(s, r);
+  }
+  return seconds;
+}
+
+run_output run_lora_small(const std::string& device, int steps, int jobs) {
+  const auto c = small_config();
+  const auto base = make_lora_base(c, 20261129);
+  std::vector<lora_adapters> ref;
+  std::vector<lora_batch> batches;
+  for (int j = 0; j < jobs; ++j) {
+    ref.push_back(make_lora_adapters(c, 20261129, j));
+    batches.push_back(make_lora_batch(c, 20261129, j));
+  }
+  lora_trainer t(c, base, ref, {device, "float32"});
+  const double lr = 0.5;
+  double worst_loss = 0, worst_grad = 0;
+  nlohmann::json losses = nlohmann::json::array();
+  const auto seconds =
+      timed_steps(t, batches, steps, lr, [&](int, const std::vector<lora_job_step>& r) {
+        nlohmann::json row = nlohmann::json::array();
+        for (std::size_t j = 0; j < ref.size(); ++j) {
+          const double loss = lora_reference_loss(c, base, ref[j], batches[j]);
+          const auto g = lora_reference_grad(c, base, ref[j], batches[j]);
+          worst_loss = std::max(worst_loss, std::fabs(r[j].loss - loss) / loss);
+          worst_grad = std::max(worst_grad, worst_rel(r[j].grad, g, 1e-3));
+          auto p = ref[j].flat();
+          for (std::size_t k = 0; k < p.size(); ++k)
+            p[k] -= lr * g[k];
+          ref[j].set_flat(p);
+          row.push_back(r[j].loss);
+        }
+        losses.push_back(row);
+      });
+  double worst_param = 0;
+  const auto got = t.adapters();
+  for (std::size_t j = 0; j < ref.size(); ++j)
+    worst_param = std::max(worst_param, worst_rel(got[j].flat(), ref[j].flat(), 1e-3));
+  run_output o;
+  const auto step = bootstrap_median(seconds);
+  o.metrics["step_seconds"] = interval_json(step);
+  o.metrics["tokens_per_second"] = static_cast<double>(jobs * c.seq) / step.estimate;
+  o.metrics["losses_by_step"] = losses;
+  o.metrics["sol_fraction"] = "n/a: no measured ceiling for this model size";
+  auto add = [&](const std::string& name, double worst, double rtol) {
+    std::ostringstream d;
+    d << "worst relative difference " << worst << " (limit " << rtol << ")";
+    o.gates.push_back({name, worst <= rtol, d.str()});
+  };
+  add("loss vs fp64 reference, every step and job", worst_loss, 1e-3);
+  add("adapter gradients vs fp64 finite differences", worst_grad, 1e-2);
+  add("adapters after training vs reference SGD", worst_param, 1e-2);
+  return o;
+}
+
+run_output run_lora_qwen3_4b(int steps, int jobs) {
+  lora_config c; // Qwen3-4B, rank 8, sequence 2048
+  c.init_scale = 1.0;
+  const auto base = make_lora_base(c, 20261129);
+  std::vector<lora_adapters> adapters;
+  std::vector<lora_batch> batches;
+  for (int j = 0; j < jobs; ++j) {
+    adapters.push_back(make_lora_adapters(c, 20261129, j));
+    batches.push_back(make_lora_batch(c, 20261129, j));
+  }
+  run_output o;
+  double first_bf16 = 0;
+  {
+    lora_trainer t(c, base, adapters, {"cuda", "bfloat16"});
+    nlohmann::json losses = nlohmann::json::array();
+    const auto seconds =
+        timed_steps(t, batches, steps, 1e-3, [&](int s, const std::vector<lora_job_step>& r) {
+          if (s == 0) first_bf16 = r[0].loss;
+          nlohmann::json row = nlohmann::json::array();
+          for (const auto& x : r)
+            row.push_back(x.loss);
+          losses.push_back(row);
+        });
+    const auto step = bootstrap_median(seconds);
+    o.metrics["step_seconds"] = interval_json(step);
+    o.metrics["tokens_per_second"] = static_cast<double>(jobs * c.seq) / step.estimate;
+    o.metrics["losses_by_step"] = losses;
+  }
+  lora_trainer f32(c, base, {adapters[0]}, {"cuda", "float32"});
+  const double first_f32 = f32.step({batches[0]}, 0.0)[0].loss;
+  const double rel = std::fabs(first_bf16 - first_f32) / first_f32;
+  std::ostringstream d;
+  d << "bf16 " << first_bf16 << " vs float32 " << first_f32 << ": relative " << rel
+    << " (limit 0.02)";
+  o.gates.push_back({"first loss, bfloat16 vs float32", rel <= 2e-2, d.str()});
+  o.metrics["sol_fraction"] = "n/a: no training roofline yet";
+  return o;
+}
+
+} // namespace
+
+int run_workload_command(const std::vector<std::string>& args, std::ostream& out,
+                         std::ostream& err) {
+  if (args.size() >= 3 && args[2] == "list") {
+    for (const auto& w : workloads)
+      out << std::left << std::setw(22) << w.id << (w.gpu_only ? "[GPU] " : "      ") << w.what
+          << "\n";
+    return exit_code::ok;
+  }
+  if (args.size() < 4 || args[2] != "run") {
+    err << "kernelgate: usage: kernelgate workload list | workload run ID [--device cpu|cuda] "
+           "[--steps N] [--jobs N] [--out DIR]\n";
+    return exit_code::bad_input;
+  }
+  const std::string id = args[3];
+  const workload_def* def = nullptr;
+  for (const auto& w : workloads)
+    if (id == w.id) def = &w;
+  if (!def) {
+    err << "kernelgate: unknown workload '" << id << "' (kernelgate workload list)\n";
+    return exit_code::bad_input;
+  }
+  std::map<std::string, std::string> o = {
+      {"--device", "cpu"}, {"--steps", "5"}, {"--jobs", "0"}, {"--out", "kg-out/workload"}};
+  // read_options starts after "kernelgate <command>": hand it "kernelgate workload" + the options.
+  std::vector<std::string> rest = {args[0], "workload"};
+  rest.insert(rest.end(), args.begin() + 4, args.end());
+  if (!read_options(rest, o, err)) return exit_code::bad_input;
+  int steps = 0, jobs = 0;
+  auto num = [&](const std::string& k, int& v) {
+    const auto& s = o[k];
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc() && p == s.data() + s.size();
+  };
+  if (!num("--steps", steps) || steps < 2 || !num("--jobs", jobs) || jobs < 0 || jobs > 16 ||
+      (o["--device"] != "cpu" && o["--device"] != "cuda")) {
+    err << "kernelgate: --steps takes a whole number >= 2, --jobs 1..16, --device cpu or cuda\n";
+    return exit_code::bad_input;
+  }
+  if (def->gpu_only || o["--device"] == "cuda") {
+    const auto dev = query_device(0);
+    if (!dev.available) {
+      err << "kernelgate: workload " << id << " needs a GPU: " << dev.reason << "\n";
+      return exit_code::unavailable;
+    }
+  }
+  if (jobs == 0) jobs = def->gpu_only ? 1 : 2;
+  const nlohmann::json config = {{"workload", id},
+                                 {"description", def->what},
+                                 {"device", def->gpu_only ? "cuda" : o["--device"]},
+                                 {"steps", steps},
+                                 {"jobs", jobs},
+                                 {"seed", 20261129}};
+  std::unique_ptr<result_writer> writer;
+  try {
+    writer = std::make_unique<result_writer>(o["--out"], "workload", args, collect_environment(),
+                                             config);
+  } catch (const output_error& e) {
+    err << "kernelgate: " << e.what() << "\n";
+    return exit_code::bad_input;
+  }
+  run_output r;
+  try {
+    r = def->gpu_only ? run_lora_qwen3_4b(steps, jobs) : run_lora_small(o["--device"], steps, jobs);
+  } catch (const std::exception& e) {
+    // The run failed (a LibTorch or CUDA error): a record says so; the result is still written.
+    writer->append({{"type", "workload"},
+                    {"id", "workload/" + id},
+                    {"workload", id},
+                    {"error", e.what()},
+                    {"gates", nlohmann::json::array()}});
+    writer->finish({{"status", "failed"}});
+    err << "kernelgate: workload " << id << " failed: " << e.what() << "\n";
+    return exit_code::failures;
+  }
+  nlohmann::json gates = nlohmann::json::array();
+  bool all = true;
+  for (const auto& g : r.gates) {
+    gates.push_back({{"name", g.name}, {"pass", g.pass}, {"detail", g.detail}});
+    all = all && g.pass;
+  }
+  writer->append({{"type", "workload"},
+                  {"id", "workload/" + id},
+                  {"workload", id},
+                  {"metrics", r.metrics},
+                  {"gates", gates}});
+  const auto path = writer->finish({{"status", "complete"}, {"gates_passed", all}});
+  const auto& st = r.metrics["step_seconds"];
+  out << "workload " << id << " (" << jobs << " job" << (jobs > 1 ? "s" : "") << ", " << steps
+      << " steps)\n"
+      << std::setprecision(4) << "  step seconds  " << st["estimate"].get<double>() << "  [95% "
+      << st["ci95"][0].get<double>() << ", " << st["ci95"][1].get<double>() << "]\n"
+      << "  tokens/s      " << r.metrics["tokens_per_second"].get<double>() << "\n"
+      << "  SOL fraction  " << r.metrics["sol_fraction"].get<std::string>() << "\n";
+  for (const auto& g : r.gates)
+    out << "  gate " << (g.pass ? "PASS " : "FAIL ") << g.name << ": " << g.detail << "\n";
+  out << "Wrote " << path.string() << "\n";
+  return all ? exit_code::ok : exit_code::failures;
+}
+
+} // namespace kg
