@@ -111,3 +111,17 @@ TEST(lora_training, float32_training_steps_stay_within_the_issue_tolerances) {
   EXPECT_LT(t.step(batches, 0.0)[0].loss,
             lora_reference_loss(c, base, make_lora_adapters(c, 3, 0), batches[0]));
 }
+
+// The device-drawn base (for the real model): the same seed gives the same model, in any dtype
+// up to rounding; another seed another model.
+TEST(lora_training, a_device_drawn_base_is_reproducible_from_its_seed) {
+  const auto c = small();
+  const std::vector<lora_adapters> a = {make_lora_adapters(c, 4, 0)};
+  const std::vector<lora_batch> b = {make_lora_batch(c, 4, 0)};
+  lora_trainer t1(c, 77, a, {"cpu", "float32"}), t2(c, 77, a, {"cpu", "float32"});
+  lora_trainer t64(c, 77, a, {"cpu", "float64"}), other(c, 78, a, {"cpu", "float32"});
+  const double l1 = t1.step(b, 0.0)[0].loss;
+  EXPECT_EQ(l1, t2.step(b, 0.0)[0].loss);
+  EXPECT_NEAR(t64.step(b, 0.0)[0].loss, l1, 1e-5 * l1); // float32 draws, float64 arithmetic
+  EXPECT_NE(other.step(b, 0.0)[0].loss, l1);
+}

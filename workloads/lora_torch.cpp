@@ -1,6 +1,7 @@
 #include "workloads/lora_torch.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -90,25 +91,47 @@ struct lora_trainer::impl {
   }
 };
 
-lora_trainer::lora_trainer(const lora_config& c, const lora_base& base,
-                           const std::vector<lora_adapters>& jobs, const lora_torch_options& opt)
-    : p_(std::make_unique<impl>()) {
-  auto& P = *p_;
+namespace {
+
+// Where the base weights come from: (name, shape, host values or nullptr, scale, mean) -> tensor.
+using weight_source = std::function<torch::Tensor(const std::vector<double>*,
+                                                  std::vector<std::int64_t>, double, double)>;
+
+} // namespace
+
+static void lora_trainer_init(lora_trainer::impl& P, const lora_config& c, const lora_base* base,
+                              const weight_source& weight, const std::vector<lora_adapters>& jobs) {
   P.c = c;
-  P.o = torch::TensorOptions().device(torch::Device(opt.device)).dtype(parse_dtype(opt.dtype));
   const auto& m = c.model;
   const std::int64_t H = m.hidden, qd = m.q_heads * m.head_dim, kd = m.kv_heads * m.head_dim;
   const std::int64_t I = m.intermediate, V = m.vocab, D = m.head_dim;
-  P.embed = to_tensor(base.embed, {V, H}, P.o);
-  for (const auto& L : base.layers)
-    P.layers.push_back({to_tensor(L.w_in, {H}, P.o), to_tensor(L.wq, {qd, H}, P.o),
-                        to_tensor(L.wk, {kd, H}, P.o), to_tensor(L.wv, {kd, H}, P.o),
-                        to_tensor(L.wo, {H, qd}, P.o), to_tensor(L.q_norm, {D}, P.o),
-                        to_tensor(L.k_norm, {D}, P.o), to_tensor(L.w_post, {H}, P.o),
-                        to_tensor(L.wg, {I, H}, P.o), to_tensor(L.wu, {I, H}, P.o),
-                        to_tensor(L.wd, {H, I}, P.o)});
-  P.w_final = to_tensor(base.w_final, {H}, P.o);
-  P.lm_head = to_tensor(base.lm_head, {V, H}, P.o);
+  const double s = c.init_scale;
+  auto lin = [&](const std::vector<double>* host, std::int64_t out, std::int64_t in) {
+    return weight(host, {out, in}, s / std::sqrt(static_cast<double>(in)), 0.0);
+  };
+  auto norm = [&](const std::vector<double>* host, std::int64_t n) {
+    return weight(host, {n}, 0.1, 1.0); // near 1, never exactly (lora_model.cpp)
+  };
+  P.embed = weight(base ? &base->embed : nullptr, {V, H}, 1.0, 0.0);
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    const lora_layer_base* L = base ? &base->layers[static_cast<std::size_t>(l)] : nullptr;
+    auto h = [&](const std::vector<double> lora_layer_base::*f) { return L ? &(L->*f) : nullptr; };
+    lora_trainer::impl::layer x;
+    x.w_in = norm(h(&lora_layer_base::w_in), H);
+    x.wq = lin(h(&lora_layer_base::wq), qd, H);
+    x.wk = lin(h(&lora_layer_base::wk), kd, H);
+    x.wv = lin(h(&lora_layer_base::wv), kd, H);
+    x.wo = lin(h(&lora_layer_base::wo), H, qd);
+    x.q_norm = norm(h(&lora_layer_base::q_norm), D);
+    x.k_norm = norm(h(&lora_layer_base::k_norm), D);
+    x.w_post = norm(h(&lora_layer_base::w_post), H);
+    x.wg = lin(h(&lora_layer_base::wg), I, H);
+    x.wu = lin(h(&lora_layer_base::wu), I, H);
+    x.wd = lin(h(&lora_layer_base::wd), H, I);
+    P.layers.push_back(std::move(x));
+  }
+  P.w_final = norm(base ? &base->w_final : nullptr, H);
+  P.lm_head = lin(base ? &base->lm_head : nullptr, V, H);
   // RoPE tables in float64, then the working dtype: angle(t, i) = t * theta^(-2i / D).
   std::vector<double> cs, sn;
   for (std::int64_t t = 0; t < c.seq; ++t)
@@ -125,7 +148,7 @@ lora_trainer::lora_trainer(const lora_config& c, const lora_base& base,
                  .triu(1)
                  .to(P.o.device());
   for (const auto& j : jobs) {
-    std::vector<impl::adapter_layer> layers;
+    std::vector<lora_trainer::impl::adapter_layer> layers;
     for (const auto& L : j.layers) {
       auto leaf = [&](const std::vector<double>& v, std::vector<std::int64_t> shape) {
         return to_tensor(v, std::move(shape), P.o).set_requires_grad(true);
@@ -135,6 +158,36 @@ lora_trainer::lora_trainer(const lora_config& c, const lora_base& base,
     }
     P.jobs.push_back(std::move(layers));
   }
+}
+
+lora_trainer::lora_trainer(const lora_config& c, const lora_base& base,
+                           const std::vector<lora_adapters>& jobs, const lora_torch_options& opt)
+    : p_(std::make_unique<impl>()) {
+  p_->o = torch::TensorOptions().device(torch::Device(opt.device)).dtype(parse_dtype(opt.dtype));
+  const auto o = p_->o;
+  lora_trainer_init(
+      *p_, c, &base,
+      [&](const std::vector<double>* host, std::vector<std::int64_t> shape, double, double) {
+        return to_tensor(*host, std::move(shape), o);
+      },
+      jobs);
+}
+
+lora_trainer::lora_trainer(const lora_config& c, std::uint64_t device_base_seed,
+                           const std::vector<lora_adapters>& jobs, const lora_torch_options& opt)
+    : p_(std::make_unique<impl>()) {
+  p_->o = torch::TensorOptions().device(torch::Device(opt.device)).dtype(parse_dtype(opt.dtype));
+  const auto o = p_->o;
+  // Drawn in float32 on the device in a fixed order after one seeding, then cast: two trainers
+  // with the same seed on one device and LibTorch version get the same float32 draws.
+  torch::manual_seed(device_base_seed);
+  const auto f32 = torch::TensorOptions().device(o.device()).dtype(torch::kFloat32);
+  lora_trainer_init(
+      *p_, c, nullptr,
+      [&](const std::vector<double>*, std::vector<std::int64_t> shape, double scale, double mean) {
+        return (torch::randn(shape, f32) * scale + mean).to(o.dtype().toScalarType());
+      },
+      jobs);
 }
 
 lora_trainer::~lora_trainer() = default;

@@ -6,6 +6,7 @@
 // The LibTorch types stay behind this header (one LibTorch TU: workloads/lora_torch.cpp).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,12 @@ public:
   // Throws std::runtime_error (LibTorch's message) when the device or dtype is unusable.
   lora_trainer(const lora_config& c, const lora_base& base, const std::vector<lora_adapters>& jobs,
                const lora_torch_options& opt = {});
+  // The base drawn on the device by LibTorch's generator seeded with `device_base_seed` (same
+  // distributions as make_lora_base, not the same bytes): for the real model, whose weights in
+  // host float64 would take 32 GB and minutes to draw. Reproducible on one device and LibTorch
+  // version; the fp64 reference cannot follow it (no host copy).
+  lora_trainer(const lora_config& c, std::uint64_t device_base_seed,
+               const std::vector<lora_adapters>& jobs, const lora_torch_options& opt = {});
   ~lora_trainer();
   lora_trainer(const lora_trainer&) = delete;
   lora_trainer& operator=(const lora_trainer&) = delete;
@@ -37,8 +44,9 @@ public:
   std::vector<lora_job_step> step(const std::vector<lora_batch>& batches, double lr);
   std::vector<lora_adapters> adapters() const; // current values, as doubles
 
+  struct impl; // (defined in lora_torch.cpp)
+
 private:
-  struct impl;
   std::unique_ptr<impl> p_;
 };
 
