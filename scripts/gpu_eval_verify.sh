@@ -37,4 +37,11 @@ if [ -n "${RUN_DECODE:-}" ]; then
   timeout ${DECODE_TIMEOUT:-200} ./bench/kg_bench_decode_kernels >"$logs/decode_kernels.txt" 2>&1
   cat "$logs/decode_kernels.txt"
 fi
+# The workloads of the Qwen3-4B stack that run today (issue: workloads under test).
+if [ -n "${RUN_WORKLOADS:-}" ]; then
+  ./suite/kernelgate workload run lora-train-small --device cuda --out /tmp/kg-wl-small 2>&1 | tail -8
+  timeout ${WORKLOAD_TIMEOUT:-300} ./suite/kernelgate workload run lora-train-qwen3-4b --steps 3 \
+    --out /tmp/kg-wl-4b >"$logs/workload_4b.txt" 2>&1
+  echo "lora-train-qwen3-4b exit $?"; tail -8 "$logs/workload_4b.txt"
+fi
 echo "total: ${SECONDS}s"
