@@ -14,6 +14,7 @@
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
 #include "timing/device_info.h"
+#include "timing/green_partition.h"
 #include "timing/interrupt.h"
 
 using namespace kg;
@@ -236,4 +237,13 @@ TEST(cli, workload_run_gates_against_the_reference_and_writes_a_valid_result) {
     EXPECT_NE(r.err.find("needs a GPU"), std::string::npos) << r.err;
   }
   kg::remove_tree(out);
+}
+
+// Green contexts without a GPU (or a driver without them): a reason, never a crash.
+TEST(green_partition, without_a_gpu_there_is_a_reason_not_a_partition) {
+  if (query_device(0).available) GTEST_SKIP() << "a GPU is present (gpu_green_partition covers it)";
+  std::string why;
+  const auto p = green_partition::create(0, 33, &why);
+  EXPECT_FALSE(p.has_value());
+  EXPECT_FALSE(why.empty());
 }
