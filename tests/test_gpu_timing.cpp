@@ -12,6 +12,7 @@
 
 #include "gpu_test_support.h"
 
+#include "kernels/hogs.h"
 #include "kernels/layernorm_affine_cuda.h"
 #include "oracles/device_allclose.h"
 #include "oracles/device_equal.h"
@@ -323,4 +324,35 @@ TEST(gpu_green_partition, kernels_stay_on_their_partitions_sms) {
   // Each partition spread over (most of) its SMs: the probe blocks hold an SM ~20 us each.
   EXPECT_GE(sa.size(), p->first_sms() / 2);
   EXPECT_GE(sb.size(), p->rest_sms() / 2);
+}
+
+// The contention tenants run for the time asked (within a factor, at the clock measured now) and
+// do their kind of work: the memory hog moves bytes at a rate only HBM gives (> 1 TB/s over
+// 1 GiB, 20x L2), the compute hog does FMAs.
+TEST(gpu_hogs, each_hog_runs_for_its_time_and_does_its_work) {
+  KG_REQUIRE_GPU();
+  int sms = 0, khz = 0;
+  KG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  KG_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+  cuda_stream s;
+  cuda_event a, b;
+  for (const auto k : {contention_hog::kind::memory_bandwidth, contention_hog::kind::compute}) {
+    contention_hog hog(k);
+    hog.launch(s.get(), 500, khz / 1000.0, sms); // warm-up: clocks settle
+    KG_CUDA_CHECK(cudaEventRecord(a.get(), s.get()));
+    hog.launch(s.get(), 2000, khz / 1000.0, sms);
+    KG_CUDA_CHECK(cudaEventRecord(b.get(), s.get()));
+    const double work = hog.work_done(s.get());
+    float ms = 0;
+    KG_CUDA_CHECK(cudaEventElapsedTime(&ms, a.get(), b.get()));
+    std::cout << (k == contention_hog::kind::compute ? "compute" : "memory") << " hog: " << ms
+              << " ms, " << work / (ms * 1e-3) / 1e9 << " G/s\n";
+    // Asked 2 ms at the maximum clock: between 1.5 ms and 6 ms (a lower clock runs it longer).
+    EXPECT_GT(ms, 1.5f);
+    EXPECT_LT(ms, 6.0f);
+    if (k == contention_hog::kind::memory_bandwidth)
+      EXPECT_GT(work / (ms * 1e-3), 1e12); // bytes per second
+    else
+      EXPECT_GT(work, 0.0);
+  }
 }
