@@ -46,28 +46,6 @@ constexpr workload_def workloads[] = {
      true},
 };
 
-lora_config small_config() {
-  lora_config c;
-  c.model.hidden = 32;
-  c.model.intermediate = 48;
-  c.model.layers = 2;
-  c.model.q_heads = 4;
-  c.model.kv_heads = 2;
-  c.model.head_dim = 8;
-  c.model.vocab = 40;
-  c.rank = 4;
-  c.alpha = 8;
-  c.seq = 12;
-  return c;
-}
-
-double worst_rel(const std::vector<double>& a, const std::vector<double>& b, double atol) {
-  double w = 0;
-  for (std::size_t k = 0; k < a.size(); ++k)
-    w = std::max(w, std::fabs(a[k] - b[k]) / (atol + std::fabs(b[k])));
-  return w;
-}
-
 struct gate {
   std::string name;
   bool pass = false;
@@ -98,7 +76,7 @@ timed_steps(lora_trainer& t, const std::vector<lora_batch>& batches, int steps, 
 }
 
 run_output run_lora_small(const std::string& device, int steps, int jobs) {
-  const auto c = small_config();
+  const auto c = lora_small_config();
   const auto base = make_lora_base(c, 20261129);
   std::vector<lora_adapters> ref;
   std::vector<lora_batch> batches;
@@ -117,7 +95,7 @@ run_output run_lora_small(const std::string& device, int steps, int jobs) {
           const double loss = lora_reference_loss(c, base, ref[j], batches[j]);
           const auto g = lora_reference_grad(c, base, ref[j], batches[j]);
           worst_loss = std::max(worst_loss, std::fabs(r[j].loss - loss) / loss);
-          worst_grad = std::max(worst_grad, worst_rel(r[j].grad, g, 1e-3));
+          worst_grad = std::max(worst_grad, worst_relative_difference(r[j].grad, g, 1e-3));
           auto p = ref[j].flat();
           for (std::size_t k = 0; k < p.size(); ++k)
             p[k] -= lr * g[k];
@@ -129,7 +107,8 @@ run_output run_lora_small(const std::string& device, int steps, int jobs) {
   double worst_param = 0;
   const auto got = t.adapters();
   for (std::size_t j = 0; j < ref.size(); ++j)
-    worst_param = std::max(worst_param, worst_rel(got[j].flat(), ref[j].flat(), 1e-3));
+    worst_param =
+        std::max(worst_param, worst_relative_difference(got[j].flat(), ref[j].flat(), 1e-3));
   run_output o;
   const auto step = bootstrap_median(seconds);
   o.metrics["step_seconds"] = interval_json(step);

@@ -13,26 +13,9 @@
 
 using namespace kg;
 
-namespace {
-lora_config small_model() {
-  lora_config c;
-  c.model.hidden = 32;
-  c.model.intermediate = 48;
-  c.model.layers = 2;
-  c.model.q_heads = 4;
-  c.model.kv_heads = 2;
-  c.model.head_dim = 8;
-  c.model.vocab = 40;
-  c.rank = 4;
-  c.alpha = 8;
-  c.seq = 12;
-  return c;
-}
-} // namespace
-
 TEST(gpu_lora, cuda_float32_steps_match_the_fp64_reference) {
   KG_REQUIRE_GPU();
-  const auto c = small_model();
+  const auto c = lora_small_config();
   const auto base = make_lora_base(c, 5);
   std::vector<lora_adapters> ref = {make_lora_adapters(c, 5, 0), make_lora_adapters(c, 5, 1)};
   const std::vector<lora_batch> batches = {make_lora_batch(c, 5, 0), make_lora_batch(c, 5, 1)};
@@ -43,9 +26,7 @@ TEST(gpu_lora, cuda_float32_steps_match_the_fp64_reference) {
       const double loss = lora_reference_loss(c, base, ref[j], batches[j]);
       const auto g = lora_reference_grad(c, base, ref[j], batches[j]);
       EXPECT_LT(std::fabs(s[j].loss - loss) / loss, 1e-3) << "step " << step << " job " << j;
-      double worst = 0;
-      for (std::size_t k = 0; k < g.size(); ++k)
-        worst = std::max(worst, std::fabs(s[j].grad[k] - g[k]) / (1e-3 + std::fabs(g[k])));
+      const double worst = worst_relative_difference(s[j].grad, g, 1e-3);
       EXPECT_LT(worst, 1e-2) << "step " << step << " job " << j;
       auto p = ref[j].flat();
       for (std::size_t k = 0; k < p.size(); ++k)
@@ -57,7 +38,7 @@ TEST(gpu_lora, cuda_float32_steps_match_the_fp64_reference) {
 
 TEST(gpu_lora, cuda_bfloat16_loss_is_near_the_fp64_reference) {
   KG_REQUIRE_GPU();
-  const auto c = small_model();
+  const auto c = lora_small_config();
   const auto base = make_lora_base(c, 9);
   const auto a = make_lora_adapters(c, 9, 0);
   const auto b = make_lora_batch(c, 9, 0);

@@ -14,37 +14,10 @@
 
 using namespace kg;
 
-namespace {
-
-lora_config small() {
-  lora_config c;
-  c.model.hidden = 32;
-  c.model.intermediate = 48;
-  c.model.layers = 2;
-  c.model.q_heads = 4;
-  c.model.kv_heads = 2;
-  c.model.head_dim = 8;
-  c.model.vocab = 40;
-  c.rank = 4;
-  c.alpha = 8;
-  c.seq = 12;
-  return c;
-}
-
-// max over k of |a - b| / (atol + |b|): <= rtol means every element within rtol of b.
-double worst_rel(const std::vector<double>& a, const std::vector<double>& b, double atol) {
-  double w = 0;
-  for (std::size_t k = 0; k < a.size(); ++k)
-    w = std::max(w, std::fabs(a[k] - b[k]) / (atol + std::fabs(b[k])));
-  return w;
-}
-
-} // namespace
-
 TEST(lora_training, the_reference_loss_is_that_of_a_uniform_guess_for_a_flat_model) {
   // Independent of both implementations: with lm_head = 0 every logit is 0, so the loss is
   // exactly log(vocab) whatever the rest of the model does.
-  const auto c = small();
+  const auto c = lora_small_config();
   auto base = make_lora_base(c, 7);
   std::fill(base.lm_head.begin(), base.lm_head.end(), 0.0);
   const auto a = make_lora_adapters(c, 7, 0);
@@ -55,7 +28,7 @@ TEST(lora_training, the_reference_loss_is_that_of_a_uniform_guess_for_a_flat_mod
 }
 
 TEST(lora_training, autograd_in_float64_matches_the_reference_loss_and_finite_differences) {
-  const auto c = small();
+  const auto c = lora_small_config();
   const auto base = make_lora_base(c, 11);
   const std::vector<lora_adapters> jobs = {make_lora_adapters(c, 11, 0),
                                            make_lora_adapters(c, 11, 1)};
@@ -67,7 +40,7 @@ TEST(lora_training, autograd_in_float64_matches_the_reference_loss_and_finite_di
     EXPECT_NEAR(steps[j].loss, ref, 1e-10 * std::fabs(ref)) << "job " << j;
     const auto g = lora_reference_grad(c, base, jobs[j], batches[j]);
     ASSERT_EQ(steps[j].grad.size(), g.size());
-    EXPECT_LT(worst_rel(steps[j].grad, g, 1e-6), 1e-4) << "job " << j;
+    EXPECT_LT(worst_relative_difference(steps[j].grad, g, 1e-6), 1e-4) << "job " << j;
     // Every adapter matrix has a gradient (B drawn nonzero): none of them is silently detached.
     const std::int64_t H = c.model.hidden, qd = 4 * 8, kd = 2 * 8;
     std::size_t at = 0;
@@ -85,7 +58,7 @@ TEST(lora_training, autograd_in_float64_matches_the_reference_loss_and_finite_di
 }
 
 TEST(lora_training, float32_training_steps_stay_within_the_issue_tolerances) {
-  const auto c = small();
+  const auto c = lora_small_config();
   const auto base = make_lora_base(c, 3);
   std::vector<lora_adapters> ref = {make_lora_adapters(c, 3, 0), make_lora_adapters(c, 3, 1)};
   const std::vector<lora_batch> batches = {make_lora_batch(c, 3, 0), make_lora_batch(c, 3, 1)};
@@ -97,7 +70,8 @@ TEST(lora_training, float32_training_steps_stay_within_the_issue_tolerances) {
       const double loss = lora_reference_loss(c, base, ref[j], batches[j]);
       const auto g = lora_reference_grad(c, base, ref[j], batches[j]);
       EXPECT_LT(std::fabs(s[j].loss - loss) / loss, 1e-3) << "step " << step << " job " << j;
-      EXPECT_LT(worst_rel(s[j].grad, g, 1e-3), 1e-2) << "step " << step << " job " << j;
+      EXPECT_LT(worst_relative_difference(s[j].grad, g, 1e-3), 1e-2)
+          << "step " << step << " job " << j;
       auto p = ref[j].flat();
       for (std::size_t k = 0; k < p.size(); ++k)
         p[k] -= lr * g[k];
@@ -106,7 +80,7 @@ TEST(lora_training, float32_training_steps_stay_within_the_issue_tolerances) {
   }
   const auto got = t.adapters();
   for (std::size_t j = 0; j < ref.size(); ++j)
-    EXPECT_LT(worst_rel(got[j].flat(), ref[j].flat(), 1e-3), 1e-2) << "job " << j;
+    EXPECT_LT(worst_relative_difference(got[j].flat(), ref[j].flat(), 1e-3), 1e-2) << "job " << j;
   // Training moved the loss (the updates reached the model).
   EXPECT_LT(t.step(batches, 0.0)[0].loss,
             lora_reference_loss(c, base, make_lora_adapters(c, 3, 0), batches[0]));
@@ -115,7 +89,7 @@ TEST(lora_training, float32_training_steps_stay_within_the_issue_tolerances) {
 // The device-drawn base (for the real model): the same seed gives the same model, in any dtype
 // up to rounding; another seed another model.
 TEST(lora_training, a_device_drawn_base_is_reproducible_from_its_seed) {
-  const auto c = small();
+  const auto c = lora_small_config();
   const std::vector<lora_adapters> a = {make_lora_adapters(c, 4, 0)};
   const std::vector<lora_batch> b = {make_lora_batch(c, 4, 0)};
   lora_trainer t1(c, 77, a, {"cpu", "float32"}), t2(c, 77, a, {"cpu", "float32"});

@@ -48,6 +48,21 @@ void lora_adapters::set_flat(const std::vector<double>& v) {
         x = v[at++];
 }
 
+lora_config lora_small_config() {
+  lora_config c;
+  c.model.hidden = 32;
+  c.model.intermediate = 48;
+  c.model.layers = 2;
+  c.model.q_heads = 4;
+  c.model.kv_heads = 2;
+  c.model.head_dim = 8;
+  c.model.vocab = 40;
+  c.rank = 4;
+  c.alpha = 8;
+  c.seq = 12;
+  return c;
+}
+
 lora_base make_lora_base(const lora_config& c, std::uint64_t seed) {
   const auto& m = c.model;
   const std::int64_t h = m.hidden, qd = m.q_heads * m.head_dim, kd = m.kv_heads * m.head_dim;

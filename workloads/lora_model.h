@@ -52,6 +52,10 @@ struct lora_batch {
   std::vector<std::int64_t> tokens, targets; // [seq] each
 };
 
+// A 2-layer Qwen3-shaped model (hidden 32, 4 q / 2 kv heads of 8, intermediate 48, vocab 40,
+// 12 tokens, rank 4, alpha 8): small enough for the fp64 finite-difference reference.
+lora_config lora_small_config();
+
 lora_base make_lora_base(const lora_config& c, std::uint64_t seed);
 // B is drawn nonzero (not LoRA's usual zero init) so that every adapter has a gradient at step 0.
 lora_adapters make_lora_adapters(const lora_config& c, std::uint64_t seed, int job);

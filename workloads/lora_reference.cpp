@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace kg {
 namespace {
@@ -130,6 +131,14 @@ double lora_reference_loss(const lora_config& c, const lora_base& base, const lo
     loss += std::log(sum) + mx - row[batch.targets[static_cast<std::size_t>(t)]];
   }
   return loss / static_cast<double>(T);
+}
+
+double worst_relative_difference(const std::vector<double>& a, const std::vector<double>& b,
+                                 double atol) {
+  double w = 0;
+  for (std::size_t k = 0; k < a.size() && k < b.size(); ++k)
+    w = std::max(w, std::fabs(a[k] - b[k]) / (atol + std::fabs(b[k])));
+  return a.size() == b.size() ? w : std::numeric_limits<double>::infinity();
 }
 
 std::vector<double> lora_reference_grad(const lora_config& c, const lora_base& base,

@@ -20,4 +20,9 @@ std::vector<double> lora_reference_grad(const lora_config& c, const lora_base& b
                                         const lora_adapters& a, const lora_batch& batch,
                                         double h = 1e-5);
 
+// max over k of |a[k] - b[k]| / (atol + |b[k]|): at most rtol when every element of a is within
+// rtol of b (atol keeps near-zero elements from dominating). The gates' measure.
+double worst_relative_difference(const std::vector<double>& a, const std::vector<double>& b,
+                                 double atol);
+
 } // namespace kg
