@@ -242,6 +242,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   // KernelBench's eval_results.json layout, if asked for: {"<task>": [{sample_id, compiled,
   // correctness, metadata, runtime (ms, -1 when absent), runtime_stats}]}.
   nlohmann::json kb = nlohmann::json::object();
+  std::map<std::string, std::vector<double>> kb_baseline_ms; // the task kernel's times, by task
   out << std::left << std::setw(26) << "task" << std::setw(16) << "candidate" << std::setw(20)
       << "status"
       << "reason\n";
@@ -339,6 +340,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
                                             : -1.0},
                             {"runtime_stats", nlohmann::json::object()}};
         samples.push_back(e);
+        if (v.detail.contains("baseline_us"))
+          kb_baseline_ms[p.task->id].push_back(v.detail["baseline_us"].get<double>() / 1000.0);
       }
       std::string reason = v.reason.substr(0, 100);
       if (v.detail.contains("speedup"))
@@ -421,16 +424,45 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
                             {"by_status", counts}};
   const auto path = writer->finish(summary);
   if (!o["--kernelbench"].empty()) {
-    // Written whole, then renamed: never a half-written file.
-    const fs::path f = o["--kernelbench"], tmp = f.string() + ".tmp";
-    std::ofstream(tmp) << kb.dump(2) << "\n";
-    std::error_code ec;
-    fs::rename(tmp, f, ec);
-    if (ec) {
-      err << "kernelgate: cannot write " << f.string() << ": " << ec.message() << "\n";
-      return exit_code::bad_input;
+    // KernelBench's layout needs numeric problem ids: a task is its 1-based position in the task
+    // list (the id is in each sample's metadata). Beside it, the task kernels' times in
+    // baseline_time_torch.json's layout under "level1", named "<position>_<task>.py" -- so
+    // `kernelgate fastp FILE --baseline BASE` and KernelBench's own scoring read the pair. The
+    // times are medians (KernelBench's are means): the baseline's samples in the ABBA pairs, the
+    // candidate's honest samples. Each file is written whole, then renamed.
+    const fs::path f = o["--kernelbench"];
+    const fs::path base = f.parent_path() / (f.stem().string() + ".baseline.json");
+    std::error_code mk;
+    if (!f.parent_path().empty()) fs::create_directories(f.parent_path(), mk);
+    nlohmann::json results = nlohmann::json::object(), level = nlohmann::json::object();
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      const std::string pid = std::to_string(i + 1);
+      if (kb.contains(tasks[i].id)) results[pid] = kb[tasks[i].id];
+      if (const auto it = kb_baseline_ms.find(tasks[i].id); it != kb_baseline_ms.end()) {
+        auto v = it->second;
+        std::sort(v.begin(), v.end());
+        const double mid =
+            v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+        level[pid + "_" + tasks[i].id + ".py"] = {{"mean", mid},
+                                                  {"num_trials", v.size()},
+                                                  {"hardware", dev.name},
+                                                  {"device", "cuda:0"},
+                                                  {"statistic", "median (kernelgate)"}};
+      }
     }
-    out << "Wrote " << f.string() << " (KernelBench eval_results.json layout)\n";
+    for (const auto& [file, doc] :
+         {std::pair{f, results}, std::pair{base, nlohmann::json{{"level1", level}}}}) {
+      const fs::path tmp = file.string() + ".tmp";
+      std::ofstream(tmp) << doc.dump(2) << "\n";
+      std::error_code ec;
+      fs::rename(tmp, file, ec);
+      if (ec) {
+        err << "kernelgate: cannot write " << file.string() << ": " << ec.message() << "\n";
+        return exit_code::bad_input;
+      }
+    }
+    out << "Wrote " << f.string() << " (KernelBench eval_results.json layout, problem id = the "
+        << "task's position) and " << base.string() << " (its baseline: the task kernels' times)\n";
   }
   out << "Statuses:";
   for (const auto& [k, n] : counts)

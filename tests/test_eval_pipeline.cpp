@@ -52,7 +52,8 @@ TEST(eval_pipeline, pairs_run_on_a_worker_pool_and_are_recorded_in_order) {
   const int rc =
       kernelgate_main({"kernelgate", "eval", "--tasks", (d / "tasks").string(), "--candidates",
                        (d / "cands").string(), "--workers", "3", "--timeout", "3", "--cache",
-                       (d / "cache").string(), "--out", (d / "out").string()},
+                       (d / "cache").string(), "--out", (d / "out").string(), "--kernelbench",
+                       (d / "kb/eval_results.json").string()},
                       out, err);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ::unsetenv("KERNELGATE_FAKE_DEVICE");
@@ -81,6 +82,24 @@ TEST(eval_pipeline, pairs_run_on_a_worker_pool_and_are_recorded_in_order) {
   }
   // The hang was cut at its 3 s limit while the other pairs went on beside it.
   EXPECT_LT(s, 60.0);
+  // KernelBench's layout: problem 1 is softmax_lastdim (the first task), with its four samples;
+  // sum_lastdim had no candidate, so no samples. Nothing was timed: the baseline level is empty,
+  // and fastp reads the pair as KernelBench files (0 aligned, exit 0).
+  std::ifstream kbf(d / "kb/eval_results.json");
+  const auto kb = nlohmann::json::parse(kbf);
+  ASSERT_TRUE(kb.contains("1")) << kb.dump();
+  EXPECT_EQ(kb["1"].size(), 4u);
+  EXPECT_EQ(kb["1"][2]["metadata"]["kernelgate_status"], "RUNTIME_ERROR");
+  EXPECT_FALSE(kb.contains("2"));
+  std::ifstream basef(d / "kb/eval_results.baseline.json");
+  EXPECT_TRUE(nlohmann::json::parse(basef).at("level1").empty());
+  std::ostringstream fo, fe;
+  EXPECT_EQ(
+      kernelgate_main({"kernelgate", "fastp", (d / "kb/eval_results.json").string(), "--baseline",
+                       (d / "kb/eval_results.baseline.json").string(), "--json"},
+                      fo, fe),
+      exit_code::ok)
+      << fe.str();
   // Scratch tensors are gone; the worker logs stay.
   EXPECT_TRUE(fs::exists(d / "out/workers/worker-0.log"));
   remove_tree(d);
