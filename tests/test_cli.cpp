@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
 #include "reports/remove_tree.h"
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
@@ -21,24 +22,14 @@ using namespace kg;
 namespace fs = std::filesystem;
 
 namespace {
-struct run_result {
-  int rc;
-  std::string out, err;
-};
-run_result run(std::vector<std::string> args) {
-  args.insert(args.begin(), "kernelgate");
-  std::ostringstream out, err;
-  const int rc = kernelgate_main(args, out, err);
-  return {rc, out.str(), err.str()};
-}
+using test::run;
+using test::run_result;
 fs::path temp(const std::string& name) {
   auto p = fs::temp_directory_path() / ("kg_cli_" + name + "_" + std::to_string(getpid()));
   kg::remove_tree(p);
   return p;
 }
-int lines(const std::string& s) {
-  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
-}
+using test::lines;
 } // namespace
 
 TEST(cli, unknown_audit_is_a_one_line_error_with_exit_2) {

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
 #include "reports/environment.h"
 #include "reports/remove_tree.h"
 #include "reports/result_writer.h"
@@ -21,21 +22,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct run_result {
-  int rc;
-  std::string out, err;
-};
-
-run_result run(std::vector<std::string> args) {
-  args.insert(args.begin(), "kernelgate");
-  std::ostringstream out, err;
-  const int rc = kernelgate_main(args, out, err);
-  return {rc, out.str(), err.str()};
-}
-
-int lines(const std::string& s) {
-  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
-}
+using test::lines;
+using test::run;
+using test::run_result;
 
 class fastp_cli : public ::testing::Test {
 protected:
