@@ -7,11 +7,14 @@
 namespace kg {
 namespace {
 
-// Green contexts arrived with CUDA 12.4: the ABI version the entry points are asked for.
-constexpr unsigned driver_api_version = 12040;
+// Green contexts arrived with CUDA 12.4; a stream of a green context only with 12.5. Each entry
+// point is asked for at the ABI version it arrived with (a newer version may change its signature;
+// an older one does not exist and the lookup fails).
+constexpr unsigned green_api_version = 12040;
+constexpr unsigned green_stream_api_version = 12050;
 
 template <typename F>
-F entry(const char* name, std::string* why) {
+F entry(const char* name, std::string* why, unsigned driver_api_version = green_api_version) {
   void* p = nullptr;
   cudaDriverEntryPointQueryResult q{};
   const auto e =
@@ -68,7 +71,8 @@ std::optional<green_partition> green_partition::create(int device, unsigned firs
   const auto gen_desc = entry<gen_desc_fn>("cuDevResourceGenerateDesc", &reason);
   const auto create_ctx = entry<green_create_fn>("cuGreenCtxCreate", &reason);
   const auto destroy = entry<green_destroy_fn>("cuGreenCtxDestroy", &reason);
-  const auto make_stream = entry<green_stream_fn>("cuGreenCtxStreamCreate", &reason);
+  const auto make_stream =
+      entry<green_stream_fn>("cuGreenCtxStreamCreate", &reason, green_stream_api_version);
   const auto stream_destroy = entry<stream_destroy_fn>("cuStreamDestroy", &reason);
   const auto get_resource = entry<get_resource_fn>("cuGreenCtxGetDevResource", &reason);
   if (!reason.empty()) {
