@@ -7,6 +7,11 @@
 #include <map>
 
 #include <torch/torch.h>
+#include <torch/version.h>
+#if KG_TORCH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 namespace kg {
 namespace {
@@ -38,7 +43,9 @@ at::Tensor rmsnorm(const at::Tensor& x, const at::Tensor& w, double eps) {
 // second-to-last dimension's index for rope_half, or per token for rope_qk).
 at::Tensor rope(const at::Tensor& x, const at::Tensor& positions, double theta) {
   const std::int64_t d = x.size(-1);
-  const auto inv = torch::pow(theta, -torch::arange(0, d, 2, at::kDouble) / double(d));
+  const auto inv = torch::pow(
+      theta,
+      -torch::arange(0, d, 2, torch::TensorOptions(at::kDouble).device(x.device())) / double(d));
   const auto ang = positions.to(at::kDouble).unsqueeze(-1) * inv; // [P, D/2]
   const auto cos = torch::cat({ang.cos(), ang.cos()}, -1).to(x.scalar_type());
   const auto sin = torch::cat({ang.sin(), ang.sin()}, -1).to(x.scalar_type());
@@ -103,7 +110,8 @@ const std::map<std::string, ref_fn, std::less<>>& refs() {
        }},
       {"rope_half",
        [](const tensors& i, const nlohmann::json& p) {
-         const auto pos = torch::arange(i[0].size(-2), at::kLong);
+         const auto pos =
+             torch::arange(i[0].size(-2), torch::TensorOptions(at::kLong).device(i[0].device()));
          return tensors{rope(i[0], pos, p.value("theta", 1e6))};
        }},
       // Fused ops: their unfused LibTorch equivalents.
@@ -211,6 +219,54 @@ std::optional<torch_reference_result> run_torch_reference(const task_def& t,
     const auto nl = r.error.find('\n');
     if (nl != std::string::npos) r.error.resize(nl);
   }
+  return r;
+}
+
+std::string torch_version() {
+  return TORCH_VERSION;
+}
+
+torch_cuda_reference make_torch_cuda_reference(std::string_view op, const nlohmann::json& params,
+                                               const kg_tensor* in, int n_in) {
+  torch_cuda_reference r;
+  const auto it = refs().find(op);
+  if (it == refs().end()) {
+    r.error = "no LibTorch reference for op '" + std::string(op) + "'";
+    return r;
+  }
+#if KG_TORCH_CUDA
+  if (!torch::cuda::is_available()) {
+    r.error = "LibTorch " + torch_version() + " sees no CUDA device";
+    return r;
+  }
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    r.error = "cudaGetDevice failed";
+    return r;
+  }
+  // Views of the timing set's device buffers: the reference reads exactly the candidate's inputs.
+  auto views = std::make_shared<tensors>();
+  for (int k = 0; k < n_in; ++k) {
+    const std::vector<std::int64_t> shape(in[k].shape, in[k].shape + in[k].ndim),
+        strides(in[k].strides, in[k].strides + in[k].ndim);
+    views->push_back(torch::from_blob(in[k].data, shape, strides,
+                                      torch::TensorOptions()
+                                          .dtype(torch_scalar_type(static_cast<dtype>(in[k].dtype)))
+                                          .device(torch::kCUDA, device)));
+  }
+  r.run = [fn = it->second, views, params, device](cudaStream_t s) {
+    // LibTorch queues on its current stream: make it the timer's, as KernelBench's torch
+    // baseline runs on the stream it is timed on. Outputs come from LibTorch's caching
+    // allocator, as in eager PyTorch.
+    const c10::cuda::CUDAStreamGuard guard(
+        c10::cuda::getStreamFromExternal(s, static_cast<c10::DeviceIndex>(device)));
+    const torch::NoGradGuard no_grad;
+    (void)fn(*views, params);
+  };
+#else
+  (void)params, (void)in, (void)n_in;
+  r.error = "LibTorch " + torch_version() + " was built without CUDA";
+#endif
   return r;
 }
 

@@ -10,6 +10,11 @@
 #include <string_view>
 #include <vector>
 
+#include <functional>
+
+#include <cuda_runtime_api.h>
+
+#include "kernels/abi/kg_candidate.h"
 #include "workloads/task.h"
 
 namespace kg {
@@ -23,5 +28,19 @@ bool has_torch_reference(std::string_view op);
 // nullopt: no reference registered for the op.
 std::optional<torch_reference_result> run_torch_reference(const task_def& t,
                                                           const std::vector<host_tensor>& inputs);
+
+// LibTorch's version string (TORCH_VERSION).
+std::string torch_version();
+
+// The reference on the GPU, for timing it as KernelBench times its baseline: `run` queues the
+// op on the stream given, reading CUDA tensors that view `in` (not copied; `in` must outlive
+// it). Empty `run` and a reason when there is none: an op without a reference, LibTorch built
+// without CUDA (the CPU machines' 1.13), or no device.
+struct torch_cuda_reference {
+  std::function<void(cudaStream_t)> run;
+  std::string error;
+};
+torch_cuda_reference make_torch_cuda_reference(std::string_view op, const nlohmann::json& params,
+                                               const kg_tensor* in, int n_in);
 
 } // namespace kg

@@ -1,6 +1,6 @@
 // kernelgate eval --tasks GLOB --candidates DIR [--protocol strict|PEER] [--trials N] [--timeout S]
 //                 [--jobs N] [--cache DIR] [--time yes|no] [--baselines DIR] [--out DIR]
-//                 [--kernelbench FILE]
+//                 [--kernelbench FILE] [--torch-time cached|fresh|no]
 #include "suite/eval_command.h"
 #include "reports/remove_tree.h"
 
@@ -31,6 +31,7 @@
 #include "suite/options.h"
 #include "suite/sandbox.h"
 #include "suite/task_catalog.h"
+#include "suite/torch_time_store.h"
 #include "suite/trial_cache.h"
 #include "suite/worker_pool.h"
 #include "timing/device_info.h"
@@ -115,7 +116,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       {"--cache", ""},           {"--out", "kg-out/eval"},
       {"--time", "yes"},         {"--baselines", KG_TASK_KERNELS_DIR},
       {"--kernelbench", ""},     {"--workers", "0"},
-      {"--time-budget", "0.05"}, {"--scratch", ""}};
+      {"--time-budget", "0.05"}, {"--scratch", ""},
+      {"--torch-time", "cached"}};
   if (!read_options(args, o, err)) return exit_code::bad_input;
   if (o["--tasks"].empty() || o["--candidates"].empty()) {
     err << "kernelgate: eval needs --tasks GLOB and --candidates DIR\n";
@@ -123,6 +125,10 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   }
   if (o["--time"] != "yes" && o["--time"] != "no") {
     err << "kernelgate: --time takes yes or no\n";
+    return exit_code::bad_input;
+  }
+  if (o["--torch-time"] != "cached" && o["--torch-time"] != "fresh" && o["--torch-time"] != "no") {
+    err << "kernelgate: --torch-time takes cached, fresh or no\n";
     return exit_code::bad_input;
   }
   // strict: the task's tolerance against the fp64 oracle. A peer's name: its checker as
@@ -193,12 +199,21 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
                                               "shape, --trials draws")},
       {"trials_per_shape", trials},
       {"timeout_seconds", timeout},
-      {"timing", o["--time"] == "yes"
-                     ? nlohmann::json{{"shape", "each task's first shape"},
-                                      {"baseline", "the task's own kernel in " + o["--baselines"]},
-                                      {"speedup", "baseline_us / candidate_us "
-                                                  "from ABBA pairs"}}
-                     : nlohmann::json("off")},
+      {"timing",
+       o["--time"] == "yes"
+           ? nlohmann::json{{"shape", "each task's first shape"},
+                            {"baseline", "the task's own kernel in " + o["--baselines"]},
+                            {"speedup", "baseline_us / candidate_us "
+                                        "from ABBA pairs"},
+                            {"torch_reference",
+                             o["--torch-time"] == "no"
+                                 ? nlohmann::json("off")
+                                 : nlohmann::json("the task's LibTorch reference on the GPU, same "
+                                                  "timer and inputs, once per task (" +
+                                                  o["--torch-time"] +
+                                                  "); speedup_vs_torch = "
+                                                  "torch_us / candidate_us")}}
+           : nlohmann::json("off")},
       {"nvcc_flags", candidate_nvcc_flags()},
       {"intended_tasks", intended},
       {"task_files", task_files}};
@@ -229,6 +244,31 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   std::map<fs::path, const compile_result*> by_source;
   for (const auto& c : compiled)
     by_source[c.source] = &c;
+
+  // The LibTorch reference's GPU time, once per task: from the store beside the compile cache
+  // (--torch-time cached, KernelBench's once-per-GPU baseline), else timed with the task's first
+  // candidate that is timed. Read and written under commit_m.
+  const std::string torch_mode = o["--torch-time"];
+  std::string store_why;
+  torch_time_store torch_store((copt.cache_dir.empty() ? default_cache_dir() : copt.cache_dir) /
+                                   "torch_reference_times.json",
+                               &store_why);
+  if (!store_why.empty()) err << "kernelgate: warning: " << store_why << "\n";
+  std::map<std::string, std::string> torch_key;
+  std::map<std::string, nlohmann::json> torch_entry; // by task: measured in this run or cached
+  std::map<std::string, bool> torch_in_flight;
+  if (timed && torch_mode != "no")
+    for (const auto& t : tasks) {
+      torch_key[t.id] = torch_time_store::key(task_files[t.id]["sha256"].get<std::string>(),
+                                              dev.name, torch_version());
+      if (torch_mode != "cached") continue;
+      if (auto e = torch_store.find(torch_key[t.id]); !e.is_null()) {
+        e["source"] =
+            "cached in " +
+            (copt.cache_dir.empty() ? default_cache_dir() : fs::path(copt.cache_dir)).string();
+        torch_entry[t.id] = e;
+      }
+    }
 
   // Scratch for the tensors the workers read and write: memory-backed where the machine has it
   // (tens of MB per trial), removed at the end.
@@ -324,6 +364,18 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       // The timing figures at the top of the record (the layout `kernelgate fastp` reads).
       for (const char* k : {"candidate_us", "baseline_us", "speedup", "speedup_ci95"})
         if (v.detail.contains(k)) rec[k] = v.detail[k];
+      // Against the LibTorch reference: separate measurements (not ABBA), so no interval here;
+      // both medians and their intervals are in the record.
+      if (const auto te = torch_entry.find(p.task->id);
+          te != torch_entry.end() && v.detail.contains("candidate_us")) {
+        rec["torch_reference"] = te->second;
+        const auto& r = te->second.at("reference");
+        if (r.value("status", "") == "TIMED") {
+          rec["torch_us"] = r.at("median_us");
+          rec["speedup_vs_torch"] =
+              r.at("median_us").get<double>() / v.detail["candidate_us"].get<double>();
+        }
+      }
       writer->append(rec);
       if (!p.source.empty()) {
         auto& samples = kb[p.task->id];
@@ -374,6 +426,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
             cache.prefetch(k);
         }
       candidate_verdict v;
+      bool asked_torch = false;
       if (stopped || stop_requested()) {
         stopped = true;
         v.status = "MISSING";
@@ -398,11 +451,30 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
           so.worker = &worker;
           if (const auto b = baseline_source.find(p.task->id); b != baseline_source.end())
             so.baseline = by_source.at(b->second);
+          if (torch_key.count(p.task->id)) {
+            std::lock_guard<std::mutex> l(commit_m);
+            if (!torch_entry.count(p.task->id) && !torch_in_flight[p.task->id])
+              so.time_torch_reference = asked_torch = torch_in_flight[p.task->id] = true;
+          }
           v = evaluate_candidate(*p.task, *by_source.at(p.source), so);
           remove_tree(so.work_dir); // its outputs were read; the trial files stay shared
         }
       }
       std::lock_guard<std::mutex> l(commit_m);
+      if (asked_torch) {
+        // Not timed (the candidate failed first): the task's next candidate asks again.
+        torch_in_flight[p.task->id] = false;
+        if (v.detail.contains("torch_reference")) {
+          nlohmann::json e = {{"reference", v.detail["torch_reference"]},
+                              {"measured_at", utc_timestamp()},
+                              {"gpu", dev.name},
+                              {"torch", torch_version()}};
+          if (e["reference"].value("status", "") == "TIMED")
+            torch_store.put(torch_key.at(p.task->id), e);
+          e["source"] = "measured in this run, with candidate '" + p.candidate + "'";
+          torch_entry[p.task->id] = e;
+        }
+      }
       if (--pairs_left[p.task->id] == 0) {
         auto keys = planned_trials(*p.task, shared);
         const auto ref = reference_keys(*p.task);
@@ -419,6 +491,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       threads.emplace_back(pair_thread, n);
   }
   interrupted = stopped;
+  if (std::string why; !torch_store.save(&why))
+    err << "kernelgate: warning: the LibTorch reference times were not kept: " << why << "\n";
   nlohmann::json summary = {{"status", interrupted ? "interrupted" : "complete"},
                             {"pairs", pairs.size()},
                             {"by_status", counts}};

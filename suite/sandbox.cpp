@@ -133,6 +133,7 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
                       {"paired_max_wall_seconds", opt.time_wall_seconds}};
   if (opt.baseline && opt.baseline->ok)
     t["baseline_shared_object"] = opt.baseline->shared_object.string();
+  if (opt.time_torch_reference) t["torch_reference"] = {{"op", task.op}, {"params", task.params}};
   auto& cache = parts.cache_of(opt);
   for (const auto& key : timing_sets(task, opt)) { // two timed sets, then the fresh one
     const auto data = cache.take(key);
@@ -211,6 +212,11 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
   }
   v.detail["candidate_us"] = c.at("median_us");
   v.detail["timing_backend"] = c.at("backend");
+  if (tj.contains("torch_reference")) {
+    v.detail["torch_reference"] = tj["torch_reference"];
+    if (tj["torch_reference"].value("status", "") == "TIMED")
+      v.detail["torch_us"] = tj["torch_reference"].at("median_us");
+  }
   if (tj.contains("baseline") && tj["baseline"].value("status", "") == "TIMED")
     v.detail["baseline_us"] = tj["baseline"].at("median_us");
   if (tj.contains("paired")) {

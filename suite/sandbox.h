@@ -51,6 +51,9 @@ struct sandbox_options {
   // Wall-clock cap of each of the two measurements (the candidate's honest run, the ABBA pairs);
   // both also stop earlier once their interval is narrow enough.
   double time_wall_seconds = 0.05;
+  // Also time the task's LibTorch reference on the GPU (the same timer, the same inputs), when
+  // the candidate was timed: the record's torch_us. eval asks for it once per task.
+  bool time_torch_reference = false;
 };
 
 // Every trial evaluate_candidate will need the CPU side of (correctness trials, then the timing

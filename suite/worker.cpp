@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/abi/kg_candidate.h"
+#include "kernels/task_torch_refs.h"
 #include "oracles/device_allclose.h"
 #include "oracles/device_equal.h"
 #include "timing/gpu_timer.h"
@@ -190,6 +191,29 @@ gpu_timer& session_timer(worker_session& s, const timing_options& o) {
   return *s.timer;
 }
 
+// The task's LibTorch reference on set 0, as KernelBench times its baseline (eager, outputs from
+// LibTorch's caching allocator), with the same timer. One untimed call first: LibTorch's lazy
+// CUDA start-up (handles, workspaces) is not the op's time. What LibTorch keeps on the device
+// afterwards (its cache) belongs to the session, not to a candidate: the leak check re-baselines.
+nlohmann::json time_torch_reference(const nlohmann::json& r, timing_set& s0, gpu_timer& timer,
+                                    worker_session& session) {
+  const auto ref = make_torch_cuda_reference(r.at("op").get<std::string>(), r.at("params"),
+                                             s0.tin.data(), static_cast<int>(s0.tin.size()));
+  if (!ref.run) return {{"status", "UNAVAILABLE"}, {"status_reason", ref.error}};
+  session.rebaseline = true;
+  try {
+    ref.run(session.stream);
+    if (const auto e = cudaStreamSynchronize(session.stream); e != cudaSuccess)
+      return {{"status", "ERROR"},
+              {"status_reason", std::string("LibTorch reference: ") + cudaGetErrorString(e)}};
+    return timer.measure(ref.run).to_json(false);
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    what = what.substr(0, what.find('\n'));
+    return {{"status", "ERROR"}, {"status_reason", "LibTorch reference: " + what}};
+  }
+}
+
 // Honest timing of the candidate (rotating input sets, outputs checked on the device, a fresh
 // set), then, with a baseline, ABBA pairs of baseline and candidate on set 0: the speed ratio
 // with drift cancelled. The baseline is the task's own (trusted) kernel: it is not audited again,
@@ -217,8 +241,11 @@ nlohmann::json time_candidate(const nlohmann::json& t, const std::string& manife
   const auto rc = timer.measure_honest(cand);
   out["candidate"] = rc.to_json(false);
   if (!run_error.empty()) out["error"] = run_error;
-  if (rc.status != "TIMED" || !run_error.empty() || !t.contains("baseline_shared_object"))
-    return out;
+  if (rc.status != "TIMED" || !run_error.empty()) return out;
+  // Only for a candidate that was timed: a reference time without a candidate time is no ratio.
+  if (t.contains("torch_reference"))
+    out["torch_reference"] = time_torch_reference(t["torch_reference"], *sets[0], timer, session);
+  if (!t.contains("baseline_shared_object")) return out;
   void* so =
       dlopen(t.at("baseline_shared_object").get<std::string>().c_str(), RTLD_NOW | RTLD_LOCAL);
   const auto base_run = so ? reinterpret_cast<kg_run_fn>(dlsym(so, "kg_run")) : nullptr;

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpu_test_support.h"
+#include "reports/remove_tree.h"
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
 
@@ -91,6 +92,40 @@ TEST(gpu_eval, a_passing_candidate_is_timed_against_the_task_kernel) {
   EXPECT_GT(rec.at("candidate_us").get<double>(), 0.0);
   EXPECT_LE(lo, 1.0 + 0.03); // the same kernel: the interval reaches into the 3% tie band
   EXPECT_GE(hi, 1.0 - 0.03);
+}
+
+// The task's LibTorch reference is timed on the GPU once, with the same timer and inputs, and
+// every timed record carries torch_us and speedup_vs_torch = torch_us / candidate_us; a second
+// run reads the time from the store beside the compile cache instead of measuring it again.
+TEST(gpu_eval, the_libtorch_reference_is_timed_once_then_read_from_the_cache) {
+  KG_REQUIRE_GPU();
+  remove_tree(fs::temp_directory_path() / "kg-gpu-eval-torch");
+  const std::string task = "/data/tasks/softmax_lastdim.json";
+  const auto kernels = std::string(KG_SOURCE_DIR) + "/kernels/tasks";
+  const auto first = eval(kernels, "torch", "60", "yes", task);
+  ASSERT_EQ(first.records.size(), 1u) << first.err;
+  const auto& a = first.records.begin()->second;
+  ASSERT_EQ(a.at("status"), "PASSED") << a.at("status_reason");
+  ASSERT_TRUE(a.contains("torch_reference")) << a.dump();
+  const auto& ref = a.at("torch_reference").at("reference");
+  if (ref.value("status", "") == "UNAVAILABLE")
+    GTEST_SKIP() << "SKIPPED: " << ref.at("status_reason").get<std::string>();
+  ASSERT_EQ(ref.at("status"), "TIMED") << ref.dump();
+  const double torch_us = a.at("torch_us"), cand_us = a.at("candidate_us");
+  std::cout << "softmax: candidate " << cand_us << " us, LibTorch " << torch_us
+            << " us, speedup vs torch " << a.at("speedup_vs_torch") << "\n";
+  EXPECT_GT(torch_us, 0.0);
+  EXPECT_NEAR(a.at("speedup_vs_torch").get<double>(), torch_us / cand_us,
+              1e-9 * torch_us / cand_us);
+  EXPECT_EQ(
+      a.at("torch_reference").at("source").get<std::string>().rfind("measured in this run", 0), 0u);
+  const auto second = eval(kernels, "torch", "60", "yes", task);
+  ASSERT_EQ(second.records.size(), 1u) << second.err;
+  const auto& b = second.records.begin()->second;
+  ASSERT_TRUE(b.contains("torch_us")) << b.dump();
+  EXPECT_EQ(b.at("torch_us").get<double>(), torch_us);
+  EXPECT_EQ(b.at("torch_reference").at("source").get<std::string>().rfind("cached in", 0), 0u);
+  EXPECT_FALSE(b.at("detail").contains("torch_reference")) << "measured again";
 }
 
 // The same red team under KernelBench's checker as modelled (torch.rand inputs, allclose on the
