@@ -11,7 +11,12 @@ namespace {
 
 using gemv_detail::gemv_args;
 
-constexpr std::size_t partial_align = 256; // the counters start on their own cache lines
+// Workspace layout: the per-tile counters first, at a fixed place and of a fixed size whatever
+// the configuration and shape, then the partials. Every launch leaves its counters at 0, and no
+// launch's partials ever overlap any launch's counters, so one zero-filled workspace serves every
+// configuration and shape in turn (the decode engine shares one across its projections).
+constexpr int max_split_tiles = 65536; // split_k > 1 needs n <= this x rows per block
+constexpr std::size_t counter_bytes = max_split_tiles * sizeof(unsigned);
 
 bool supported(const gemv_config& c) {
   const bool rpw = c.rows_per_warp == 1 || c.rows_per_warp == 2 || c.rows_per_warp == 4;
@@ -25,11 +30,6 @@ bool supported(const gemv_config& c) {
 int row_tiles(const gemv_config& c, int n) {
   const int tile_rows = c.rows_per_warp * c.warps_per_block;
   return (n + tile_rows - 1) / tile_rows;
-}
-
-std::size_t partial_bytes(const gemv_config& c, int batch, int n) {
-  const std::size_t bytes = static_cast<std::size_t>(c.split_k) * batch * n * sizeof(float);
-  return (bytes + partial_align - 1) / partial_align * partial_align;
 }
 
 // The largest batch group a kernel exists for: rows_per_warp * group <= 32 accumulators.
@@ -123,9 +123,9 @@ gemv_config pick_gemv_config(int batch, int n, int k) {
 }
 
 std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k) {
-  (void)k; // the partials hold whole output rows; K only decides how much each slice sums
+  (void)k; // the partials hold whole output rows; K only sets how much each slice sums
   if (c.split_k <= 1 || batch <= 0 || n <= 0) return 0;
-  return partial_bytes(c, batch, n) + static_cast<std::size_t>(row_tiles(c, n)) * sizeof(unsigned);
+  return counter_bytes + static_cast<std::size_t>(c.split_k) * batch * n * sizeof(float);
 }
 
 cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
@@ -140,7 +140,8 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
   if (c.split_k > 1 && (!workspace || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0))
     return cudaErrorInvalidValue;
   const long long tiles = row_tiles(c, n);
-  if (tiles * c.split_k > 0x7fffffffLL) return cudaErrorInvalidValue;
+  if (tiles * c.split_k > 0x7fffffffLL || (c.split_k > 1 && tiles > max_split_tiles))
+    return cudaErrorInvalidValue;
 
   gemv_args a;
   a.w = w;
@@ -151,9 +152,7 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
   const int per_slice = (a.k8 + c.split_k - 1) / c.split_k;
   a.slice_len = (per_slice + 1) / 2 * 2;
   if (c.split_k > 1) {
-    a.partial = static_cast<float*>(workspace);
-    a.counters =
-        reinterpret_cast<unsigned*>(static_cast<char*>(workspace) + partial_bytes(c, batch, n));
+    a.counters = static_cast<unsigned*>(workspace);
     a.slice_stride = static_cast<long long>(batch) * n;
   }
   const int blocks = static_cast<int>(tiles * c.split_k);
@@ -164,7 +163,9 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
     a.x = x + static_cast<std::size_t>(b0) * k;
     a.y = y + static_cast<std::size_t>(b0) * n;
     a.nb = nb;
-    if (a.partial) a.partial = static_cast<float*>(workspace) + static_cast<std::size_t>(b0) * n;
+    if (c.split_k > 1)
+      a.partial = reinterpret_cast<float*>(static_cast<char*>(workspace) + counter_bytes) +
+                  static_cast<std::size_t>(b0) * n;
     const cudaError_t e = launch_group(a, next_pow2(nb), c, blocks, s);
     if (e != cudaSuccess) return e;
   }
