@@ -27,8 +27,8 @@ bool supported(const gemv_config& c) {
   return rpw && unroll && wpb && split && c.rows_per_warp * c.unroll <= 16;
 }
 
-int row_tiles(const gemv_config& c, int n) {
-  const int tile_rows = c.rows_per_warp * c.warps_per_block;
+long long row_tiles(const gemv_config& c, int n) {
+  const long long tile_rows = c.rows_per_warp * c.warps_per_block;
   return (n + tile_rows - 1) / tile_rows;
 }
 
@@ -122,6 +122,12 @@ gemv_config pick_gemv_config(int batch, int n, int k) {
   return heuristic_config(batch, n, k);
 }
 
+bool gemv_config_supported(const gemv_config& c, int batch, int n, int k) {
+  if (!supported(c) || batch <= 0 || n <= 0 || k <= 0 || k % 8 != 0) return false;
+  const long long tiles = row_tiles(c, n);
+  return tiles * c.split_k <= 0x7fffffffLL && (c.split_k == 1 || tiles <= max_split_tiles);
+}
+
 std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k) {
   (void)k; // the partials hold whole output rows; K only sets how much each slice sums
   if (c.split_k <= 1 || batch <= 0 || n <= 0) return 0;
@@ -131,8 +137,7 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k) 
 cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                              int batch, int n, int k, const gemv_config& c, void* workspace,
                              cudaStream_t s) {
-  if (!supported(c) || batch <= 0 || n <= 0 || k <= 0 || k % 8 != 0 || !x || !w || !y)
-    return cudaErrorInvalidValue;
+  if (!gemv_config_supported(c, batch, n, k) || !x || !w || !y) return cudaErrorInvalidValue;
   // 16-byte loads of every row: the bases must be 16-byte aligned (k % 8 == 0 does the rest).
   if (reinterpret_cast<std::uintptr_t>(x) % 16 != 0 ||
       reinterpret_cast<std::uintptr_t>(w) % 16 != 0)
@@ -140,8 +145,6 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
   if (c.split_k > 1 && (!workspace || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0))
     return cudaErrorInvalidValue;
   const long long tiles = row_tiles(c, n);
-  if (tiles * c.split_k > 0x7fffffffLL || (c.split_k > 1 && tiles > max_split_tiles))
-    return cudaErrorInvalidValue;
 
   gemv_args a;
   a.w = w;

@@ -20,8 +20,12 @@ struct gemv_config {
   int split_k = 1;         // K cut into this many slices; > 1 needs a workspace
 };
 
-// The configuration the decode engine uses for this shape.
+// The configuration the decode engine uses for this shape: one launch_gemv_bf16 accepts for
+// every shape it accepts at all (k % 8 == 0).
 gemv_config pick_gemv_config(int batch, int n, int k);
+
+// Whether launch_gemv_bf16 accepts this configuration and shape (the rules below).
+bool gemv_config_supported(const gemv_config& c, int batch, int n, int k);
 
 // Bytes of workspace a configuration needs (0 when split_k == 1). The workspace must hold this
 // many bytes and be zero-filled once before its first use; every launch leaves it ready for the
