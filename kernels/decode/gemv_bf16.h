@@ -20,16 +20,25 @@ struct gemv_config {
   int split_k = 1;         // K cut into this many slices; > 1 needs a workspace
 };
 
-// The configuration the decode engine uses for this shape.
+// The configuration the decode engine uses for this shape: one launch_gemv_bf16 accepts for
+// every shape it accepts at all (k % 8 == 0).
 gemv_config pick_gemv_config(int batch, int n, int k);
 
+// Whether launch_gemv_bf16 accepts this configuration and shape (the rules below).
+bool gemv_config_supported(const gemv_config& c, int batch, int n, int k);
+
 // Bytes of workspace a configuration needs (0 when split_k == 1). The workspace must hold this
-// many bytes and be zero-filled once before its first use (the kernels leave it ready for reuse).
+// many bytes and be zero-filled once before its first use; every launch leaves it ready for the
+// next, whatever configuration and shape that one has (one workspace can serve every projection
+// in turn). Launches that may run concurrently need separate workspaces.
 std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 
 // Queues y = x w^T on `s`. x: [batch, k], w: [n, k], y: [batch, n], all dense row-major; k must
-// be a multiple of 8 (16-byte rows). Returns cudaErrorInvalidValue for a configuration or shape
-// it does not support, else the launch's error.
+// be a multiple of 8 (16-byte rows), x and w 16-byte aligned, any n and batch >= 1 (batches
+// above 32 / rows_per_warp take several launches). Supported: rows_per_warp 1, 2, 4; unroll 2, 4,
+// 8 with rows_per_warp x unroll <= 16; warps_per_block 4, 8, 16; split_k 1, 2, 4, 8 (split_k > 1:
+// at most 65536 row tiles of rows_per_warp x warps_per_block rows). Returns
+// cudaErrorInvalidValue for anything else (before touching the device), else the launch's error.
 cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                              int batch, int n, int k, const gemv_config& c, void* workspace,
                              cudaStream_t s);

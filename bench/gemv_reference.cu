@@ -1,0 +1,59 @@
+// See gemv_reference.h.
+#include "bench/gemv_reference.h"
+
+#include "timing/cuda_check.h"
+
+namespace kg {
+namespace {
+
+__device__ std::uint32_t mix32(std::uint64_t v) {
+  v ^= v >> 33;
+  v *= 0xff51afd7ed558ccdull;
+  v ^= v >> 33;
+  v *= 0xc4ceb9fe1a85ec53ull;
+  v ^= v >> 33;
+  return static_cast<std::uint32_t>(v);
+}
+
+__global__ void fill_kernel(__nv_bfloat16* p, std::size_t count, std::uint32_t seed, float scale) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    const float u = static_cast<float>(mix32((static_cast<std::uint64_t>(seed) << 40) ^ i)) *
+                    (1.0f / 4294967296.0f); // [0, 1)
+    p[i] = __float2bfloat16((2.0f * u - 1.0f) * scale);
+  }
+}
+
+// Thread t computes batch row t % batch of weight row t / batch: the batch rows of one weight row
+// are neighbours, so a warp's weight loads coincide.
+__global__ void reference_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w, float* y,
+                                 int batch, int n, int k) {
+  const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= static_cast<long long>(batch) * n) return;
+  const int b = static_cast<int>(t % batch), r = static_cast<int>(t / batch);
+  const __nv_bfloat16* xr = x + static_cast<std::size_t>(b) * k;
+  const __nv_bfloat16* wr = w + static_cast<std::size_t>(r) * k;
+  float acc = 0.0f;
+  for (int i = 0; i < k; ++i)
+    acc = fmaf(__bfloat162float(wr[i]), __bfloat162float(xr[i]), acc);
+  y[static_cast<std::size_t>(b) * n + r] = acc;
+}
+
+} // namespace
+
+void fill_bf16_hash(__nv_bfloat16* p, std::size_t count, std::uint32_t seed, float scale,
+                    cudaStream_t s) {
+  fill_kernel<<<1024, 256, 0, s>>>(p, count, seed, scale);
+  KG_CUDA_CHECK(cudaGetLastError());
+}
+
+void gemv_reference_f32(const __nv_bfloat16* x, const __nv_bfloat16* w, float* y, int batch, int n,
+                        int k, cudaStream_t s) {
+  const long long threads = static_cast<long long>(batch) * n;
+  const unsigned blocks = static_cast<unsigned>((threads + 255) / 256);
+  reference_kernel<<<blocks, 256, 0, s>>>(x, w, y, batch, n, k);
+  KG_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace kg

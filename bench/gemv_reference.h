@@ -1,0 +1,23 @@
+// The GEMV sweep's independent device reference and its input fill (bench/gemv_sweep.cpp):
+// deliberately the plainest code that can be right, sharing nothing with kernels/decode.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+namespace kg {
+
+// p[i] = a hash of (seed, i) mapped to [-scale, scale), rounded to bf16. Fast enough for the
+// 389M-element lm_head weight, where host generation would take seconds.
+void fill_bf16_hash(__nv_bfloat16* p, std::size_t count, std::uint32_t seed, float scale,
+                    cudaStream_t s);
+
+// y[b, r] = sum_k x[b, k] w[r, k] in float32, k in order, one thread per output (no rounding to
+// bf16). Throws kg::cuda_error if the launch fails.
+void gemv_reference_f32(const __nv_bfloat16* x, const __nv_bfloat16* w, float* y, int batch, int n,
+                        int k, cudaStream_t s);
+
+} // namespace kg

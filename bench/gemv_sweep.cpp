@@ -1,0 +1,381 @@
+// Every configuration of the decode GEMV (kernels/decode/gemv_bf16.h) on the Qwen3-4B projections
+// at batch 1, 2, 4, 8, 16 and 32, timed by kernelgate's harness (L2 flushed before each sample)
+// and expressed as a fraction of the device-to-device copy bandwidth measured in the same run,
+// as bench/decode_kernels.cpp does: bandwidth = the minimum bytes (weights, x and y once) /
+// median time; copy bandwidth = (read + write) / median time of a 1 GiB cudaMemcpyAsync.
+//
+// Before it is timed, each configuration's output is checked against an independent float32
+// reference (bench/gemv_reference.cu) to a bf16 tolerance, and run twice (output poisoned before
+// each run) for bitwise identity. One row per configuration is printed as it is measured; the
+// end prints the best configuration per (shape, batch) as rows of pick_gemv_config's table.
+//
+// Pruning (off with --full): configurations that need several launches for the batch, those
+// whose lanes would get fewer 16-byte chunks per K slice than their unroll, and split-K factors
+// whose half already gives every SM ~64 warps, are skipped; warps_per_block 8 is swept first and
+// the three best of those are then re-timed with 4 and 16 warps per block. lm_head is timed with a
+// handful of configurations only.
+//
+//   kg_bench_gemv_sweep [--quick] [--full] [--list] [--max-wall S]
+//     --quick   the down projection at batch 1 and 8 only
+//     --list    print the configurations that would be timed, and their number (no GPU needed)
+//     --max-wall S   wall-clock cap per configuration's timing (default 0.15 s)
+// Exit: 0 all checks passed, 1 a configuration was wrong or failed, 2 bad usage, 3 no GPU.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <cuda_bf16.h>
+
+#include "bench/gemv_reference.h"
+#include "kernels/decode/gemv_bf16.h"
+#include "timing/cuda_check.h"
+#include "timing/device_buffer.h"
+#include "timing/device_info.h"
+#include "timing/gpu_timer.h"
+
+using namespace kg;
+
+namespace {
+
+struct shape_def {
+  std::string name;
+  int n = 0, k = 0;
+  bool few_configs = false; // lm_head: 389M weights, a handful of configurations
+};
+
+struct sweep_options {
+  bool quick = false, full = false, list = false;
+  double max_wall = 0.15;
+};
+
+std::string config_name(const gemv_config& c) {
+  std::ostringstream o;
+  o << "rpw" << c.rows_per_warp << " u" << c.unroll << " w" << c.warps_per_block << " s"
+    << c.split_k;
+  return o.str();
+}
+
+bool same(const gemv_config& a, const gemv_config& b) {
+  return a.rows_per_warp == b.rows_per_warp && a.unroll == b.unroll &&
+         a.warps_per_block == b.warps_per_block && a.split_k == b.split_k;
+}
+
+bool kernel_exists(const gemv_config& c) {
+  return c.rows_per_warp * c.unroll <= 16;
+}
+
+// Worth timing: the whole batch in one launch (a batch above 32 / rows_per_warp streams the
+// weights once per group), each lane gets at least `unroll` chunks of its K slice (else the
+// unrolled loop never runs), and a split-K factor is only tried while half of it leaves the GPU
+// short of warps.
+bool worth_timing(const gemv_config& c, const shape_def& s, int batch, int sm_count) {
+  if (batch * c.rows_per_warp > 32) return false;
+  const double chunks_per_lane = s.k / 8.0 / c.split_k / 32.0;
+  if (chunks_per_lane < c.unroll && !(c.split_k == 1 && c.unroll == 2)) return false;
+  const long long warps = (s.n + c.rows_per_warp - 1) / c.rows_per_warp;
+  return c.split_k == 1 || warps * (c.split_k / 2) < 64LL * sm_count;
+}
+
+// The first pass: warps_per_block 8 (or every supported configuration with --full).
+std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count, bool full) {
+  std::vector<gemv_config> out;
+  auto add = [&](const gemv_config& c) {
+    for (const auto& o : out)
+      if (same(o, c)) return;
+    out.push_back(c);
+  };
+  add(pick_gemv_config(batch, s.n, s.k)); // the table's current choice, always timed
+  if (s.few_configs) {
+    for (const gemv_config c : {gemv_config{1, 8, 4, 1}, gemv_config{1, 8, 8, 1},
+                                gemv_config{2, 8, 4, 1}, gemv_config{4, 8, 2, 1}})
+      add(c);
+    return out;
+  }
+  for (int rpw : {1, 2, 4})
+    for (int unroll : {2, 4, 8})
+      for (int split : {1, 2, 4, 8})
+        for (int wpb : {4, 8, 16}) {
+          if (!full && wpb != 8) continue;
+          const gemv_config c{rpw, wpb, unroll, split};
+          if (kernel_exists(c) && (full || worth_timing(c, s, batch, sm_count))) add(c);
+        }
+  return out;
+}
+
+struct measured {
+  gemv_config c;
+  double median_us = 0, lo_us = 0, hi_us = 0, gbps = 0;
+  bool ok = false;
+};
+
+// Workspace shared by every configuration: zero-filled once when (re)allocated, as the
+// interface asks; the kernels leave it ready for the next configuration.
+class workspace {
+public:
+  void* get(std::size_t bytes) {
+    if (bytes > buf_.size()) {
+      buf_ = device_buffer(bytes);
+      KG_CUDA_CHECK(cudaMemset(buf_.get(), 0, bytes));
+    }
+    return buf_.get();
+  }
+
+private:
+  device_buffer buf_;
+};
+
+double copy_gbps(std::size_t bytes, double* us) {
+  timing_options o;
+  o.max_wall_seconds = 2.0;
+  gpu_timer timer(o);
+  device_buffer src(bytes), dst(bytes);
+  KG_CUDA_CHECK(cudaMemset(src.get(), 1, bytes));
+  const auto t = timer.measure([&](cudaStream_t s) {
+    KG_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, s));
+  });
+  *us = t.summary.median;
+  return 2.0 * static_cast<double>(bytes) / (t.summary.median * 1e-6) / 1e9;
+}
+
+float bf16_bits_to_float(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// One shape's inputs on the device (x for the largest batch; a batch uses its first rows).
+struct shape_data {
+  device_buffer x, w, y, ref;
+  std::vector<float> ref_host;
+  shape_data(const shape_def& s, int max_batch)
+      : x(static_cast<std::size_t>(max_batch) * s.k * 2),
+        w(static_cast<std::size_t>(s.n) * s.k * 2),
+        y(static_cast<std::size_t>(max_batch) * s.n * 2),
+        ref(static_cast<std::size_t>(max_batch) * s.n * sizeof(float)) {
+    fill_bf16_hash(static_cast<__nv_bfloat16*>(x.get()), static_cast<std::size_t>(max_batch) * s.k,
+                   7, 1.0f, nullptr);
+    fill_bf16_hash(static_cast<__nv_bfloat16*>(w.get()), static_cast<std::size_t>(s.n) * s.k, 11,
+                   1.0f, nullptr);
+  }
+  void compute_reference(const shape_def& s, int batch) {
+    gemv_reference_f32(static_cast<const __nv_bfloat16*>(x.get()),
+                       static_cast<const __nv_bfloat16*>(w.get()), static_cast<float*>(ref.get()),
+                       batch, s.n, s.k, nullptr);
+    ref_host.resize(static_cast<std::size_t>(batch) * s.n);
+    KG_CUDA_CHECK(cudaMemcpy(ref_host.data(), ref.get(), ref_host.size() * sizeof(float),
+                             cudaMemcpyDeviceToHost));
+  }
+};
+
+// Runs `c` twice on poisoned outputs; "" when both match the reference and each other bitwise,
+// else what went wrong.
+std::string check_config(shape_data& d, const shape_def& s, int batch, const gemv_config& c,
+                         void* ws) {
+  const std::size_t count = static_cast<std::size_t>(batch) * s.n;
+  std::vector<std::uint16_t> runs[2];
+  for (auto& out : runs) {
+    KG_CUDA_CHECK(cudaMemset(d.y.get(), 0xff, count * 2)); // NaN: an unwritten output shows
+    const cudaError_t e = launch_gemv_bf16(
+        static_cast<const __nv_bfloat16*>(d.x.get()), static_cast<const __nv_bfloat16*>(d.w.get()),
+        static_cast<__nv_bfloat16*>(d.y.get()), batch, s.n, s.k, c, ws, nullptr);
+    if (e != cudaSuccess) return std::string("launch failed: ") + cudaGetErrorString(e);
+    KG_CUDA_CHECK(cudaDeviceSynchronize());
+    out.resize(count);
+    KG_CUDA_CHECK(cudaMemcpy(out.data(), d.y.get(), count * 2, cudaMemcpyDeviceToHost));
+  }
+  std::size_t wrong = 0, first = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double got = bf16_bits_to_float(runs[0][i]), want = d.ref_host[i];
+    if (!(std::fabs(got - want) <= 1e-2 * std::max(1.0, std::fabs(want))) && wrong++ == 0)
+      first = i;
+  }
+  if (wrong) {
+    std::ostringstream o;
+    o << wrong << " of " << count << " outputs wrong, first [" << first / s.n << ", " << first % s.n
+      << "]: " << bf16_bits_to_float(runs[0][first]) << " vs reference " << d.ref_host[first];
+    return o.str();
+  }
+  if (runs[0] != runs[1]) return "not deterministic: two runs differ bitwise";
+  return "";
+}
+
+void print_header() {
+  std::cout << std::left << std::setw(9) << "shape" << std::right << std::setw(6) << "batch"
+            << "  " << std::left << std::setw(18) << "config" << std::right << std::setw(10)
+            << "median us" << std::setw(20) << "95% interval" << std::setw(9) << "GB/s"
+            << std::setw(9) << "of copy"
+            << "  check\n";
+}
+
+void print_row(const shape_def& s, int batch, const measured& m, const std::string& check,
+               double copy) {
+  std::cout << std::left << std::setw(9) << s.name << std::right << std::setw(6) << batch << "  "
+            << std::left << std::setw(18) << config_name(m.c) << std::right;
+  if (!m.ok) {
+    std::cout << "  FAIL: " << check << "\n";
+    return;
+  }
+  std::ostringstream ci;
+  ci << std::fixed << std::setprecision(2) << "[" << m.lo_us << ", " << m.hi_us << "]";
+  std::cout << std::fixed << std::setprecision(2) << std::setw(10) << m.median_us << std::setw(20)
+            << ci.str() << std::setprecision(1) << std::setw(9) << m.gbps << std::setw(8)
+            << 100.0 * m.gbps / copy << "%  ok\n";
+}
+
+int usage() {
+  std::cerr << "usage: kg_bench_gemv_sweep [--quick] [--full] [--list] [--max-wall S]\n";
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::cout << std::unitbuf; // rows as they are measured
+  sweep_options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick")
+      opt.quick = true;
+    else if (a == "--full")
+      opt.full = true;
+    else if (a == "--list")
+      opt.list = true;
+    else if (a == "--max-wall" && i + 1 < argc)
+      opt.max_wall = std::atof(argv[++i]);
+    else
+      return usage();
+  }
+  std::vector<shape_def> shapes = {{"down", 2560, 9728},
+                                   {"qkv", 6144, 2560},
+                                   {"o_proj", 2560, 4096},
+                                   {"gate_up", 19456, 2560},
+                                   {"lm_head", 151936, 2560, true}};
+  std::vector<int> batches = {1, 2, 4, 8, 16, 32};
+  if (opt.quick) {
+    shapes.resize(1);
+    batches = {1, 8};
+  }
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
+
+  if (opt.list) { // the first pass as it would run on an H200 (132 SMs), plus 2 x 3 re-timings
+    std::size_t total = 0;
+    for (const auto& s : shapes)
+      for (int b : batches) {
+        const auto cs = first_pass(s, b, 132, opt.full);
+        const std::size_t second = opt.full || s.few_configs ? 0 : 6;
+        total += cs.size() + second;
+        std::cout << s.name << " b" << b << ": " << cs.size() << " + " << second << ":";
+        for (const auto& c : cs)
+          std::cout << " [" << config_name(c) << "]";
+        std::cout << "\n";
+      }
+    std::cout << total << " configurations, about " << std::fixed << std::setprecision(0)
+              << total * (opt.max_wall + 0.03) << " s of timing\n";
+    return 0;
+  }
+
+  const auto dev = query_device(0);
+  if (!dev.available) {
+    std::cerr << "kg_bench_gemv_sweep: no GPU: " << dev.reason << "\n";
+    return 3;
+  }
+  double copy_us = 0;
+  const double copy = copy_gbps(std::size_t{1} << 30, &copy_us);
+  timing_options o;
+  o.max_wall_seconds = opt.max_wall;
+  gpu_timer timer(o);
+  std::cout << std::fixed << std::setprecision(1) << "device: " << dev.name << " (" << dev.sm_count
+            << " SMs), timing backend " << timing_backend_name(o.backend) << ", max wall "
+            << opt.max_wall << " s per configuration\n"
+            << "copy bandwidth (read + write), device to device, 1 GiB: " << copy << " GB/s ("
+            << copy_us << " us); fractions below are of it\n\n";
+  print_header();
+
+  workspace ws;
+  int failures = 0;
+  std::vector<std::pair<std::pair<const shape_def*, int>, measured>> best;
+  for (const auto& s : shapes) {
+    shape_data d(s, max_batch);
+    for (int batch : batches) {
+      d.compute_reference(s, batch);
+      const double min_bytes =
+          2.0 * (static_cast<double>(s.n) * s.k + static_cast<double>(batch) * (s.k + s.n));
+      std::vector<measured> done;
+      auto run_one = [&](const gemv_config& c) {
+        measured m;
+        m.c = c;
+        void* w = ws.get(gemv_workspace_bytes(c, batch, s.n, s.k));
+        std::string check = check_config(d, s, batch, c, w);
+        if (check.empty()) {
+          try {
+            const auto t = timer.measure([&](cudaStream_t st) {
+              KG_CUDA_CHECK(launch_gemv_bf16(static_cast<const __nv_bfloat16*>(d.x.get()),
+                                             static_cast<const __nv_bfloat16*>(d.w.get()),
+                                             static_cast<__nv_bfloat16*>(d.y.get()), batch, s.n,
+                                             s.k, c, w, st));
+            });
+            m.median_us = t.summary.median;
+            m.lo_us = t.median_ci.lo;
+            m.hi_us = t.median_ci.hi;
+            m.gbps = min_bytes / (m.median_us * 1e-6) / 1e9;
+            m.ok = true;
+          } catch (const std::exception& e) {
+            check = std::string("timing failed: ") + e.what();
+          }
+        }
+        if (!m.ok) ++failures;
+        print_row(s, batch, m, check, copy);
+        done.push_back(m);
+      };
+      for (const auto& c : first_pass(s, batch, dev.sm_count, opt.full))
+        run_one(c);
+      if (!opt.full && !s.few_configs) { // the three best with 4 and 16 warps per block
+        std::vector<measured> top;
+        for (const auto& m : done)
+          if (m.ok) top.push_back(m);
+        std::sort(top.begin(), top.end(),
+                  [](const measured& a, const measured& b) { return a.median_us < b.median_us; });
+        top.resize(std::min<std::size_t>(top.size(), 3));
+        for (const auto& m : top)
+          for (int wpb : {4, 16}) {
+            gemv_config c = m.c;
+            c.warps_per_block = wpb;
+            bool seen = false;
+            for (const auto& e : done)
+              seen = seen || same(e.c, c);
+            if (!seen) run_one(c);
+          }
+      }
+      const measured* b = nullptr;
+      for (const auto& m : done)
+        if (m.ok && (!b || m.median_us < b->median_us)) b = &m;
+      if (b) best.push_back({{&s, batch}, *b});
+    }
+  }
+
+  std::cout << "\nbest configuration per (shape, batch), as rows of pick_gemv_config's table\n"
+               "({n, k, max_batch, {rows_per_warp, warps_per_block, unroll, split_k}}):\n";
+  for (const auto& [key, m] : best) {
+    const auto& [s, batch] = key;
+    std::cout << "    {" << s->n << ", " << s->k << ", " << batch << ", {" << m.c.rows_per_warp
+              << ", " << m.c.warps_per_block << ", " << m.c.unroll << ", " << m.c.split_k
+              << "}}, // " << s->name << " b" << batch << ": " << std::fixed << std::setprecision(2)
+              << m.median_us << " us, " << std::setprecision(1) << 100.0 * m.gbps / copy
+              << "% of copy\n";
+  }
+  std::cout << "\ntargets: down b1 >= 85% of copy, down b8 >= 80%\n";
+  if (failures) {
+    std::cout << "FAIL: " << failures << " configuration(s) wrong or not deterministic\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,178 @@
+// Host side of the decode GEMV (kernels/decode/gemv_bf16.h): configuration checks, the workspace
+// layout, batch groups, and the per-shape configuration table.
+#include "kernels/decode/gemv_bf16.h"
+
+#include <cstdint>
+
+#include "kernels/decode/gemv_bf16_launch.h"
+
+namespace kg {
+namespace {
+
+using gemv_detail::gemv_args;
+
+// Workspace layout: the per-tile counters first, at a fixed place and of a fixed size whatever
+// the configuration and shape, then the partials. Every launch leaves its counters at 0, and no
+// launch's partials ever overlap any launch's counters, so one zero-filled workspace serves every
+// configuration and shape in turn (the decode engine shares one across its projections).
+constexpr int max_split_tiles = 65536; // split_k > 1 needs n <= this x rows per block
+constexpr std::size_t counter_bytes = max_split_tiles * sizeof(unsigned);
+
+bool supported(const gemv_config& c) {
+  const bool rpw = c.rows_per_warp == 1 || c.rows_per_warp == 2 || c.rows_per_warp == 4;
+  const bool unroll = c.unroll == 2 || c.unroll == 4 || c.unroll == 8;
+  const bool wpb = c.warps_per_block == 4 || c.warps_per_block == 8 || c.warps_per_block == 16;
+  const bool split = c.split_k == 1 || c.split_k == 2 || c.split_k == 4 || c.split_k == 8;
+  // More than 16 weight loads in flight per lane buys nothing and spills registers.
+  return rpw && unroll && wpb && split && c.rows_per_warp * c.unroll <= 16;
+}
+
+long long row_tiles(const gemv_config& c, int n) {
+  const long long tile_rows = c.rows_per_warp * c.warps_per_block;
+  return (n + tile_rows - 1) / tile_rows;
+}
+
+// The largest batch group a kernel exists for: rows_per_warp * group <= 32 accumulators.
+int max_group(int rows_per_warp) {
+  return 32 / rows_per_warp;
+}
+
+int next_pow2(int v) {
+  int p = 1;
+  while (p < v)
+    p *= 2;
+  return p;
+}
+
+cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int blocks,
+                         cudaStream_t s) {
+  switch (c.rows_per_warp) {
+  case 1:
+    return gemv_detail::launch_gemv_rows<1>(a, bg, c.unroll, c.warps_per_block, blocks, s);
+  case 2:
+    return gemv_detail::launch_gemv_rows<2>(a, bg, c.unroll, c.warps_per_block, blocks, s);
+  case 4:
+    return gemv_detail::launch_gemv_rows<4>(a, bg, c.unroll, c.warps_per_block, blocks, s);
+  default:
+    return cudaErrorInvalidValue;
+  }
+}
+
+// Where no table row matches: enough warps for ~16 per SM of an H200 (132 SMs), x shared by up
+// to 4 rows as the batch grows, and each lane left at least `unroll` chunks per K slice.
+gemv_config heuristic_config(int batch, int n, int k) {
+  gemv_config c;
+  c.rows_per_warp = batch >= 8 ? 4 : batch >= 4 ? 2 : 1;
+  c.unroll = c.rows_per_warp == 4 ? 2 : 4;
+  c.warps_per_block = 8;
+  const long long warps = (n + c.rows_per_warp - 1) / c.rows_per_warp;
+  const int k8 = k / 8;
+  c.split_k = 1;
+  while (c.split_k < 8 && warps * c.split_k < 132 * 16 && k8 / (2 * c.split_k) >= 32 * c.unroll)
+    c.split_k *= 2;
+  return c;
+}
+
+// Per Qwen3-4B projection: the row applies to batches up to max_batch (after the previous row of
+// the same shape). First guesses, to be replaced by kg_bench_gemv_sweep's table from the H200.
+struct table_row {
+  int n, k, max_batch;
+  gemv_config c; // rows_per_warp, warps_per_block, unroll, split_k
+};
+constexpr table_row config_table[] = {
+    // down 2560 x 9728
+    {2560, 9728, 1, {1, 8, 4, 2}},
+    {2560, 9728, 2, {1, 8, 4, 2}},
+    {2560, 9728, 4, {2, 8, 4, 2}},
+    {2560, 9728, 8, {4, 8, 2, 4}},
+    {2560, 9728, 16, {2, 8, 2, 4}},
+    {2560, 9728, 32, {1, 8, 2, 4}},
+    // qkv 6144 x 2560
+    {6144, 2560, 1, {1, 8, 4, 1}},
+    {6144, 2560, 2, {1, 8, 4, 1}},
+    {6144, 2560, 4, {2, 8, 2, 1}},
+    {6144, 2560, 8, {4, 8, 2, 2}},
+    {6144, 2560, 16, {2, 8, 2, 2}},
+    {6144, 2560, 32, {1, 8, 2, 2}},
+    // o_proj 2560 x 4096
+    {2560, 4096, 1, {1, 8, 4, 2}},
+    {2560, 4096, 2, {1, 8, 4, 2}},
+    {2560, 4096, 4, {2, 8, 2, 2}},
+    {2560, 4096, 8, {4, 8, 2, 4}},
+    {2560, 4096, 16, {2, 8, 2, 4}},
+    {2560, 4096, 32, {1, 8, 2, 4}},
+    // gate_up 19456 x 2560
+    {19456, 2560, 1, {1, 8, 4, 1}},
+    {19456, 2560, 2, {1, 8, 4, 1}},
+    {19456, 2560, 4, {2, 8, 2, 1}},
+    {19456, 2560, 8, {4, 8, 2, 1}},
+    {19456, 2560, 16, {2, 8, 2, 1}},
+    {19456, 2560, 32, {1, 8, 2, 1}},
+    // lm_head 151936 x 2560
+    {151936, 2560, 1, {1, 8, 4, 1}},
+    {151936, 2560, 8, {4, 8, 2, 1}},
+    {151936, 2560, 32, {2, 8, 2, 1}},
+};
+
+} // namespace
+
+gemv_config pick_gemv_config(int batch, int n, int k) {
+  for (const auto& r : config_table)
+    if (r.n == n && r.k == k && batch <= r.max_batch) return r.c;
+  return heuristic_config(batch, n, k);
+}
+
+bool gemv_config_supported(const gemv_config& c, int batch, int n, int k) {
+  if (!supported(c) || batch <= 0 || n <= 0 || k <= 0 || k % 8 != 0) return false;
+  const long long tiles = row_tiles(c, n);
+  return tiles * c.split_k <= 0x7fffffffLL && (c.split_k == 1 || tiles <= max_split_tiles);
+}
+
+std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k) {
+  (void)k; // the partials hold whole output rows; K only sets how much each slice sums
+  if (c.split_k <= 1 || batch <= 0 || n <= 0) return 0;
+  return counter_bytes + static_cast<std::size_t>(c.split_k) * batch * n * sizeof(float);
+}
+
+cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
+                             int batch, int n, int k, const gemv_config& c, void* workspace,
+                             cudaStream_t s) {
+  if (!gemv_config_supported(c, batch, n, k) || !x || !w || !y) return cudaErrorInvalidValue;
+  // 16-byte loads of every row: the bases must be 16-byte aligned (k % 8 == 0 does the rest).
+  if (reinterpret_cast<std::uintptr_t>(x) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(w) % 16 != 0)
+    return cudaErrorInvalidValue;
+  if (c.split_k > 1 && (!workspace || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0))
+    return cudaErrorInvalidValue;
+  const long long tiles = row_tiles(c, n);
+
+  gemv_args a;
+  a.w = w;
+  a.n = n;
+  a.k8 = k / 8;
+  a.split = c.split_k;
+  // Slices of an even number of chunks, so a slice starts on a 32-byte sector.
+  const int per_slice = (a.k8 + c.split_k - 1) / c.split_k;
+  a.slice_len = (per_slice + 1) / 2 * 2;
+  if (c.split_k > 1) {
+    a.counters = static_cast<unsigned*>(workspace);
+    a.slice_stride = static_cast<long long>(batch) * n;
+  }
+  const int blocks = static_cast<int>(tiles * c.split_k);
+  const int group = max_group(c.rows_per_warp);
+  // Batch groups in order; the last one takes the smallest kernel group that holds it (masked).
+  for (int b0 = 0; b0 < batch; b0 += group) {
+    const int nb = batch - b0 < group ? batch - b0 : group;
+    a.x = x + static_cast<std::size_t>(b0) * k;
+    a.y = y + static_cast<std::size_t>(b0) * n;
+    a.nb = nb;
+    if (c.split_k > 1)
+      a.partial = reinterpret_cast<float*>(static_cast<char*>(workspace) + counter_bytes) +
+                  static_cast<std::size_t>(b0) * n;
+    const cudaError_t e = launch_group(a, next_pow2(nb), c, blocks, s);
+    if (e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+} // namespace kg

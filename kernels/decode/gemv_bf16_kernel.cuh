@@ -1,0 +1,220 @@
+// The GEMV kernel behind launch_gemv_bf16 (kernels/decode/gemv_bf16.h), included by the three
+// gemv_bf16_rpw*.cu files only.
+//
+// A block of WPB warps owns a tile of WPB * RPW consecutive rows and one of the `split` K slices
+// (block index = tile * split + slice, so a tile's slices are dispatched together and its last
+// slice does not wait long for the others). A warp owns RPW rows: per step each lane loads UNROLL
+// 16-byte chunks of each of its rows (RPW * UNROLL streaming loads in flight, L1 not allocated,
+// so the weights do not push x out of L1), then for each batch row one 16-byte chunk of x (an
+// ordinary cached load: x is re-read by every warp) that serves all RPW rows. That sharing is
+// what keeps batch 8 off the L1 bandwidth limit: with RPW = 1 a 16-byte weight load costs 8 x
+// loads, with RPW = 4 it costs 2.
+//
+// Every lane sums its chunks in ascending k, the warp reduces with a fixed xor butterfly, and the
+// K slices are added in slice order by the tile's last block to finish: the bits never depend on
+// scheduling.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_bf16.h>
+
+#include "kernels/decode/gemv_bf16_launch.h"
+
+namespace kg::gemv_detail {
+
+// Streaming weight load: read once, so do not allocate in L1 (x stays resident there).
+__device__ __forceinline__ uint4 load_stream(const uint4* p) {
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+      : "l"(p));
+  return v;
+}
+
+// bf16 -> f32 is exact: the bf16 bits are the top half of the float. Element 2i is the low half
+// of word i (little-endian).
+__device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
+  const unsigned u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = __uint_as_float(u[i] << 16);
+    f[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+  }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// acc[r][b] += w_r . x_b over one 16-byte chunk c (the same chunk of every row and batch row).
+template <int BG, int RPW>
+__device__ __forceinline__ void fma_chunk(const uint4 (&wv)[RPW], const uint4* __restrict__ x,
+                                          int k8, int c, int nb, float (&acc)[RPW][BG]) {
+  float wf[RPW][8];
+#pragma unroll
+  for (int r = 0; r < RPW; ++r)
+    unpack8(wv[r], wf[r]);
+#pragma unroll
+  for (int b = 0; b < BG; ++b) {
+    if (b >= nb) break; // a partial last batch group: nb is uniform over the grid
+    float xf[8];
+    unpack8(__ldg(x + static_cast<std::size_t>(b) * k8 + c), xf);
+#pragma unroll
+    for (int r = 0; r < RPW; ++r)
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        acc[r][b] = fmaf(wf[r][e], xf[e], acc[r][b]);
+  }
+}
+
+template <int BG, int RPW, int UNROLL, int WPB>
+__global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) {
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int tile = static_cast<int>(blockIdx.x) / a.split;
+  const int slice = static_cast<int>(blockIdx.x) % a.split;
+  const int row0 = (tile * WPB + warp) * RPW;
+  const int begin = slice * a.slice_len, end = min(a.k8, begin + a.slice_len);
+  const uint4* x = reinterpret_cast<const uint4*>(a.x);
+  const uint4* wrow[RPW];
+#pragma unroll
+  for (int r = 0; r < RPW; ++r) // rows past n read row 0 (never stored): no branch in the loop
+    wrow[r] = reinterpret_cast<const uint4*>(a.w) +
+              static_cast<std::size_t>(row0 + r < a.n ? row0 + r : 0) * a.k8;
+
+  float acc[RPW][BG];
+#pragma unroll
+  for (int r = 0; r < RPW; ++r)
+#pragma unroll
+    for (int b = 0; b < BG; ++b)
+      acc[r][b] = 0.0f;
+
+  if (row0 < a.n) { // a warp wholly past n (last tile) only joins the split-K handshake
+    int c = begin + lane;
+    // Whole steps: all UNROLL chunks of this lane inside the slice. Loads first, all in flight.
+    for (; c + 32 * (UNROLL - 1) < end; c += 32 * UNROLL) {
+      uint4 wv[UNROLL][RPW];
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+        for (int r = 0; r < RPW; ++r)
+          wv[u][r] = load_stream(wrow[r] + c + 32 * u);
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+        fma_chunk<BG, RPW>(wv[u], x, a.k8, c + 32 * u, a.nb, acc);
+    }
+    // The slice's tail, one chunk at a time (same ascending order).
+    for (; c < end; c += 32) {
+      uint4 wv[RPW];
+#pragma unroll
+      for (int r = 0; r < RPW; ++r)
+        wv[r] = load_stream(wrow[r] + c);
+      fma_chunk<BG, RPW>(wv, x, a.k8, c, a.nb, acc);
+    }
+  }
+
+  // Reduce over lanes (every lane gets the sum) and spread the stores over the lanes.
+#pragma unroll
+  for (int r = 0; r < RPW; ++r)
+#pragma unroll
+    for (int b = 0; b < BG; ++b) {
+      const float v = warp_sum(acc[r][b]);
+      const int row = row0 + r;
+      if (lane != (r * BG + b) % 32 || b >= a.nb || row >= a.n) continue;
+      if (a.split == 1)
+        a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(v);
+      else
+        a.partial[slice * a.slice_stride + static_cast<long long>(b) * a.n + row] = v;
+    }
+  if (a.split == 1) return;
+
+  // Split K: the tile's last block to finish sums the slices in slice order. The fence makes
+  // this block's partials visible device-wide before its arrival is counted.
+  __shared__ bool is_last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    is_last = atomicAdd(a.counters + tile, 1u) == static_cast<unsigned>(a.split - 1);
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence(); // order the counter observation before the partial reads below
+  constexpr int tile_rows = WPB * RPW;
+  for (int t = static_cast<int>(threadIdx.x); t < tile_rows * a.nb; t += WPB * 32) {
+    const int b = t / tile_rows, row = tile * tile_rows + t % tile_rows;
+    if (row >= a.n) continue;
+    const float* p = a.partial + static_cast<long long>(b) * a.n + row;
+    float sum = 0.0f;
+    for (int s = 0; s < a.split; ++s)
+      sum += __ldcg(p + s * a.slice_stride); // L2: other SMs wrote these, L1 may be stale
+    a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
+  }
+  if (threadIdx.x == 0) a.counters[tile] = 0; // ready for the next launch on this workspace
+}
+
+template <int BG, int RPW, int UNROLL, int WPB>
+cudaError_t launch_one(const gemv_args& a, int blocks, cudaStream_t s) {
+  gemv_bf16_kernel<BG, RPW, UNROLL, WPB><<<blocks, WPB * 32, 0, s>>>(a);
+  return cudaGetLastError();
+}
+
+template <int BG, int RPW, int UNROLL>
+cudaError_t launch_by_wpb(const gemv_args& a, int wpb, int blocks, cudaStream_t s) {
+  switch (wpb) {
+  case 4:
+    return launch_one<BG, RPW, UNROLL, 4>(a, blocks, s);
+  case 8:
+    return launch_one<BG, RPW, UNROLL, 8>(a, blocks, s);
+  case 16:
+    return launch_one<BG, RPW, UNROLL, 16>(a, blocks, s);
+  default:
+    return cudaErrorInvalidValue;
+  }
+}
+
+// RPW * UNROLL <= 16: more weight loads in flight per lane only costs registers (spills).
+template <int BG, int RPW>
+cudaError_t launch_by_unroll(const gemv_args& a, int unroll, int wpb, int blocks, cudaStream_t s) {
+  switch (unroll) {
+  case 2:
+    return launch_by_wpb<BG, RPW, 2>(a, wpb, blocks, s);
+  case 4:
+    return launch_by_wpb<BG, RPW, 4>(a, wpb, blocks, s);
+  case 8:
+    if constexpr (RPW * 8 <= 16) return launch_by_wpb<BG, RPW, 8>(a, wpb, blocks, s);
+    return cudaErrorInvalidValue;
+  default:
+    return cudaErrorInvalidValue;
+  }
+}
+
+// Batch groups with RPW * BG <= 32 accumulators per lane.
+template <int RowsPerWarp>
+cudaError_t launch_gemv_rows(const gemv_args& a, int bg, int unroll, int warps_per_block,
+                             int blocks, cudaStream_t s) {
+  constexpr int R = RowsPerWarp;
+  switch (bg) {
+  case 1:
+    return launch_by_unroll<1, R>(a, unroll, warps_per_block, blocks, s);
+  case 2:
+    return launch_by_unroll<2, R>(a, unroll, warps_per_block, blocks, s);
+  case 4:
+    return launch_by_unroll<4, R>(a, unroll, warps_per_block, blocks, s);
+  case 8:
+    return launch_by_unroll<8, R>(a, unroll, warps_per_block, blocks, s);
+  case 16:
+    if constexpr (R * 16 <= 32)
+      return launch_by_unroll<16, R>(a, unroll, warps_per_block, blocks, s);
+    return cudaErrorInvalidValue;
+  case 32:
+    if constexpr (R * 32 <= 32)
+      return launch_by_unroll<32, R>(a, unroll, warps_per_block, blocks, s);
+    return cudaErrorInvalidValue;
+  default:
+    return cudaErrorInvalidValue;
+  }
+}
+
+} // namespace kg::gemv_detail

@@ -1,0 +1,109 @@
+// CPU side of the decode GEMV (kernels/decode/gemv_bf16.h): the configuration table covers every
+// Qwen3-4B projection and batch with configurations the launch accepts, the workspace size
+// follows the documented layout, and unsupported requests are refused before the device is
+// touched (so these run without a GPU).
+#include <cstdint>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/decode/gemv_bf16.h"
+#include "workloads/qwen3.h"
+
+using namespace kg;
+
+namespace {
+
+bool in(int v, std::initializer_list<int> set) {
+  for (int s : set)
+    if (v == s) return true;
+  return false;
+}
+
+// Any non-null, 16-byte aligned address: the launch refuses before dereferencing anything.
+template <typename T>
+T* fake(std::uintptr_t a = 0x10000) {
+  return reinterpret_cast<T*>(a);
+}
+
+} // namespace
+
+TEST(gemv_config, picks_supported_configurations_for_every_qwen3_shape_and_batch) {
+  for (const auto& g : decode_gemms())
+    for (int batch = 1; batch <= 32; ++batch) {
+      const int n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+      const gemv_config c = pick_gemv_config(batch, n, k);
+      SCOPED_TRACE(g.name + " batch " + std::to_string(batch));
+      EXPECT_TRUE(in(c.rows_per_warp, {1, 2, 4}));
+      EXPECT_TRUE(in(c.unroll, {2, 4, 8}));
+      EXPECT_TRUE(in(c.warps_per_block, {4, 8, 16}));
+      EXPECT_TRUE(in(c.split_k, {1, 2, 4, 8}));
+      EXPECT_LE(c.rows_per_warp * c.unroll, 16);
+      EXPECT_TRUE(gemv_config_supported(c, batch, n, k));
+    }
+}
+
+TEST(gemv_config, falls_back_to_a_supported_configuration_for_other_shapes) {
+  for (const auto& [n, k] : std::vector<std::pair<int, int>>{
+           {1, 8}, {37, 424}, {4096, 4096}, {1000, 8 * 1001}, {300000, 512}, {65, 65536}})
+    for (int batch : {1, 3, 8, 13, 32, 40}) {
+      SCOPED_TRACE(std::to_string(n) + "x" + std::to_string(k) + " batch " + std::to_string(batch));
+      EXPECT_TRUE(gemv_config_supported(pick_gemv_config(batch, n, k), batch, n, k));
+    }
+}
+
+TEST(gemv_config, workspace_holds_the_counters_and_every_slice_of_partials) {
+  for (const auto& g : decode_gemms())
+    for (int batch = 1; batch <= 32; ++batch) {
+      const int n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+      gemv_config c = pick_gemv_config(batch, n, k);
+      for (int split : {1, 2, 4, 8}) {
+        c.split_k = split;
+        const std::size_t bytes = gemv_workspace_bytes(c, batch, n, k);
+        if (split == 1) {
+          EXPECT_EQ(bytes, 0u);
+          continue;
+        }
+        const std::size_t partials = std::size_t(split) * batch * n * sizeof(float);
+        EXPECT_GT(bytes, partials); // the per-tile counters come on top
+        // K does not enter (partials are whole output rows), the batch does, monotonically.
+        EXPECT_EQ(bytes, gemv_workspace_bytes(c, batch, n, k * 2));
+        if (batch > 1) {
+          EXPECT_GT(bytes, gemv_workspace_bytes(c, batch - 1, n, k));
+        }
+        // One workspace for several configurations: the size never depends on how rows are
+        // grouped, only on what the partials hold.
+        gemv_config other = c;
+        other.rows_per_warp = c.rows_per_warp == 1 ? 2 : 1;
+        other.warps_per_block = c.warps_per_block == 8 ? 16 : 8;
+        EXPECT_EQ(bytes, gemv_workspace_bytes(other, batch, n, k));
+      }
+    }
+}
+
+TEST(gemv_config, unsupported_requests_return_invalid_value_without_touching_the_device) {
+  const auto* x = fake<const __nv_bfloat16>();
+  const auto* w = fake<const __nv_bfloat16>(0x20000);
+  auto* y = fake<__nv_bfloat16>(0x30000);
+  void* ws = fake<void>(0x40000);
+  auto launch = [&](const gemv_config& c, int batch = 4, int n = 64, int k = 256,
+                    const __nv_bfloat16* xp = nullptr) {
+    return launch_gemv_bf16(xp ? xp : x, w, y, batch, n, k, c, ws, nullptr);
+  };
+  EXPECT_EQ(launch({3, 8, 2, 1}), cudaErrorInvalidValue);            // rows_per_warp 3
+  EXPECT_EQ(launch({4, 8, 8, 1}), cudaErrorInvalidValue);            // 32 loads in flight per lane
+  EXPECT_EQ(launch({1, 8, 1, 1}), cudaErrorInvalidValue);            // unroll 1
+  EXPECT_EQ(launch({1, 32, 2, 1}), cudaErrorInvalidValue);           // 32 warps per block
+  EXPECT_EQ(launch({1, 8, 2, 3}), cudaErrorInvalidValue);            // split 3
+  EXPECT_EQ(launch({1, 8, 2, 16}), cudaErrorInvalidValue);           // split 16
+  EXPECT_EQ(launch({1, 8, 2, 1}, 4, 64, 12), cudaErrorInvalidValue); // k % 8 != 0
+  EXPECT_EQ(launch({1, 8, 2, 1}, 0), cudaErrorInvalidValue);         // batch 0
+  EXPECT_EQ(launch({1, 8, 2, 1}, 4, 0), cudaErrorInvalidValue);      // n 0
+  EXPECT_EQ(launch({1, 8, 2, 1}, 4, 64, 256, fake<const __nv_bfloat16>(0x10008)),
+            cudaErrorInvalidValue); // x not 16-byte aligned
+  EXPECT_EQ(launch_gemv_bf16(x, w, y, 4, 64, 256, {1, 8, 2, 2}, nullptr, nullptr),
+            cudaErrorInvalidValue); // split K without a workspace
+  // More than 65536 row tiles cannot split K (the counters have a fixed place and size).
+  EXPECT_FALSE(gemv_config_supported({1, 4, 2, 2}, 1, 4 * 65536 + 1, 256));
+  EXPECT_TRUE(gemv_config_supported({1, 4, 2, 1}, 1, 4 * 65536 + 1, 256));
+}

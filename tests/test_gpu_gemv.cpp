@@ -1,0 +1,149 @@
+// The decode GEMV (kernels/decode/gemv_bf16.h) on the GPU (label gpu; each test skips with a
+// visible message where no CUDA device exists): every supported configuration against an fp64
+// host oracle on odd shapes (row tails, K slices of odd length, partial batch groups), and
+// bitwise identical output across runs, split K included.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gpu_test_support.h"
+
+#include "kernels/decode/gemv_bf16.h"
+#include "timing/cuda_check.h"
+#include "timing/device_buffer.h"
+
+using namespace kg;
+
+namespace {
+
+std::uint16_t to_bf16_bits(float f) { // round to nearest even (inputs are finite)
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(u >> 16);
+}
+
+double from_bf16_bits(std::uint16_t b) {
+  const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+std::vector<std::uint16_t> random_bf16(std::size_t count, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<std::uint16_t> v(count);
+  for (auto& e : v)
+    e = to_bf16_bits(u(rng));
+  return v;
+}
+
+struct problem {
+  int batch, n, k;
+  std::vector<std::uint16_t> x, w;
+  std::vector<double> oracle; // fp64 sums of the bf16 inputs
+  device_buffer dx, dw, dy;
+  problem(int batch_, int n_, int k_)
+      : batch(batch_), n(n_), k(k_), x(random_bf16(std::size_t(batch) * k, 1 + batch)),
+        w(random_bf16(std::size_t(n) * k, 1000 + n)), oracle(std::size_t(batch) * n),
+        dx(x.size() * 2), dw(w.size() * 2), dy(std::size_t(batch) * n * 2) {
+    for (int b = 0; b < batch; ++b)
+      for (int r = 0; r < n; ++r) {
+        double s = 0;
+        for (int i = 0; i < k; ++i)
+          s +=
+              from_bf16_bits(x[std::size_t(b) * k + i]) * from_bf16_bits(w[std::size_t(r) * k + i]);
+        oracle[std::size_t(b) * n + r] = s;
+      }
+    KG_CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), x.size() * 2, cudaMemcpyHostToDevice));
+    KG_CUDA_CHECK(cudaMemcpy(dw.get(), w.data(), w.size() * 2, cudaMemcpyHostToDevice));
+  }
+  // One launch on a poisoned output (all NaN), returned as raw bits.
+  std::vector<std::uint16_t> run(const gemv_config& c, void* ws) {
+    KG_CUDA_CHECK(cudaMemset(dy.get(), 0xff, dy.size()));
+    KG_CUDA_CHECK(launch_gemv_bf16(
+        static_cast<const __nv_bfloat16*>(dx.get()), static_cast<const __nv_bfloat16*>(dw.get()),
+        static_cast<__nv_bfloat16*>(dy.get()), batch, n, k, c, ws, nullptr));
+    KG_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<std::uint16_t> y(std::size_t(batch) * n);
+    KG_CUDA_CHECK(cudaMemcpy(y.data(), dy.get(), y.size() * 2, cudaMemcpyDeviceToHost));
+    return y;
+  }
+};
+
+std::string name(const gemv_config& c) {
+  return "rows_per_warp " + std::to_string(c.rows_per_warp) + ", unroll " +
+         std::to_string(c.unroll) + ", warps_per_block " + std::to_string(c.warps_per_block) +
+         ", split_k " + std::to_string(c.split_k);
+}
+
+// Every supported configuration of `p`, through one workspace zero-filled once (the interface
+// promises it serves every configuration in turn).
+void check_all_configs(problem& p) {
+  device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
+  KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+  int checked = 0;
+  for (int split : {1, 2, 4, 8})
+    for (int rpw : {1, 2, 4})
+      for (int unroll : {2, 4, 8})
+        for (int wpb : {4, 8, 16}) {
+          const gemv_config c{rpw, wpb, unroll, split};
+          if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
+          ASSERT_LE(gemv_workspace_bytes(c, p.batch, p.n, p.k), ws.size());
+          SCOPED_TRACE(name(c) + ", batch " + std::to_string(p.batch) + ", n " +
+                       std::to_string(p.n) + ", k " + std::to_string(p.k));
+          const auto y = p.run(c, ws.get());
+          int wrong = 0;
+          for (std::size_t i = 0; i < y.size(); ++i) {
+            // One rounding to bf16 (2^-9 relative) plus float32 accumulation slack.
+            const double want = p.oracle[i], got = from_bf16_bits(y[i]);
+            if (!(std::fabs(got - want) <= std::ldexp(std::fabs(want), -8) + 1e-3) && wrong++ < 3)
+              ADD_FAILURE() << "y[" << i / p.n << ", " << i % p.n << "] = " << got
+                            << ", fp64 oracle " << want;
+          }
+          EXPECT_EQ(wrong, 0);
+          EXPECT_EQ(p.run(c, ws.get()), y) << "two runs differ bitwise";
+          ++checked;
+        }
+  EXPECT_EQ(checked, 96); // 4 split_k x 8 (rows_per_warp, unroll) x 3 warps_per_block
+}
+
+} // namespace
+
+TEST(gpu_gemv, every_configuration_matches_the_fp64_oracle_on_odd_shapes) {
+  KG_REQUIRE_GPU();
+  for (int batch : {1, 3, 8, 13}) {
+    problem p(batch, 37, 8 * 53);
+    check_all_configs(p);
+  }
+}
+
+// Several row tiles per launch (each with its own split-K counter), batches above one kernel
+// group (33 = two launches for every rows_per_warp), K slices of uneven length.
+TEST(gpu_gemv, many_row_tiles_and_batches_above_a_group_match_the_oracle) {
+  KG_REQUIRE_GPU();
+  for (int batch : {5, 33}) {
+    problem p(batch, 517, 8 * 301);
+    check_all_configs(p);
+  }
+}
+
+// Split K's last-block reduction must not depend on which block finishes last: many repeats
+// of a launch with thousands of blocks racing to the per-tile counters give one bit pattern.
+TEST(gpu_gemv, split_k_is_bitwise_repeatable_under_many_racing_blocks) {
+  KG_REQUIRE_GPU();
+  problem p(8, 4099, 8 * 1216);
+  for (const gemv_config c : {gemv_config{1, 4, 2, 8}, gemv_config{4, 8, 2, 4}}) {
+    device_buffer ws(gemv_workspace_bytes(c, p.batch, p.n, p.k));
+    KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+    const auto first = p.run(c, ws.get());
+    for (int i = 0; i < 20; ++i)
+      ASSERT_EQ(p.run(c, ws.get()), first) << name(c) << ": run " << i + 2 << " differs";
+  }
+}
