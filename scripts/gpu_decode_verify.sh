@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Decode-stack verification on the GPU machine (issue: workloads under test): builds as
+# gpu_verify.sh does, then runs the GPU tests named by GTEST_FILTER and the decode GEMV tests,
+# the GEMV sweep (every configuration per projection and batch as a fraction of the copy
+# bandwidth), and optionally the decode engine's tests and workloads. Logs go to $LOG_DIR.
+#   GTEST_FILTER=...  SWEEP_ARGS=...  SWEEP_TIMEOUT=s  RUN_EVAL_TORCH=1  RUN_ENGINE=1
+set -uo pipefail
+source "$(dirname "$0")/gpu_build.sh"
+if [ -n "${GTEST_FILTER:-}" ]; then
+  timeout 200 ./tests/kg_gpu_tests --gtest_filter="$GTEST_FILTER" >"$logs/gpu_tests.log" 2>&1
+  echo "kg_gpu_tests exit $?"
+  grep -E '^\[  (FAILED|PASSED|  OK) |Failure|Expected|Which is|Value of|green contexts|softmax:|SKIP' \
+    "$logs/gpu_tests.log" | head -40
+fi
+if [ -x ./tests/kg_gemv_gpu_tests ]; then
+  timeout 120 ./tests/kg_gemv_gpu_tests >"$logs/gemv_gpu_tests.log" 2>&1
+  echo "kg_gemv_gpu_tests exit $?"
+  grep -E '^\[  (FAILED|PASSED|  OK) |Failure|Expected|Which is' "$logs/gemv_gpu_tests.log" | head -30
+fi
+if [ -n "${RUN_ENGINE:-}" ]; then
+  for t in ./tests/kg_decode_gpu_tests; do
+    [ -x "$t" ] || continue
+    timeout 200 "$t" >"$logs/$(basename "$t").log" 2>&1
+    echo "$(basename "$t") exit $?"
+    grep -E '^\[  (FAILED|PASSED|  OK) |Failure|Expected|Which is|Value of' \
+      "$logs/$(basename "$t").log" | head -40
+  done
+fi
+if [ -z "${NO_SWEEP:-}" ]; then
+  timeout ${SWEEP_TIMEOUT:-200} ./bench/kg_bench_gemv_sweep ${SWEEP_ARGS:-} >"$logs/gemv_sweep.txt" 2>&1
+  echo "gemv sweep exit $?"
+  grep -E 'copy bandwidth|best|^ *\{' "$logs/gemv_sweep.txt" | head -60
+fi
+if [ -n "${RUN_EVAL_TORCH:-}" ]; then
+  (time timeout 200 ./suite/kernelgate eval --tasks "$root/data/tasks" \
+    --candidates "$root/kernels/tasks" --cache /tmp/kg-eval-cache --torch-time fresh \
+    --out /tmp/kg-eval-torch) >"$logs/eval_torch.txt" 2>&1
+  echo "eval with LibTorch timing exit $?"; tail -5 "$logs/eval_torch.txt"
+  python3 - /tmp/kg-eval-torch/result.json <<'PY' || true
+import json, sys
+r = json.load(open(sys.argv[1]))
+rows = []
+for x in r["records"]:
+    if x.get("type") != "evaluation": continue
+    t = x.get("torch_reference", {}).get("reference", {})
+    rows.append((x["task"], x.get("candidate_us"), x.get("torch_us"), x.get("speedup_vs_torch"),
+                 t.get("status"), (t.get("status_reason") or "")[:80]))
+print(f"{'task':32} {'kernel us':>10} {'torch us':>10} {'vs torch':>9}  torch status")
+for t, c, tu, s, st, why in rows:
+    f = lambda v, p: f"{v:{p}}" if isinstance(v, (int, float)) else "-"
+    print(f"{t:32} {f(c, '10.2f')} {f(tu, '10.2f')} {f(s, '9.3f')}  {st} {why}")
+print("timed against LibTorch:", sum(1 for r in rows if r[2] is not None), "of", len(rows))
+PY
+fi
+echo "total: ${SECONDS}s"
