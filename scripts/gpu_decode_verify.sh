@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Decode-stack verification on the GPU machine (issue: workloads under test): builds as
-# gpu_verify.sh does, then runs the GPU tests named by GTEST_FILTER and the decode GEMV tests,
+# gpu_verify.sh does, then runs the GPU tests named by TEST_FILTER and the decode GEMV tests,
 # the GEMV sweep (every configuration per projection and batch as a fraction of the copy
 # bandwidth), and optionally the decode engine's tests and workloads. Logs go to $LOG_DIR.
-#   GTEST_FILTER=...  SWEEP_ARGS=...  SWEEP_TIMEOUT=s  RUN_EVAL_TORCH=1  RUN_ENGINE=1
+#   TEST_FILTER=... (not GTEST_FILTER: gtest would apply that to every test binary)
+#   SWEEP_ARGS=...  SWEEP_TIMEOUT=s  NO_SWEEP=1  RUN_EVAL_TORCH=1  RUN_ENGINE=1
 set -uo pipefail
 source "$(dirname "$0")/gpu_build.sh"
-if [ -n "${GTEST_FILTER:-}" ]; then
-  timeout 200 ./tests/kg_gpu_tests --gtest_filter="$GTEST_FILTER" >"$logs/gpu_tests.log" 2>&1
+if [ -n "${TEST_FILTER:-}" ]; then
+  timeout 200 ./tests/kg_gpu_tests --gtest_filter="$TEST_FILTER" >"$logs/gpu_tests.log" 2>&1
   echo "kg_gpu_tests exit $?"
   grep -E '^\[  (FAILED|PASSED|  OK) |Failure|Expected|Which is|Value of|green contexts|softmax:|SKIP' \
     "$logs/gpu_tests.log" | head -40
