@@ -50,6 +50,10 @@ constexpr std::uint64_t ids_per_layer = 16, model_ids = std::uint64_t{1} << 24;
 decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
     : c_(c), sizes_(decode_engine_sizes_of(c)), stream_(stream) {
   validate_decode_engine_config(c_);
+  // The legacy default stream cannot be captured into a graph (it synchronizes with every
+  // other blocking stream); any created stream, or cudaStreamPerThread, can.
+  if (stream_ == nullptr || stream_ == cudaStreamLegacy)
+    throw std::invalid_argument("decode_engine: needs a created stream, not the legacy default");
   const auto& m = c_.model;
   const int B = c_.max_batch;
   weights_ = device_buffer(static_cast<std::size_t>(sizes_.weight_elements) * sizeof(bf16));

@@ -37,7 +37,9 @@ public:
     const __nv_bfloat16 *input_norm, *qkv, *q_norm, *k_norm, *o_proj, *post_norm, *gate_up, *down;
   };
 
-  // Draws the weights on `stream` and waits for them. The stream is not owned.
+  // Draws the weights on `stream` and waits for them. The stream is not owned; it may be any
+  // created stream (a green context's too) but not the legacy default stream, which cannot be
+  // captured.
   decode_engine(const decode_engine_config& c, cudaStream_t stream);
   ~decode_engine();
   decode_engine(const decode_engine&) = delete;
