@@ -1,0 +1,35 @@
+// The decode workloads of `kernelgate workload run` (issue: workloads under test): the Qwen3-4B
+// BF16 decode engine alone on the GPU -- its step latency at batch 1, context 2048 against the
+// bytes / measured-copy-bandwidth bound, and its continuous-batching throughput at a p99
+// inter-token-latency limit. Metrics and gates in the layout the LoRA workloads use.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kg {
+
+struct decode_workload_options {
+  int latency_samples = 100;  // timed steps at batch 1
+  double start_rps = 2.0;     // the load search's first offered load (requests/s)
+  double trace_seconds = 8.0; // simulated arrivals per load point
+  int max_load_steps = 40;    // loads tried at most (5% apart)
+  double itl_limit_ms = 50.0;
+};
+
+struct workload_gate {
+  std::string name;
+  bool pass = false;
+  std::string detail;
+};
+
+struct decode_workload_output {
+  nlohmann::json metrics = nlohmann::json::object();
+  std::vector<workload_gate> gates;
+};
+
+decode_workload_output run_decode_qwen3_4b(const decode_workload_options& o);
+
+} // namespace kg
