@@ -1,15 +1,21 @@
 #include "suite/decode_workload.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <sstream>
+#include <stdexcept>
+#include <thread>
 
+#include "kernels/hogs.h"
 #include "stats/bootstrap.h"
 #include "timing/cuda_check.h"
 #include "timing/cuda_raii.h"
 #include "timing/device_buffer.h"
+#include "timing/green_partition.h"
+#include "workloads/arrivals.h"
 #include "workloads/decode_driver.h"
 #include "workloads/decode_engine.h"
 #include "workloads/qwen3.h"
@@ -141,6 +147,162 @@ decode_workload_output run_decode_qwen3_4b(const decode_workload_options& o) {
   out.gates.push_back(
       {"a load meets p99 ITL <= " + std::to_string(static_cast<int>(o.itl_limit_ms)) + " ms",
        r.found, d.str()});
+  return out;
+}
+
+} // namespace kg
+
+namespace kg {
+namespace {
+
+// Host-clock seconds of `samples` steps of one fixed batch (each step re-writes the same
+// positions, so every sample does the same work), after three warm-up steps (the first
+// captures the graph). The logits of the last step come back in *logits.
+std::vector<double> time_steps(decode_engine& e, const std::vector<int>& contexts, int samples,
+                               std::vector<std::uint16_t>* logits) {
+  std::vector<int> tok, pos, slot;
+  for (std::size_t b = 0; b < contexts.size(); ++b) {
+    e.prefill(static_cast<int>(b), contexts[b]);
+    tok.push_back(
+        static_cast<int>((b * 7919 + 1) % static_cast<std::size_t>(e.config().model.vocab)));
+    pos.push_back(contexts[b]);
+    slot.push_back(static_cast<int>(b));
+  }
+  for (int i = 0; i < 3; ++i)
+    e.step(tok, pos, slot);
+  KG_CUDA_CHECK(cudaStreamSynchronize(e.stream()));
+  std::vector<double> seconds;
+  for (int i = 0; i < samples; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    e.step(tok, pos, slot);
+    KG_CUDA_CHECK(cudaStreamSynchronize(e.stream()));
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  *logits = e.logits_bits(static_cast<int>(contexts.size()));
+  return seconds;
+}
+
+struct tenant_result {
+  bootstrap_interval b1, b32;
+  std::vector<std::uint16_t> logits_b1, logits_b32;
+};
+
+tenant_result measure_tenant(cudaStream_t s, const std::vector<int>& b32_contexts, int samples) {
+  decode_engine_config c;
+  c.max_context = 8192 + 1; // the longest drawn context and its one decoded token
+  decode_engine e(c, s);
+  tenant_result r;
+  r.b1 = bootstrap_median(time_steps(e, {2048}, samples, &r.logits_b1));
+  r.b32 = bootstrap_median(time_steps(e, b32_contexts, samples, &r.logits_b32));
+  return r;
+}
+
+// Keeps a memory-bandwidth hog running on `stream` (launches of 50 ms back to back) until
+// stopped; a CUDA error in the thread is kept and rethrown by stop().
+class background_hog {
+public:
+  background_hog(cudaStream_t stream, int sms, double clock_mhz)
+      : hog_(contention_hog::kind::memory_bandwidth) {
+    thread_ = std::thread([=, this] {
+      try {
+        while (!stop_.load()) {
+          hog_.launch(stream, 50000.0, clock_mhz, sms);
+          bytes_ += hog_.work_done(stream); // waits for the launch
+          ++launches_;
+        }
+      } catch (const std::exception& e) {
+        error_ = e.what();
+      }
+    });
+  }
+  ~background_hog() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  background_hog(const background_hog&) = delete;
+  background_hog& operator=(const background_hog&) = delete;
+  // Stops the hog; returns the bytes it moved per launch on average.
+  double stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    if (!error_.empty()) throw std::runtime_error("contention hog: " + error_);
+    return launches_ ? bytes_ / static_cast<double>(launches_) : 0.0;
+  }
+
+private:
+  contention_hog hog_;
+  std::atomic<bool> stop_{false};
+  double bytes_ = 0;
+  long launches_ = 0;
+  std::string error_;
+  std::thread thread_;
+};
+
+} // namespace
+
+decode_workload_output run_decode_colocated(const decode_workload_options& o) {
+  std::string why;
+  auto p = green_partition::create(0, 99, &why);
+  if (!p) throw std::runtime_error("no green partition: " + why);
+  int khz = 0;
+  KG_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+  // 32 contexts drawn as the arrivals draw them (log-uniform 512..8192), fixed by the seed.
+  std::vector<int> contexts;
+  {
+    arrival_options a;
+    a.requests_per_second = 50;
+    a.duration_seconds = 10;
+    a.seed = 20261129;
+    for (const auto& q : generate_arrivals(a))
+      for (const auto ctx : q.contexts)
+        if (contexts.size() < 32) contexts.push_back(static_cast<int>(ctx));
+  }
+  const int samples = std::max(10, o.latency_samples);
+  cuda_stream whole;
+  const auto solo = measure_tenant(whole.get(), contexts, samples);
+  const auto alone = measure_tenant(p->first_stream(), contexts, samples);
+  tenant_result shared;
+  double hog_bytes = 0;
+  {
+    background_hog hog(p->rest_stream(), static_cast<int>(p->rest_sms()), khz / 1000.0);
+    shared = measure_tenant(p->first_stream(), contexts, samples);
+    hog_bytes = hog.stop();
+  }
+  decode_workload_output out;
+  const double b32_tokens = static_cast<double>(contexts.size());
+  out.metrics["partition"] = {
+      {"decode_sms", p->first_sms()}, {"hog_sms", p->rest_sms()}, {"total_sms", p->total_sms()}};
+  out.metrics["step_seconds"] = interval(shared.b1);
+  out.metrics["tokens_per_second"] = b32_tokens / shared.b32.estimate;
+  out.metrics["sol_fraction"] = "n/a: see fraction_of_solo";
+  out.metrics["batch1_ctx2048_step_seconds"] = {{"solo_whole_gpu", interval(solo.b1)},
+                                                {"partition_alone", interval(alone.b1)},
+                                                {"partition_with_hog", interval(shared.b1)}};
+  out.metrics["batch32_tokens_per_second"] = {
+      {"solo_whole_gpu", b32_tokens / solo.b32.estimate},
+      {"partition_alone", b32_tokens / alone.b32.estimate},
+      {"partition_with_hog", b32_tokens / shared.b32.estimate}};
+  out.metrics["batch32_contexts"] = contexts;
+  out.metrics["fraction_of_solo"] = {
+      {"batch1_throughput", solo.b1.estimate / shared.b1.estimate},
+      {"batch32_throughput", solo.b32.estimate / shared.b32.estimate},
+      {"batch32_throughput_vs_partition_alone", alone.b32.estimate / shared.b32.estimate}};
+  out.metrics["hog_bytes_per_50ms_launch"] = hog_bytes;
+  auto same = [&](const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b,
+                  const std::string& what) {
+    std::size_t diff = 0;
+    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+      diff += a[i] != b[i];
+    const bool ok = diff == 0 && a.size() == b.size();
+    out.gates.push_back(
+        {"logits bit-identical, co-located vs solo (" + what + ")", ok,
+         ok ? "identical"
+            : std::to_string(diff) + " of " + std::to_string(a.size()) + " logits differ"});
+  };
+  same(solo.logits_b1, shared.logits_b1, "batch 1");
+  same(solo.logits_b32, shared.logits_b32, "batch 32");
+  out.gates.push_back({"the hog moved memory beside the decode", hog_bytes > 0,
+                       std::to_string(hog_bytes) + " bytes per launch"});
   return out;
 }
 

@@ -54,6 +54,12 @@ constexpr workload_def workloads[] = {
      "1/2/4/8 sequences, contexts 512..8192, 256 outputs; loads from --start-rps (default 2) up "
      "5% a step, --trace-seconds (default 8) of arrivals each)",
      true},
+    {"decode-colocated",
+     "the Qwen3-4B decode engine on a green-context partition of >= 99 SMs with a memory-"
+     "bandwidth hog on the other SMs, vs alone on the whole GPU and alone on the partition: "
+     "batch-1 step latency (context 2048) and batch-32 tokens/s as fractions of solo; logits "
+     "gated bit-identical to solo",
+     true},
 };
 
 struct gate {
@@ -215,14 +221,7 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
     err << "kernelgate: --steps takes a whole number >= 2, --jobs 1..16, --device cpu or cuda\n";
     return exit_code::bad_input;
   }
-  if (def->gpu_only || o["--device"] == "cuda") {
-    const auto dev = query_device(0);
-    if (!dev.available) {
-      err << "kernelgate: workload " << id << " needs a GPU: " << dev.reason << "\n";
-      return exit_code::unavailable;
-    }
-  }
-  const bool decode = id == "decode-qwen3-4b";
+  const bool decode = id == "decode-qwen3-4b" || id == "decode-colocated";
   decode_workload_options dopt;
   if (decode) {
     try {
@@ -239,6 +238,13 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
       return exit_code::bad_input;
     }
     dopt.latency_samples = 20 * steps;
+  }
+  if (def->gpu_only || o["--device"] == "cuda") {
+    const auto dev = query_device(0);
+    if (!dev.available) {
+      err << "kernelgate: workload " << id << " needs a GPU: " << dev.reason << "\n";
+      return exit_code::unavailable;
+    }
   }
   if (jobs == 0) jobs = def->gpu_only ? 1 : 2;
   const nlohmann::json config = {{"workload", id},
@@ -264,7 +270,7 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
   run_output r;
   try {
     if (decode) {
-      auto d = run_decode_qwen3_4b(dopt);
+      auto d = id == "decode-colocated" ? run_decode_colocated(dopt) : run_decode_qwen3_4b(dopt);
       r.metrics = std::move(d.metrics);
       for (auto& g : d.gates)
         r.gates.push_back({g.name, g.pass, g.detail});

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <optional>
 #include <set>
 #include <string>
@@ -15,12 +16,18 @@
 
 #include "bf16_host.h"
 #include "gpu_test_support.h"
+#include "timing/cuda_check.h"
 #include "timing/cuda_raii.h"
+#include "timing/device_buffer.h"
 #include "timing/green_partition.h"
 #include "workloads/decode_engine.h"
 
 using namespace kg;
 using namespace kg::test;
+
+namespace kg::test {
+cudaError_t launch_record_smid(unsigned* out, int blocks, cudaStream_t s); // graph_smid_probe.cu
+}
 
 namespace {
 
@@ -294,4 +301,35 @@ TEST(gpu_decode_engine, qwen3_4b_logits_identical_on_a_green_partition_and_the_w
       finite = finite && std::isfinite(bf16_to_float(x));
     EXPECT_TRUE(finite) << "batch " << n << ": non-finite logits after 36 layers";
   }
+}
+
+// The engine replays graphs on a green context's stream: the co-located measurements mean
+// something only if a graph captured and launched there stays on the partition's SMs. (The
+// bit-identity gate above holds either way; this says where the work ran.)
+TEST(gpu_decode_engine, a_graph_captured_on_a_green_stream_stays_on_its_partition) {
+  KG_REQUIRE_GPU();
+  std::string why;
+  auto p = green_partition::create(0, 33, &why);
+  if (!p) GTEST_SKIP() << "no green partition on this GPU/driver: " << why;
+  const int blocks = 4 * static_cast<int>(p->total_sms());
+  device_buffer ids(static_cast<std::size_t>(blocks) * sizeof(unsigned));
+  const cudaStream_t s = p->first_stream();
+  KG_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const cudaError_t launched = launch_record_smid(static_cast<unsigned*>(ids.get()), blocks, s);
+  cudaGraph_t g = nullptr;
+  KG_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  KG_CUDA_CHECK(launched);
+  cuda_graph_exec exec;
+  exec.adopt(g);
+  KG_CUDA_CHECK(cudaGraphLaunch(exec.get(), s));
+  KG_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<unsigned> got(static_cast<std::size_t>(blocks));
+  KG_CUDA_CHECK(
+      cudaMemcpy(got.data(), ids.get(), got.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  const std::set<unsigned> sms(got.begin(), got.end());
+  std::cout << "graph on the green stream: " << blocks << " blocks ran on " << sms.size()
+            << " distinct SMs; the partition has " << p->first_sms() << " of " << p->total_sms()
+            << "\n";
+  EXPECT_LE(sms.size(), p->first_sms())
+      << "the graph's kernel left its partition: green-context graphs need another launch path";
 }
