@@ -119,7 +119,11 @@ decode_workload_output run_decode_qwen3_4b(const decode_workload_options& o) {
   ls.start_rps = o.start_rps;
   ls.limit_ms = o.itl_limit_ms;
   ls.max_steps = o.max_load_steps;
-  const auto r = search_decode_load(e, a, b, ls);
+  const auto r = search_decode_load(e, a, b, ls, [&](const load_point& p) {
+    if (o.progress)
+      *o.progress << "decode-qwen3-4b: " << p.offered_rps << " requests/s: p99 ITL " << p.p99_itl_ms
+                  << " ms, " << p.tokens_per_second << " tokens/s" << std::endl;
+  });
   nlohmann::json points = nlohmann::json::array();
   for (const auto& p : r.points)
     points.push_back({{"offered_rps", p.offered_rps},

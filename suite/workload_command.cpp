@@ -52,7 +52,7 @@ constexpr workload_def workloads[] = {
      "latency at batch 1, context 2048 vs the bytes / measured copy bandwidth bound (--steps x 20 "
      "samples), and continuous-batching throughput at p99 ITL <= 50 ms (Poisson requests of "
      "1/2/4/8 sequences, contexts 512..8192, 256 outputs; loads from --start-rps (default 2) up "
-     "5% a step, --trace-seconds (default 8) of arrivals each)",
+     "5% a step, --trace-seconds (default 6) of arrivals each, at most 30 loads)",
      true},
     {"decode-colocated",
      "the Qwen3-4B decode engine on a green-context partition of >= 99 SMs with a memory-"
@@ -205,7 +205,7 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
   }
   std::map<std::string, std::string> o = {{"--device", "cpu"},  {"--steps", "5"},
                                           {"--jobs", "0"},      {"--out", "kg-out/workload"},
-                                          {"--start-rps", "2"}, {"--trace-seconds", "8"}};
+                                          {"--start-rps", "2"}, {"--trace-seconds", "6"}};
   // read_options starts after "kernelgate <command>": hand it "kernelgate workload" + the options.
   std::vector<std::string> rest = {args[0], "workload"};
   rest.insert(rest.end(), args.begin() + 4, args.end());
@@ -238,6 +238,7 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
       return exit_code::bad_input;
     }
     dopt.latency_samples = 20 * steps;
+    dopt.progress = &err;
   }
   if (def->gpu_only || o["--device"] == "cuda") {
     const auto dev = query_device(0);

@@ -64,7 +64,8 @@ batching_result run_decode_batching(decode_engine& e, const std::vector<request>
 
 load_search_result search_decode_load(decode_engine& e, const arrival_options& arrivals,
                                       const batching_options& batching,
-                                      const load_search_options& search) {
+                                      const load_search_options& search,
+                                      const std::function<void(const load_point&)>& progress) {
   return search_load(
       [&](double rps) {
         auto a = arrivals;
@@ -72,7 +73,9 @@ load_search_result search_decode_load(decode_engine& e, const arrival_options& a
         auto b = batching;
         b.max_seconds = a.duration_seconds;
         const auto r = run_decode_batching(e, generate_arrivals(a), b);
-        return load_point{rps, r.p99_itl_ms(), r.tokens_per_second()};
+        const load_point p{rps, r.p99_itl_ms(), r.tokens_per_second()};
+        if (progress) progress(p);
+        return p;
       },
       search);
 }
