@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -357,5 +358,46 @@ TEST(gpu_decode_kernels, simple_gemv_matches_double_reference) {
       SCOPED_TRACE(::testing::Message() << "batch " << batch);
       EXPECT_CLOSE(download<std::uint16_t>(y, batch * n), want, 1e-4, 8e-3);
     }
+  }
+}
+
+// The engine's fused attention prologue against the chain of separate kernels it replaces:
+// the same bits in the qkv row (q and k normalized and rotated, v untouched) and in the cache.
+TEST(gpu_decode_kernels, fused_prologue_is_bit_identical_to_the_separate_kernels) {
+  KG_REQUIRE_GPU();
+  for (const auto& [hq, hk, D] :
+       {std::tuple{32, 8, 128}, std::tuple{4, 2, 64}, std::tuple{3, 1, 128}}) {
+    SCOPED_TRACE(::testing::Message() << "hq " << hq << " hk " << hk << " D " << D);
+    const int rows = 3, max_ctx = 700, slots_n = 5, stride = (hq + 2 * hk) * D;
+    const std::vector<int> slots = {4, 0, 2}, pos = {0, 311, 699};
+    const auto qkv = random_bf16(rows * stride, 1.5, 16), qw = random_bf16(D, 0.05, 17, 1.0),
+               kw = random_bf16(D, 0.05, 18, 1.0);
+    const std::size_t cache_n = static_cast<std::size_t>(slots_n) * hk * max_ctx * D;
+    auto a = upload(qkv), b = upload(qkv), dqw = upload(qw), dkw = upload(kw), dsl = upload(slots),
+         dp = upload(pos);
+    device_buffer kca(cache_n * 2), vca(cache_n * 2), kcb(cache_n * 2), vcb(cache_n * 2);
+    for (auto* c : {&kca, &vca, &kcb, &vcb})
+      KG_CUDA_CHECK(cudaMemset(c->get(), 0, cache_n * 2));
+    KG_CUDA_CHECK(decode::launch_head_rmsnorm(bf(a), rows, stride, hq, D, bf(dqw), 1e-6f, nullptr));
+    KG_CUDA_CHECK(
+        decode::launch_head_rmsnorm(bf(a) + hq * D, rows, stride, hk, D, bf(dkw), 1e-6f, nullptr));
+    KG_CUDA_CHECK(decode::launch_rope(bf(a), rows, stride, hq + hk, D, ip(dp), 1e6, nullptr));
+    KG_CUDA_CHECK(decode::launch_kv_append(bf(a) + hq * D, bf(a) + (hq + hk) * D, stride, bf(kca),
+                                           bf(vca), ip(dsl), ip(dp), rows, hk, D, max_ctx,
+                                           nullptr));
+    KG_CUDA_CHECK(decode::launch_qk_norm_rope_append(bf(b), rows, stride, hq, hk, D, bf(dqw),
+                                                     bf(dkw), 1e-6f, ip(dp), 1e6, ip(dsl), bf(kcb),
+                                                     bf(vcb), max_ctx, nullptr));
+    KG_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto ra = download<std::uint16_t>(a, rows * stride),
+               rb = download<std::uint16_t>(b, rows * stride);
+    std::size_t diff = 0, first = ra.size();
+    for (std::size_t i = 0; i < ra.size(); ++i)
+      if (ra[i] != rb[i] && diff++ == 0) first = i;
+    EXPECT_EQ(diff, 0u) << diff << " qkv elements differ, the first at " << first;
+    EXPECT_TRUE(download<std::uint16_t>(kca, cache_n) == download<std::uint16_t>(kcb, cache_n))
+        << "K cache differs";
+    EXPECT_TRUE(download<std::uint16_t>(vca, cache_n) == download<std::uint16_t>(vcb, cache_n))
+        << "V cache differs";
   }
 }

@@ -191,19 +191,14 @@ void decode_engine::enqueue(int batch) {
     KG_CUDA_CHECK(decode::launch_add_rmsnorm(l ? mlp_out_ : nullptr, hidden_, w.input_norm, normed_,
                                              batch, H, eps, stream_));
     gemv(normed_, w.qkv, qkv_, batch, qkv, H);
-    bf16* q = qkv_;
-    bf16* k = qkv_ + hq * D;
-    const bf16* v = k + hk * D;
-    KG_CUDA_CHECK(decode::launch_head_rmsnorm(q, batch, qkv, hq, D, w.q_norm, eps, stream_));
-    KG_CUDA_CHECK(decode::launch_head_rmsnorm(k, batch, qkv, hk, D, w.k_norm, eps, stream_));
-    // q and k heads are adjacent in a row: one RoPE launch rotates both.
-    KG_CUDA_CHECK(
-        decode::launch_rope(q, batch, qkv, hq + hk, D, d_positions_, m.rope_theta, stream_));
     bf16* kc = const_cast<bf16*>(k_cache(l));
     bf16* vc = const_cast<bf16*>(v_cache(l));
-    KG_CUDA_CHECK(decode::launch_kv_append(k, v, qkv, kc, vc, d_slots_, d_positions_, batch, hk, D,
-                                           c_.max_context, stream_));
-    KG_CUDA_CHECK(decode::launch_attention(q, qkv, kc, vc, d_slots_, d_lengths_, attn_,
+    // q/k head norms, RoPE and the K/V append in one launch (bit-identical to the four separate
+    // kernels: tests/test_gpu_decode_kernels.cpp).
+    KG_CUDA_CHECK(decode::launch_qk_norm_rope_append(qkv_, batch, qkv, hq, hk, D, w.q_norm,
+                                                     w.k_norm, eps, d_positions_, m.rope_theta,
+                                                     d_slots_, kc, vc, c_.max_context, stream_));
+    KG_CUDA_CHECK(decode::launch_attention(qkv_, qkv, kc, vc, d_slots_, d_lengths_, attn_,
                                            attn_work_.get(), batch, hq, hk, D, c_.max_context,
                                            stream_));
     gemv(attn_, w.o_proj, o_out_, batch, H, hq * D);

@@ -5,10 +5,11 @@
 // stream, a green context's included).
 //
 // A step, per row b: embedding of tokens[b]; per layer: input RMSNorm, qkv GEMV, q/k head norms,
-// RoPE at positions[b], K/V appended at that position of slot slots[b], split-KV attention over
-// positions[b] + 1 tokens, o_proj GEMV + residual, post-attention RMSNorm, gate_up GEMV, SiLU gate,
-// down GEMV + residual; then the final norm, the lm_head GEMV (tied to the embeddings, as
-// decode_step_roofline counts them) and greedy argmax. Logits stay in a device buffer.
+// RoPE at positions[b], K/V appended at that position of slot slots[b] (these three in one
+// launch), split-KV attention over positions[b] + 1 tokens, o_proj GEMV + residual,
+// post-attention RMSNorm, gate_up GEMV, SiLU gate, down GEMV + residual; then the final norm, the
+// lm_head GEMV (tied to the embeddings, as decode_step_roofline counts them) and greedy argmax.
+// Logits stay in a device buffer.
 //
 // Inputs (tokens, positions, slots) live in a device array that each step overwrites with one
 // cudaMemcpyAsync before the graph launch, so one graph serves every length up to max_context.

@@ -55,6 +55,18 @@ cudaError_t launch_kv_append(const __nv_bfloat16* k, const __nv_bfloat16* v,
                              __nv_bfloat16* v_cache, const int* slots, const int* positions,
                              int rows, int kv_heads, int head_dim, int max_context, cudaStream_t s);
 
+// The three above in one launch, on a qkv row laid out [q heads | k heads | v heads] (head_dim
+// each, row b at qkv + b * row_stride): q and k heads normalized (q_weight, k_weight) and rotated
+// in place, then row b's k and v appended as launch_kv_append does. Bit-identical to
+// launch_head_rmsnorm (q), launch_head_rmsnorm (k), launch_rope (q and k), launch_kv_append in
+// that order. head_dim 64 or 128.
+cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_t row_stride,
+                                       int q_heads, int kv_heads, int head_dim,
+                                       const __nv_bfloat16* q_weight, const __nv_bfloat16* k_weight,
+                                       float eps, const int* positions, double theta,
+                                       const int* slots, __nv_bfloat16* k_cache,
+                                       __nv_bfloat16* v_cache, int max_context, cudaStream_t s);
+
 // Split-KV decode attention, GQA: out[b, h] = softmax(q[b, h] . K[slot, h / group, :len] / sqrt(D))
 // V[slot, h / group, :len], len = lengths[b] (1..max_context). q: q_heads x head_dim per row at
 // q + b * q_row_stride; out: dense [rows, q_heads * head_dim].

@@ -2,23 +2,15 @@
 // q/k norm. Sums of squares reduce in a fixed order (lane shuffles, then warps in index order):
 // the same bits whatever SM runs the block.
 #include "kernels/decode/decode_kernels.h"
+#include "kernels/decode/decode_math.cuh"
 
 namespace kg::decode {
 namespace {
 
 constexpr int norm_threads = 256;
-
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o /= 2)
-    v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-
-// HF's Qwen3RMSNorm: weight * (x * rsqrt(var + eps)).to(bf16), the product rounded again.
-__device__ __forceinline__ __nv_bfloat16 scale_round(float x, float inv, __nv_bfloat16 w) {
-  const float n = __bfloat162float(__float2bfloat16(x * inv));
-  return __float2bfloat16(n * __bfloat162float(w));
-}
+using math::inv_rms;
+using math::scale_round;
+using math::warp_sum;
 
 // One block per row.
 __global__ void add_rmsnorm_kernel(const __nv_bfloat16* __restrict__ delta,
@@ -43,7 +35,7 @@ __global__ void add_rmsnorm_kernel(const __nv_bfloat16* __restrict__ delta,
   float total = 0.0f;
   for (int k = 0; k < norm_threads / 32; ++k)
     total += partial[k];
-  const float inv = rsqrtf(total / static_cast<float>(cols) + eps);
+  const float inv = inv_rms(total, cols, eps);
   for (int c = threadIdx.x; c < cols; c += norm_threads)
     out[base + c] = scale_round(__bfloat162float(hidden[base + c]), inv, w[c]);
 }
@@ -63,10 +55,10 @@ __global__ void head_rmsnorm_kernel(__nv_bfloat16* __restrict__ x, int rows,
 #pragma unroll
   for (int j = 0; j < per_lane; ++j) {
     v[j] = __bfloat162float(p[lane + 32 * j]);
-    ss += v[j] * v[j];
+    ss = __fmaf_rn(v[j], v[j], ss); // as qk_norm_rope_append.cu: bit-identical heads
   }
   ss = warp_sum(ss);
-  const float inv = rsqrtf(ss / static_cast<float>(head_dim) + eps);
+  const float inv = inv_rms(ss, head_dim, eps);
 #pragma unroll
   for (int j = 0; j < per_lane; ++j)
     p[lane + 32 * j] = scale_round(v[j], inv, w[lane + 32 * j]);

@@ -3,14 +3,14 @@
 #include <cmath>
 
 #include "kernels/decode/decode_kernels.h"
+#include "kernels/decode/decode_math.cuh"
 
 namespace kg::decode {
 namespace {
 
 constexpr int threads = 256;
 
-// Thread per (row, pair i); it rotates pair i of every head at the row's position. The angle in
-// double: pos * theta^(-2i/D) reaches ~8e3 rad, where a float32 angle is off by ~1e-3 rad.
+// Thread per (row, pair i); it rotates pair i of every head at the row's position.
 __global__ void rope_kernel(__nv_bfloat16* __restrict__ x, int rows, std::int64_t row_stride,
                             int heads, int head_dim, const int* __restrict__ positions,
                             double log_theta) {
@@ -18,17 +18,13 @@ __global__ void rope_kernel(__nv_bfloat16* __restrict__ x, int rows, std::int64_
   const int t = blockIdx.x * threads + threadIdx.x;
   if (t >= rows * half) return;
   const int b = t / half, i = t % half;
-  const double angle = static_cast<double>(positions[b]) *
-                       exp(-log_theta * (2.0 * i / static_cast<double>(head_dim)));
-  double sn, cs;
-  sincos(angle, &sn, &cs);
-  const float c = static_cast<float>(cs), s = static_cast<float>(sn);
+  float c, s;
+  math::rope_cos_sin(positions[b], i, head_dim, log_theta, &c, &s);
   __nv_bfloat16* row = x + b * row_stride;
   for (int h = 0; h < heads; ++h) {
     __nv_bfloat16* p = row + static_cast<std::int64_t>(h) * head_dim;
-    const float x1 = __bfloat162float(p[i]), x2 = __bfloat162float(p[i + half]);
-    p[i] = __float2bfloat16(x1 * c - x2 * s);
-    p[i + half] = __float2bfloat16(x2 * c + x1 * s);
+    math::rope_rotate(__bfloat162float(p[i]), __bfloat162float(p[i + half]), c, s, &p[i],
+                      &p[i + half]);
   }
 }
 
