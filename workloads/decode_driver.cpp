@@ -62,10 +62,10 @@ batching_result run_decode_batching(decode_engine& e, const std::vector<request>
   return run_continuous_batching(requests, step, opt);
 }
 
-load_search_result search_decode_load(decode_engine& e, const arrival_options& arrivals,
-                                      const batching_options& batching,
-                                      const load_search_options& search,
-                                      const std::function<void(const load_point&)>& progress) {
+load_search_result
+search_decode_load(decode_engine& e, const arrival_options& arrivals,
+                   const batching_options& batching, const load_search_options& search,
+                   const std::function<void(const load_point&, const batching_result&)>& progress) {
   return search_load(
       [&](double rps) {
         auto a = arrivals;
@@ -74,7 +74,7 @@ load_search_result search_decode_load(decode_engine& e, const arrival_options& a
         b.max_seconds = a.duration_seconds;
         const auto r = run_decode_batching(e, generate_arrivals(a), b);
         const load_point p{rps, r.p99_itl_ms(), r.tokens_per_second()};
-        if (progress) progress(p);
+        if (progress) progress(p, r);
         return p;
       },
       search);

@@ -22,13 +22,14 @@ batching_result run_decode_batching(decode_engine& e, const std::vector<request>
 
 // Throughput at the p99 inter-token-latency limit: each load is a trace of `arrivals` at that
 // rate (arrivals.requests_per_second is replaced), run by run_decode_batching; the loop stops
-// admitting at arrivals.duration_seconds. `progress`, when set, sees each load as it is measured.
+// admitting at arrivals.duration_seconds. `progress`, when set, sees each load and its run as they
+// are measured.
 // With max_batch sequences a step, a step's time -- hence the inter-token latency -- is bounded:
 // when even a full batch steps under the limit, the limit is never exceeded and the search ends at
 // max_steps (limit_never_exceeded), the last load being past saturation if max_steps reaches it.
-load_search_result search_decode_load(decode_engine& e, const arrival_options& arrivals,
-                                      const batching_options& batching,
-                                      const load_search_options& search,
-                                      const std::function<void(const load_point&)>& progress = {});
+load_search_result search_decode_load(
+    decode_engine& e, const arrival_options& arrivals, const batching_options& batching,
+    const load_search_options& search,
+    const std::function<void(const load_point&, const batching_result&)>& progress = {});
 
 } // namespace kg
