@@ -226,13 +226,20 @@ TEST(gpu_decode_engine, tiny_model_logits_match_the_host_reference) {
   const auto V = e.config().model.vocab;
   for (int b = 0; b < 3; ++b) {
     const auto want = ref.logits(in.tokens[b], in.positions[b], in.slots[b]);
-    double worst = 0, scale = 0;
+    double worst = 0, scale = 0, diff_ss = 0, want_ss = 0;
     std::size_t at = 0;
     for (std::int64_t i = 0; i < V; ++i) {
       const double d = std::fabs(bf16_to_float(got[b * V + i]) - want[i]);
       scale = std::max(scale, std::fabs(want[i]));
+      diff_ss += d * d;
+      want_ss += want[i] * want[i];
       if (d > worst) worst = d, at = static_cast<std::size_t>(i);
     }
+    // In aggregate the difference is bf16 noise (a few 1e-3 of the logits' RMS); a wrong
+    // attention or MLP moves the logits by 10% or more of it in this model.
+    EXPECT_LE(std::sqrt(diff_ss), 0.02 * std::sqrt(want_ss))
+        << "row " << b << ": RMS difference " << std::sqrt(diff_ss / V) << " vs logits RMS "
+        << std::sqrt(want_ss / V);
     // bf16 storage between kernels: each element is off by up to ~2^-8 relative, and two layers
     // of it move a logit by a few bf16 steps of the largest logit.
     EXPECT_LE(worst, 0.03 * scale) << "row " << b << ": worst logit difference " << worst << " at "
