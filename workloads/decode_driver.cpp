@@ -1,5 +1,6 @@
 #include "workloads/decode_driver.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
