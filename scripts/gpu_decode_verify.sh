@@ -5,6 +5,7 @@
 # bandwidth), and optionally the decode engine's tests and workloads. Logs go to $LOG_DIR.
 #   TEST_FILTER=... (not GTEST_FILTER: gtest would apply that to every test binary)
 #   SWEEP_ARGS=...  SWEEP_TIMEOUT=s  NO_SWEEP=1  RUN_EVAL_TORCH=1  RUN_ENGINE=1
+#   WORKLOADS="decode-qwen3-4b decode-colocated"  WORKLOAD_ARGS=...  WORKLOAD_TIMEOUT=s
 set -uo pipefail
 source "$(dirname "$0")/gpu_build.sh"
 if [ -n "${TEST_FILTER:-}" ]; then
@@ -19,14 +20,18 @@ if [ -x ./tests/kg_gemv_gpu_tests ]; then
   grep -E '^\[  (FAILED|PASSED|  OK) |Failure|Expected|Which is' "$logs/gemv_gpu_tests.log" | head -30
 fi
 if [ -n "${RUN_ENGINE:-}" ]; then
-  for t in ./tests/kg_decode_gpu_tests; do
-    [ -x "$t" ] || continue
-    timeout 200 "$t" >"$logs/$(basename "$t").log" 2>&1
-    echo "$(basename "$t") exit $?"
-    grep -E '^\[  (FAILED|PASSED|  OK) |Failure|Expected|Which is|Value of' \
-      "$logs/$(basename "$t").log" | head -40
-  done
+  timeout ${ENGINE_TEST_TIMEOUT:-200} ./tests/kg_decode_gpu_tests >"$logs/decode_gpu_tests.log" 2>&1
+  echo "kg_decode_gpu_tests exit $?"
+  grep -E '^\[  (FAILED|PASSED|SKIPPED) |Failure|differ|worst|beyond|green partition|skipped' \
+    "$logs/decode_gpu_tests.log" | head -60
 fi
+# The decode workloads (WORKLOADS="decode-qwen3-4b decode-colocated"; WORKLOAD_ARGS for both).
+for w in ${WORKLOADS:-}; do
+  timeout ${WORKLOAD_TIMEOUT:-300} ./suite/kernelgate workload run $w ${WORKLOAD_ARGS:-} \
+    --out "$BUILD_DIR/workload-$w" >"$logs/workload_$w.txt" 2>&1
+  echo "workload $w exit $?"
+  tail -40 "$logs/workload_$w.txt"
+done
 if [ -z "${NO_SWEEP:-}" ]; then
   timeout ${SWEEP_TIMEOUT:-200} ./bench/kg_bench_gemv_sweep ${SWEEP_ARGS:-} >"$logs/gemv_sweep.txt" 2>&1
   echo "gemv sweep exit $?"

@@ -1,8 +1,10 @@
 // kernelgate workload list
 // kernelgate workload run ID [--device cpu|cuda] [--steps N] [--jobs N] [--out DIR]
+//                             [--start-rps R] [--trace-seconds S]   (decode-qwen3-4b)
 //
 // The workloads of the Qwen3-4B stack (issue: workloads under test) that run today: LoRA rank-8
-// training on q and v with LibTorch autograd, K jobs over one frozen base. Each run prints its
+// training on q and v with LibTorch autograd, K jobs over one frozen base; and the Qwen3-4B BF16
+// decode engine alone on the GPU (suite/decode_workload.h). Each run prints its
 // metrics with intervals and its gate verdicts and writes a `workload` result.
 #include "suite/workload_command.h"
 
@@ -17,6 +19,7 @@
 #include "reports/environment.h"
 #include "reports/result_writer.h"
 #include "stats/bootstrap.h"
+#include "suite/decode_workload.h"
 #include "suite/exit_codes.h"
 #include "suite/options.h"
 #include "timing/device_info.h"
@@ -43,6 +46,19 @@ constexpr workload_def workloads[] = {
      "LoRA rank-8 on q and v of Qwen3-4B (36 layers, random weights), sequence 2048, --jobs jobs "
      "(1..16, default 1), bfloat16 on the GPU; step time, tokens/s, and the first step's loss "
      "gated against a float32 recomputation (rtol 2e-2)",
+     true},
+    {"decode-qwen3-4b",
+     "Qwen3-4B BF16 decode engine (36 layers, random weights, CUDA graphs) on all SMs: step "
+     "latency at batch 1, context 2048 vs the bytes / measured copy bandwidth bound (--steps x 20 "
+     "samples), and continuous-batching throughput at p99 ITL <= 50 ms (Poisson requests of "
+     "1/2/4/8 sequences, contexts 512..8192, 256 outputs; loads from --start-rps (default 2) up "
+     "5% a step, --trace-seconds (default 6) of arrivals each, at most 30 loads)",
+     true},
+    {"decode-colocated",
+     "the Qwen3-4B decode engine on a green-context partition of >= 99 SMs with a memory-"
+     "bandwidth hog on the other SMs, vs alone on the whole GPU and alone on the partition: "
+     "batch-1 step latency (context 2048) and batch-32 tokens/s as fractions of solo; logits "
+     "gated bit-identical to solo",
      true},
 };
 
@@ -176,7 +192,7 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
   }
   if (args.size() < 4 || args[2] != "run") {
     err << "kernelgate: usage: kernelgate workload list | workload run ID [--device cpu|cuda] "
-           "[--steps N] [--jobs N] [--out DIR]\n";
+           "[--steps N] [--jobs N] [--out DIR] [--start-rps R] [--trace-seconds S]\n";
     return exit_code::bad_input;
   }
   const std::string id = args[3];
@@ -187,8 +203,9 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
     err << "kernelgate: unknown workload '" << id << "' (kernelgate workload list)\n";
     return exit_code::bad_input;
   }
-  std::map<std::string, std::string> o = {
-      {"--device", "cpu"}, {"--steps", "5"}, {"--jobs", "0"}, {"--out", "kg-out/workload"}};
+  std::map<std::string, std::string> o = {{"--device", "cpu"},  {"--steps", "5"},
+                                          {"--jobs", "0"},      {"--out", "kg-out/workload"},
+                                          {"--start-rps", "2"}, {"--trace-seconds", "6"}};
   // read_options starts after "kernelgate <command>": hand it "kernelgate workload" + the options.
   std::vector<std::string> rest = {args[0], "workload"};
   rest.insert(rest.end(), args.begin() + 4, args.end());
@@ -204,6 +221,25 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
     err << "kernelgate: --steps takes a whole number >= 2, --jobs 1..16, --device cpu or cuda\n";
     return exit_code::bad_input;
   }
+  const bool decode = id == "decode-qwen3-4b" || id == "decode-colocated";
+  decode_workload_options dopt;
+  if (decode) {
+    try {
+      std::size_t used = 0;
+      dopt.start_rps = std::stod(o["--start-rps"], &used);
+      if (used != o["--start-rps"].size()) throw std::invalid_argument("--start-rps");
+      dopt.trace_seconds = std::stod(o["--trace-seconds"], &used);
+      if (used != o["--trace-seconds"].size()) throw std::invalid_argument("--trace-seconds");
+    } catch (const std::exception&) {
+      dopt.start_rps = -1;
+    }
+    if (!(dopt.start_rps > 0) || !(dopt.trace_seconds > 0)) {
+      err << "kernelgate: --start-rps and --trace-seconds take positive numbers\n";
+      return exit_code::bad_input;
+    }
+    dopt.latency_samples = 20 * steps;
+    dopt.progress = &err;
+  }
   if (def->gpu_only || o["--device"] == "cuda") {
     const auto dev = query_device(0);
     if (!dev.available) {
@@ -218,17 +254,31 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
                                  {"steps", steps},
                                  {"jobs", jobs},
                                  {"seed", 20261129}};
+  nlohmann::json full_config = config;
+  if (decode) {
+    full_config["start_rps"] = dopt.start_rps;
+    full_config["trace_seconds"] = dopt.trace_seconds;
+    full_config["latency_samples"] = dopt.latency_samples;
+  }
   std::unique_ptr<result_writer> writer;
   try {
     writer = std::make_unique<result_writer>(o["--out"], "workload", args, collect_environment(),
-                                             config);
+                                             full_config);
   } catch (const output_error& e) {
     err << "kernelgate: " << e.what() << "\n";
     return exit_code::bad_input;
   }
   run_output r;
   try {
-    r = def->gpu_only ? run_lora_qwen3_4b(steps, jobs) : run_lora_small(o["--device"], steps, jobs);
+    if (decode) {
+      auto d = id == "decode-colocated" ? run_decode_colocated(dopt) : run_decode_qwen3_4b(dopt);
+      r.metrics = std::move(d.metrics);
+      for (auto& g : d.gates)
+        r.gates.push_back({g.name, g.pass, g.detail});
+    } else {
+      r = def->gpu_only ? run_lora_qwen3_4b(steps, jobs)
+                        : run_lora_small(o["--device"], steps, jobs);
+    }
   } catch (const std::exception& e) {
     // The run failed (a LibTorch or CUDA error): a record says so; the result is still written.
     writer->append({{"type", "workload"},
@@ -258,7 +308,10 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
       << std::setprecision(4) << "  step seconds  " << st["estimate"].get<double>() << "  [95% "
       << st["ci95"][0].get<double>() << ", " << st["ci95"][1].get<double>() << "]\n"
       << "  tokens/s      " << r.metrics["tokens_per_second"].get<double>() << "\n"
-      << "  SOL fraction  " << r.metrics["sol_fraction"].get<std::string>() << "\n";
+      << "  SOL fraction  "
+      << (r.metrics["sol_fraction"].is_string() ? r.metrics["sol_fraction"].get<std::string>()
+                                                : r.metrics["sol_fraction"].dump())
+      << "\n";
   for (const auto& g : r.gates)
     out << "  gate " << (g.pass ? "PASS " : "FAIL ") << g.name << ": " << g.detail << "\n";
   out << "Wrote " << path.string() << "\n";

@@ -200,6 +200,7 @@ TEST(cli, workload_run_gates_against_the_reference_and_writes_a_valid_result) {
   EXPECT_EQ(r.rc, exit_code::ok);
   EXPECT_NE(r.out.find("lora-train-small"), std::string::npos);
   EXPECT_NE(r.out.find("lora-train-qwen3-4b"), std::string::npos);
+  EXPECT_NE(r.out.find("decode-qwen3-4b"), std::string::npos);
   const auto out = std::filesystem::temp_directory_path() / "kg-cli-workload";
   kg::remove_tree(out);
   r = run({"workload", "run", "lora-train-small", "--steps", "3", "--out", out.string()});
@@ -226,7 +227,12 @@ TEST(cli, workload_run_gates_against_the_reference_and_writes_a_valid_result) {
     r = run({"workload", "run", "lora-train-qwen3-4b"});
     EXPECT_EQ(r.rc, exit_code::unavailable);
     EXPECT_NE(r.err.find("needs a GPU"), std::string::npos) << r.err;
+    r = run({"workload", "run", "decode-qwen3-4b"});
+    EXPECT_EQ(r.rc, exit_code::unavailable);
+    EXPECT_NE(r.err.find("needs a GPU"), std::string::npos) << r.err;
   }
+  r = run({"workload", "run", "decode-qwen3-4b", "--start-rps", "fast"});
+  EXPECT_EQ(r.rc, exit_code::bad_input) << r.err;
   kg::remove_tree(out);
 }
 

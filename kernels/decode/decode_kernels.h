@@ -1,0 +1,112 @@
+// The Qwen3 decode step's kernels apart from the GEMV (gemv_bf16.h), as one library
+// (kg_decode_kernels) with plain pointer arguments so the decode engine can chain them in one CUDA
+// graph. Every activation is a dense row-major bf16 [batch, ...] buffer; math is float32.
+//
+// Determinism: no kernel here uses atomics or a reduction whose order depends on the grid
+// placement, and no launch shape depends on the SM count, so the same inputs give the same bits
+// on a whole GPU and on a green-context partition (the solo vs co-located logits gate).
+//
+// Per-sequence state lives in device arrays indexed by batch row (positions, lengths, cache
+// slots), so a graph captured once for a batch size serves every sequence length up to the
+// cache's max_context.
+//
+// KV cache layout (per layer, K and V alike): contiguous per-sequence slots,
+//   cache[slot][kv_head][max_context][head_dim] (bf16),
+// a slot reserved for a sequence's whole lifetime (context + output tokens), as the
+// continuous-batching loop admits sequences (no paging, no preemption). Row b of a step reads and
+// writes slot slots[b].
+//
+// Every launch returns cudaErrorInvalidValue for a shape it does not support, else the launch's
+// error (cudaGetLastError).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+namespace kg::decode {
+
+// hidden = bf16(hidden + delta) (skipped when delta is null), then
+// out = bf16(weight * bf16(hidden * rsqrt(mean(hidden^2) + eps))): Qwen3/HF rounding (normalize
+// in float32, cast to bf16, multiply by the bf16 weight). hidden is updated in place.
+cudaError_t launch_add_rmsnorm(const __nv_bfloat16* delta, __nv_bfloat16* hidden,
+                               const __nv_bfloat16* weight, __nv_bfloat16* out, int rows, int cols,
+                               float eps, cudaStream_t s);
+
+// Per-head RMSNorm in place: for each row b and head h < heads, the head_dim elements at
+// x + b * row_stride + h * head_dim are normalized as launch_add_rmsnorm does, with the shared
+// weight[head_dim]. head_dim a multiple of 32, at most 256.
+cudaError_t launch_head_rmsnorm(__nv_bfloat16* x, int rows, std::int64_t row_stride, int heads,
+                                int head_dim, const __nv_bfloat16* weight, float eps,
+                                cudaStream_t s);
+
+// Rotary embedding in place (rotate-half: pairs (i, i + head_dim / 2)) of `heads` consecutive
+// heads at x + b * row_stride, at position positions[b]; angle = pos * theta^(-2i / head_dim) in
+// double, rotation in float32, one bf16 rounding.
+cudaError_t launch_rope(__nv_bfloat16* x, int rows, std::int64_t row_stride, int heads,
+                        int head_dim, const int* positions, double theta, cudaStream_t s);
+
+// Writes row b's k and v (kv_heads x head_dim each, at k + b * row_stride, v + b * row_stride)
+// into the cache at slot slots[b], position positions[b]. head_dim a multiple of 8.
+cudaError_t launch_kv_append(const __nv_bfloat16* k, const __nv_bfloat16* v,
+                             std::int64_t row_stride, __nv_bfloat16* k_cache,
+                             __nv_bfloat16* v_cache, const int* slots, const int* positions,
+                             int rows, int kv_heads, int head_dim, int max_context, cudaStream_t s);
+
+// The three above in one launch, on a qkv row laid out [q heads | k heads | v heads] (head_dim
+// each, row b at qkv + b * row_stride): q and k heads normalized (q_weight, k_weight) and rotated
+// in place, then row b's k and v appended as launch_kv_append does. Bit-identical to
+// launch_head_rmsnorm (q), launch_head_rmsnorm (k), launch_rope (q and k), launch_kv_append in
+// that order. head_dim 64 or 128.
+cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_t row_stride,
+                                       int q_heads, int kv_heads, int head_dim,
+                                       const __nv_bfloat16* q_weight, const __nv_bfloat16* k_weight,
+                                       float eps, const int* positions, double theta,
+                                       const int* slots, __nv_bfloat16* k_cache,
+                                       __nv_bfloat16* v_cache, int max_context, cudaStream_t s);
+
+// Split-KV decode attention, GQA: out[b, h] = softmax(q[b, h] . K[slot, h / group, :len] / sqrt(D))
+// V[slot, h / group, :len], len = lengths[b] (1..max_context). q: q_heads x head_dim per row at
+// q + b * q_row_stride; out: dense [rows, q_heads * head_dim].
+// Stage 1 cuts each sequence into fixed chunks of attention_chunk tokens (the split depends only
+// on the length) and writes one partial softmax state per (row, kv head, chunk); chunks beyond a
+// row's length write nothing and are never read. Stage 2 merges a row's chunks in chunk order.
+// Supported: head_dim 64 or 128, group (q_heads / kv_heads) 1, 2, 4 or 8.
+constexpr int attention_chunk = 256;
+std::size_t attention_workspace_bytes(int rows, int q_heads, int kv_heads, int head_dim,
+                                      int max_context);
+cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
+                             const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache,
+                             const int* slots, const int* lengths, __nv_bfloat16* out,
+                             void* workspace, int rows, int q_heads, int kv_heads, int head_dim,
+                             int max_context, cudaStream_t s);
+
+// out[b, i] = bf16(silu(g) * u), g = gate_up[b, i], u = gate_up[b, inter + i] (gate rows first,
+// as the fused gate_up projection lays them out); silu in float32.
+cudaError_t launch_silu_gate_mul(const __nv_bfloat16* gate_up, __nv_bfloat16* out, int rows,
+                                 int inter, cudaStream_t s);
+
+// out[b, :] = table[tokens[b], :] (cols a multiple of 8).
+cudaError_t launch_embedding_gather(const __nv_bfloat16* table, const int* tokens,
+                                    __nv_bfloat16* out, int rows, int cols, cudaStream_t s);
+
+// out[b] = the first index of the maximum of x[b, :cols] (greedy decoding; NaNs never win).
+cudaError_t launch_argmax(const __nv_bfloat16* x, int* out, int rows, int cols, cudaStream_t s);
+
+// Deterministic pseudo-random bf16: x[i] = mean + sd * u_i with u_i uniform of unit variance
+// (range +-sqrt(3)) from a counter hash of (seed, stream_id, i): the same values on any device
+// and grid.
+cudaError_t launch_fill_uniform(__nv_bfloat16* x, std::size_t n, std::uint64_t seed,
+                                std::uint64_t stream_id, float mean, float sd, cudaStream_t s);
+
+// Synthetic prefill: K and V of slot `slot`, positions [0, context), every kv head, drawn like
+// launch_fill_uniform from (seed, layer, kv head, position) -- not from the slot, so one context
+// gives one cache wherever it lands. K has sd k_sd, V v_sd.
+cudaError_t launch_fill_kv_synthetic(__nv_bfloat16* k_cache, __nv_bfloat16* v_cache, int slot,
+                                     int context, int kv_heads, int head_dim, int max_context,
+                                     std::uint64_t seed, int layer, float k_sd, float v_sd,
+                                     cudaStream_t s);
+
+} // namespace kg::decode

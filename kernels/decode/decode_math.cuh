@@ -1,0 +1,47 @@
+// Device arithmetic shared by the decode kernels, written once so that the separate kernels and
+// the fused q/k-norm + RoPE + append kernel round identically (the engine's fused path is tested
+// bit for bit against the chain of separate ones). Products and sums use the _rn intrinsics:
+// the compiler may not contract them into FMAs differently in different kernels.
+#pragma once
+
+#include <cuda_bf16.h>
+
+namespace kg::decode::math {
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// 1 / RMS of a vector whose sum of squares is ss over n elements.
+__device__ __forceinline__ float inv_rms(float ss, int n, float eps) {
+  return rsqrtf(__fadd_rn(__fdiv_rn(ss, static_cast<float>(n)), eps));
+}
+
+// HF's Qwen3RMSNorm: weight * (x * rsqrt(var + eps)).to(bf16), the product rounded again.
+__device__ __forceinline__ __nv_bfloat16 scale_round(float x, float inv, __nv_bfloat16 w) {
+  const float n = __bfloat162float(__float2bfloat16(__fmul_rn(x, inv)));
+  return __float2bfloat16(__fmul_rn(n, __bfloat162float(w)));
+}
+
+// cos and sin of pos * theta^(-2i/D), the angle in double: it reaches ~8e3 rad, where a float32
+// angle is off by ~1e-3 rad.
+__device__ __forceinline__ void rope_cos_sin(int pos, int i, int head_dim, double log_theta,
+                                             float* c, float* s) {
+  const double angle =
+      static_cast<double>(pos) * exp(-log_theta * (2.0 * i / static_cast<double>(head_dim)));
+  double sn, cs;
+  sincos(angle, &sn, &cs);
+  *c = static_cast<float>(cs);
+  *s = static_cast<float>(sn);
+}
+
+// Rotate-half: (x1, x2) -> (x1 c - x2 s, x2 c + x1 s), each rounded once to bf16.
+__device__ __forceinline__ void rope_rotate(float x1, float x2, float c, float s, __nv_bfloat16* y1,
+                                            __nv_bfloat16* y2) {
+  *y1 = __float2bfloat16(__fsub_rn(__fmul_rn(x1, c), __fmul_rn(x2, s)));
+  *y2 = __float2bfloat16(__fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s)));
+}
+
+} // namespace kg::decode::math

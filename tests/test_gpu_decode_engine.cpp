@@ -1,0 +1,342 @@
+// The decode engine end to end: (b) the tiny model's one-step logits against a host reference
+// forward of the same weights and cache (double math, bf16 rounding where the engine stores
+// bf16); (c) graph replay bit-identical to eager launches, to a second replay and to a second
+// engine of the same seed; (d) Qwen3-4B logits bit-identical on a 33-SM green partition and on
+// the whole GPU, batch 1 and 8 -- the solo vs co-located gate.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "bf16_host.h"
+#include "gpu_test_support.h"
+#include "timing/cuda_check.h"
+#include "timing/cuda_raii.h"
+#include "timing/device_buffer.h"
+#include "timing/green_partition.h"
+#include "workloads/decode_engine.h"
+
+using namespace kg;
+using namespace kg::test;
+
+namespace kg::test {
+cudaError_t launch_record_smid(unsigned* out, int blocks, cudaStream_t s); // graph_smid_probe.cu
+}
+
+namespace {
+
+using vec = std::vector<double>;
+
+vec host_copy(const __nv_bfloat16* p, std::size_t n, cudaStream_t s) {
+  const auto bits = copy_bf16_to_host(p, n, s);
+  vec v(n);
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = bf16_to_float(bits[i]);
+  return v;
+}
+
+vec round_all(vec v) {
+  for (auto& x : v)
+    x = round_bf16(x);
+  return v;
+}
+
+// y[n] = sum_k x[k] w[n, k], rounded to bf16 as the GEMV stores it.
+vec matvec(const vec& x, const vec& w, std::int64_t n, std::int64_t k) {
+  vec y(static_cast<std::size_t>(n));
+  for (std::int64_t r = 0; r < n; ++r) {
+    double acc = 0;
+    for (std::int64_t i = 0; i < k; ++i)
+      acc += x[static_cast<std::size_t>(i)] * w[static_cast<std::size_t>(r * k + i)];
+    y[static_cast<std::size_t>(r)] = acc;
+  }
+  return y;
+}
+
+void rmsnorm(double* x, std::int64_t n, const double* w, double eps) {
+  double ss = 0;
+  for (std::int64_t i = 0; i < n; ++i)
+    ss += x[i] * x[i];
+  const double inv = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
+  for (std::int64_t i = 0; i < n; ++i)
+    x[i] = round_bf16(w[i] * round_bf16(x[i] * inv));
+}
+
+// The engine's weights and one slot's cache (positions < pos) on the host, and the forward of
+// one row in the engine's order of operations.
+struct host_reference {
+  const decode_engine& e;
+  struct layer {
+    vec in_norm, qkv, q_norm, k_norm, o, post, gate_up, down, k_cache, v_cache;
+  };
+  std::vector<layer> layers;
+  vec embed, final_norm;
+
+  explicit host_reference(const decode_engine& eng) : e(eng) {
+    const auto& m = e.config().model;
+    const auto s = decode_engine_sizes_of(e.config());
+    const cudaStream_t st = e.stream();
+    for (int l = 0; l < m.layers; ++l) {
+      const auto& w = e.layer(l);
+      layers.push_back({host_copy(w.input_norm, m.hidden, st),
+                        host_copy(w.qkv, s.qkv_width * m.hidden, st),
+                        host_copy(w.q_norm, m.head_dim, st),
+                        host_copy(w.k_norm, m.head_dim, st),
+                        host_copy(w.o_proj, m.hidden * m.q_heads * m.head_dim, st),
+                        host_copy(w.post_norm, m.hidden, st),
+                        host_copy(w.gate_up, 2 * m.intermediate * m.hidden, st),
+                        host_copy(w.down, m.hidden * m.intermediate, st),
+                        {},
+                        {}});
+    }
+    embed = host_copy(e.embedding(), m.vocab * m.hidden, st);
+    final_norm = host_copy(e.final_norm(), m.hidden, st);
+  }
+  // Reads the caches as they are now (call after the prefills, before the step).
+  void read_caches() {
+    for (int l = 0; l < static_cast<int>(layers.size()); ++l) {
+      layers[l].k_cache = host_copy(e.k_cache(l), e.cache_elements_per_layer(), e.stream());
+      layers[l].v_cache = host_copy(e.v_cache(l), e.cache_elements_per_layer(), e.stream());
+    }
+  }
+
+  vec logits(int token, int pos, int slot) const {
+    const auto& m = e.config().model;
+    const std::int64_t H = m.hidden, I = m.intermediate, D = m.head_dim, hq = m.q_heads,
+                       hk = m.kv_heads, qkvw = (hq + 2 * hk) * D;
+    const double eps = m.rms_eps;
+    vec h(embed.begin() + token * H, embed.begin() + (token + 1) * H), mlp;
+    for (const auto& L : layers) {
+      if (!mlp.empty())
+        for (std::int64_t i = 0; i < H; ++i)
+          h[i] = round_bf16(h[i] + mlp[i]);
+      vec x = h;
+      rmsnorm(x.data(), H, L.in_norm.data(), eps);
+      vec qkv = round_all(matvec(x, L.qkv, qkvw, H));
+      for (std::int64_t j = 0; j < hq + hk; ++j)
+        rmsnorm(&qkv[j * D], D, j < hq ? L.q_norm.data() : L.k_norm.data(), eps);
+      for (std::int64_t j = 0; j < hq + hk; ++j)
+        for (std::int64_t i = 0; i < D / 2; ++i) {
+          const double a = pos * std::pow(m.rope_theta, -2.0 * i / D);
+          const float c = static_cast<float>(std::cos(a)), s = static_cast<float>(std::sin(a));
+          double* p = &qkv[j * D];
+          const float x1 = static_cast<float>(p[i]), x2 = static_cast<float>(p[i + D / 2]);
+          p[i] = round_bf16(x1 * c - x2 * s);
+          p[i + D / 2] = round_bf16(x2 * c + x1 * s);
+        }
+      vec att(hq * D);
+      const std::size_t per_slot = static_cast<std::size_t>(hk) * e.config().max_context * D;
+      for (std::int64_t qh = 0; qh < hq; ++qh) {
+        const std::int64_t g = qh / (hq / hk);
+        auto key = [&](int t, bool v, std::int64_t d) {
+          if (t == pos) return qkv[((v ? hq + hk : hq) + g) * D + d];
+          const auto& c = v ? L.v_cache : L.k_cache;
+          return c[slot * per_slot + (g * e.config().max_context + t) * D + d];
+        };
+        vec s(pos + 1);
+        double mx = -1e300;
+        for (int t = 0; t <= pos; ++t) {
+          double dot = 0;
+          for (std::int64_t d = 0; d < D; ++d)
+            dot += qkv[qh * D + d] * key(t, false, d);
+          s[t] = dot / std::sqrt(static_cast<double>(D));
+          mx = std::max(mx, s[t]);
+        }
+        double sum = 0;
+        for (auto& v : s)
+          sum += (v = std::exp(v - mx));
+        for (std::int64_t d = 0; d < D; ++d) {
+          double o = 0;
+          for (int t = 0; t <= pos; ++t)
+            o += s[t] * key(t, true, d);
+          att[qh * D + d] = round_bf16(o / sum);
+        }
+      }
+      const vec o = round_all(matvec(att, L.o, H, hq * D));
+      for (std::int64_t i = 0; i < H; ++i)
+        h[i] = round_bf16(h[i] + o[i]);
+      x = h;
+      rmsnorm(x.data(), H, L.post.data(), eps);
+      const vec gu = round_all(matvec(x, L.gate_up, 2 * I, H));
+      vec act(I);
+      for (std::int64_t i = 0; i < I; ++i)
+        act[i] = round_bf16(gu[i] / (1 + std::exp(-gu[i])) * gu[I + i]);
+      mlp = round_all(matvec(act, L.down, H, I));
+    }
+    for (std::int64_t i = 0; i < H; ++i)
+      h[i] = round_bf16(h[i] + mlp[i]);
+    rmsnorm(h.data(), H, final_norm.data(), eps);
+    return matvec(h, embed, m.vocab, H);
+  }
+};
+
+struct step_inputs {
+  std::vector<int> tokens, positions, slots;
+};
+
+// Prefills each row's slot with its context, then one step at position = context.
+step_inputs prefill_rows(decode_engine& e, const std::vector<int>& contexts) {
+  step_inputs in;
+  const int n = static_cast<int>(contexts.size());
+  for (int b = 0; b < n; ++b) {
+    const int slot = (b * 3 + 1) % e.config().max_batch; // not the row index
+    e.prefill(slot, contexts[b]);
+    in.tokens.push_back(static_cast<int>((b * 7919 + 11) % e.config().model.vocab));
+    in.positions.push_back(contexts[b]);
+    in.slots.push_back(slot);
+  }
+  return in;
+}
+
+std::size_t count_differences(const std::vector<std::uint16_t>& a,
+                              const std::vector<std::uint16_t>& b, std::size_t* first) {
+  std::size_t n = 0;
+  *first = a.size();
+  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    if (a[i] != b[i] && n++ == 0) *first = i;
+  return n + (a.size() > b.size() ? a.size() - b.size() : b.size() - a.size());
+}
+
+#define EXPECT_SAME_BITS(a, b, what)                                                               \
+  do {                                                                                             \
+    std::size_t first_;                                                                            \
+    const auto n_ = count_differences(a, b, &first_);                                              \
+    EXPECT_EQ(n_, 0u) << what << ": " << n_ << " of " << (a).size()                                \
+                      << " logits differ, the first at " << first_;                                \
+  } while (0)
+
+} // namespace
+
+TEST(gpu_decode_engine, tiny_model_logits_match_the_host_reference) {
+  KG_REQUIRE_GPU();
+  cuda_stream s;
+  decode_engine e(tiny_decode_engine_config(), s.get());
+  const auto in = prefill_rows(e, {700, 0, 257}); // a long context, none, one past a chunk
+  host_reference ref(e);
+  ref.read_caches();
+  e.step(in.tokens, in.positions, in.slots);
+  const auto got = e.logits_bits(3);
+  const auto next = e.next_tokens(3);
+  const auto V = e.config().model.vocab;
+  for (int b = 0; b < 3; ++b) {
+    const auto want = ref.logits(in.tokens[b], in.positions[b], in.slots[b]);
+    double worst = 0, scale = 0, diff_ss = 0, want_ss = 0;
+    std::size_t at = 0;
+    for (std::int64_t i = 0; i < V; ++i) {
+      const double d = std::fabs(bf16_to_float(got[b * V + i]) - want[i]);
+      scale = std::max(scale, std::fabs(want[i]));
+      diff_ss += d * d;
+      want_ss += want[i] * want[i];
+      if (d > worst) worst = d, at = static_cast<std::size_t>(i);
+    }
+    // In aggregate the difference is bf16 noise (a few 1e-3 of the logits' RMS); a wrong
+    // attention or MLP moves the logits by 10% or more of it in this model.
+    EXPECT_LE(std::sqrt(diff_ss), 0.02 * std::sqrt(want_ss))
+        << "row " << b << ": RMS difference " << std::sqrt(diff_ss / V) << " vs logits RMS "
+        << std::sqrt(want_ss / V);
+    // bf16 storage between kernels: each element is off by up to ~2^-8 relative, and two layers
+    // of it move a logit by a few bf16 steps of the largest logit.
+    EXPECT_LE(worst, 0.03 * scale) << "row " << b << ": worst logit difference " << worst << " at "
+                                   << at << " (largest |logit| " << scale << ")";
+    EXPECT_GT(scale, 0.0) << "row " << b << ": all-zero logits";
+    // The greedy token is the first maximum of the engine's own logits.
+    int best = 0;
+    for (std::int64_t i = 1; i < V; ++i)
+      if (bf16_to_float(got[b * V + i]) > bf16_to_float(got[b * V + best]))
+        best = static_cast<int>(i);
+    EXPECT_EQ(next[b], best) << "row " << b;
+  }
+}
+
+TEST(gpu_decode_engine, graph_replay_is_bit_identical_to_eager_and_repeats) {
+  KG_REQUIRE_GPU();
+  cuda_stream s;
+  const auto c = tiny_decode_engine_config();
+  decode_engine e(c, s.get());
+  for (const auto& contexts :
+       {std::vector<int>{513}, std::vector<int>{9, 1000, 0, 256, 255, 77, 600, 1}}) {
+    const int n = static_cast<int>(contexts.size());
+    const auto in = prefill_rows(e, contexts);
+    e.step(in.tokens, in.positions, in.slots, /*eager=*/true);
+    const auto eager = e.logits_bits(n);
+    e.step(in.tokens, in.positions, in.slots);
+    const auto graph1 = e.logits_bits(n);
+    e.step(in.tokens, in.positions, in.slots);
+    const auto graph2 = e.logits_bits(n);
+    EXPECT_SAME_BITS(eager, graph1, "batch " << n << " eager vs graph");
+    EXPECT_SAME_BITS(graph1, graph2, "batch " << n << " graph vs graph again");
+
+    decode_engine e2(c, s.get()); // same seed: same weights and synthetic cache
+    const auto in2 = prefill_rows(e2, contexts);
+    e2.step(in2.tokens, in2.positions, in2.slots);
+    EXPECT_SAME_BITS(graph1, e2.logits_bits(n), "batch " << n << " second engine");
+  }
+  EXPECT_EQ(e.graphs_captured(), 2);
+}
+
+TEST(gpu_decode_engine, qwen3_4b_logits_identical_on_a_green_partition_and_the_whole_gpu) {
+  KG_REQUIRE_GPU();
+  std::string why;
+  auto p = green_partition::create(0, 33, &why);
+  if (!p) GTEST_SKIP() << "no green partition on this GPU/driver: " << why;
+  std::cout << "green partition: " << p->first_sms() << " of " << p->total_sms()
+            << " SMs for the decode engine (asked 33)\n";
+  decode_engine_config c; // Qwen3-4B
+  c.max_batch = 8;
+  c.max_context = 2304;
+  cuda_stream whole;
+  decode_engine solo(c, whole.get());
+  decode_engine part(c, p->first_stream());
+  for (const auto& contexts :
+       {std::vector<int>{2048}, std::vector<int>{2048, 100, 513, 1, 2200, 256, 0, 1500}}) {
+    const int n = static_cast<int>(contexts.size());
+    const auto a = prefill_rows(solo, contexts), b = prefill_rows(part, contexts);
+    solo.step(a.tokens, a.positions, a.slots);
+    part.step(b.tokens, b.positions, b.slots);
+    const auto la = solo.logits_bits(n), lb = part.logits_bits(n);
+    EXPECT_SAME_BITS(la, lb,
+                     "batch " << n << ", whole GPU vs " << p->first_sms() << "-SM partition");
+    EXPECT_EQ(solo.next_tokens(n), part.next_tokens(n)) << "batch " << n;
+    bool finite = true;
+    for (const auto x : la)
+      finite = finite && std::isfinite(bf16_to_float(x));
+    EXPECT_TRUE(finite) << "batch " << n << ": non-finite logits after 36 layers";
+  }
+}
+
+// The engine replays graphs on a green context's stream: the co-located measurements mean
+// something only if a graph captured and launched there stays on the partition's SMs. (The
+// bit-identity gate above holds either way; this says where the work ran.)
+TEST(gpu_decode_engine, a_graph_captured_on_a_green_stream_stays_on_its_partition) {
+  KG_REQUIRE_GPU();
+  std::string why;
+  auto p = green_partition::create(0, 33, &why);
+  if (!p) GTEST_SKIP() << "no green partition on this GPU/driver: " << why;
+  const int blocks = 4 * static_cast<int>(p->total_sms());
+  device_buffer ids(static_cast<std::size_t>(blocks) * sizeof(unsigned));
+  const cudaStream_t s = p->first_stream();
+  KG_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const cudaError_t launched = launch_record_smid(static_cast<unsigned*>(ids.get()), blocks, s);
+  cudaGraph_t g = nullptr;
+  KG_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+  KG_CUDA_CHECK(launched);
+  cuda_graph_exec exec;
+  exec.adopt(g);
+  KG_CUDA_CHECK(cudaGraphLaunch(exec.get(), s));
+  KG_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<unsigned> got(static_cast<std::size_t>(blocks));
+  KG_CUDA_CHECK(
+      cudaMemcpy(got.data(), ids.get(), got.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  const std::set<unsigned> sms(got.begin(), got.end());
+  std::cout << "graph on the green stream: " << blocks << " blocks ran on " << sms.size()
+            << " distinct SMs; the partition has " << p->first_sms() << " of " << p->total_sms()
+            << "\n";
+  EXPECT_LE(sms.size(), p->first_sms())
+      << "the graph's kernel left its partition: green-context graphs need another launch path";
+}

@@ -1,0 +1,295 @@
+#include "workloads/decode_engine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/decode/decode_kernels.h"
+#include "kernels/decode/gemv_bf16.h"
+#include "timing/cuda_check.h"
+
+namespace kg {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+// Ends a capture that an exception interrupted and frees its partial graph, so the stream is
+// usable again (a stream left capturing fails every later call).
+class capture_guard {
+public:
+  explicit capture_guard(cudaStream_t s) : s_(s) {
+    KG_CUDA_CHECK(cudaStreamBeginCapture(s_, cudaStreamCaptureModeThreadLocal));
+  }
+  ~capture_guard() {
+    if (!active_) return;
+    cudaGraph_t g = nullptr;
+    (void)cudaStreamEndCapture(s_, &g);
+    if (g) (void)cudaGraphDestroy(g);
+  }
+  cudaGraph_t end() {
+    cudaGraph_t g = nullptr;
+    active_ = false;
+    KG_CUDA_CHECK(cudaStreamEndCapture(s_, &g));
+    return g;
+  }
+  capture_guard(const capture_guard&) = delete;
+  capture_guard& operator=(const capture_guard&) = delete;
+
+private:
+  cudaStream_t s_;
+  bool active_ = true;
+};
+
+// Weight stream ids for launch_fill_uniform: 16 per layer, then the model-wide tensors.
+constexpr std::uint64_t ids_per_layer = 16, model_ids = std::uint64_t{1} << 24;
+
+} // namespace
+
+decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
+    : c_(c), sizes_(decode_engine_sizes_of(c)), stream_(stream) {
+  validate_decode_engine_config(c_);
+  // The legacy default stream cannot be captured into a graph (it synchronizes with every
+  // other blocking stream); any created stream, or cudaStreamPerThread, can.
+  if (stream_ == nullptr || stream_ == cudaStreamLegacy)
+    throw std::invalid_argument("decode_engine: needs a created stream, not the legacy default");
+  const auto& m = c_.model;
+  const int B = c_.max_batch;
+  weights_ = device_buffer(static_cast<std::size_t>(sizes_.weight_elements) * sizeof(bf16));
+  cache_ = device_buffer(static_cast<std::size_t>(sizes_.kv_cache_bytes));
+
+  // Carve the weights; every tensor's size is a multiple of 8 elements, so each starts 16-byte
+  // aligned (the GEMV and gather load 16 bytes at a time).
+  auto* w = static_cast<bf16*>(weights_.get());
+  std::size_t at = 0;
+  auto draw = [&](std::int64_t n, std::uint64_t id, float mean, float sd) {
+    bf16* p = w + at;
+    at += static_cast<std::size_t>(n);
+    KG_CUDA_CHECK(decode::launch_fill_uniform(p, static_cast<std::size_t>(n), c_.seed, id, mean, sd,
+                                              stream_));
+    return static_cast<const bf16*>(p);
+  };
+  const float sd = c_.weight_sd;
+  const float norm_sd = 0.1f / 1.7320508f; // RMSNorm weights uniform in 1 +- 0.1
+  for (std::int64_t l = 0; l < m.layers; ++l) {
+    const std::uint64_t id = static_cast<std::uint64_t>(l) * ids_per_layer;
+    layer_weights lw{};
+    lw.input_norm = draw(m.hidden, id + 0, 1.0f, norm_sd);
+    lw.qkv = draw(sizes_.qkv_width * m.hidden, id + 1, 0.0f, sd);
+    lw.q_norm = draw(m.head_dim, id + 2, 1.0f, norm_sd);
+    lw.k_norm = draw(m.head_dim, id + 3, 1.0f, norm_sd);
+    lw.o_proj = draw(m.hidden * m.q_heads * m.head_dim, id + 4, 0.0f, sd);
+    lw.post_norm = draw(m.hidden, id + 5, 1.0f, norm_sd);
+    lw.gate_up = draw(2 * m.intermediate * m.hidden, id + 6, 0.0f, sd);
+    lw.down = draw(m.hidden * m.intermediate, id + 7, 0.0f, sd);
+    layers_.push_back(lw);
+  }
+  embedding_ = draw(m.vocab * m.hidden, model_ids, 0.0f, sd);
+  final_norm_ = draw(m.hidden, model_ids + 1, 1.0f, norm_sd);
+  if (at != static_cast<std::size_t>(sizes_.weight_elements))
+    throw std::logic_error("decode_engine: weight layout does not match decode_engine_sizes_of");
+
+  // Activations: one buffer, each piece a multiple of 8 elements (16-byte aligned).
+  const std::int64_t H = m.hidden, I = m.intermediate, V = m.vocab;
+  const std::int64_t pieces[] = {H, H, sizes_.qkv_width, m.q_heads * m.head_dim, H, 2 * I,
+                                 I, H, (V + 7) / 8 * 8};
+  std::int64_t per_row = 0;
+  for (const auto p : pieces)
+    per_row += p;
+  act_ = device_buffer(static_cast<std::size_t>(per_row * B) * sizeof(bf16));
+  bf16* a = static_cast<bf16*>(act_.get());
+  bf16** slots[] = {&hidden_,  &normed_,  &qkv_,     &attn_,  &o_out_,
+                    &gate_up_, &act_out_, &mlp_out_, &logits_};
+  for (std::size_t k = 0; k < std::size(pieces); ++k) {
+    *slots[k] = a;
+    a += pieces[k] * B;
+  }
+  KG_CUDA_CHECK(cudaMemsetAsync(act_.get(), 0, act_.size(), stream_));
+  inputs_ = device_buffer(static_cast<std::size_t>(5 * B) * sizeof(int));
+  int* in = static_cast<int*>(inputs_.get());
+  d_tokens_ = in;
+  d_positions_ = in + B;
+  d_lengths_ = in + 2 * B;
+  d_slots_ = in + 3 * B;
+  d_next_ = in + 4 * B;
+  KG_CUDA_CHECK(cudaMemsetAsync(inputs_.get(), 0, inputs_.size(), stream_));
+  staging_.assign(static_cast<std::size_t>(4 * B), 0);
+
+  attn_work_ = device_buffer(decode::attention_workspace_bytes(
+      B, static_cast<int>(m.q_heads), static_cast<int>(m.kv_heads), static_cast<int>(m.head_dim),
+      c_.max_context));
+  std::size_t gemv_bytes = 0;
+  for (int b = 1; b <= B; ++b)
+    for (const auto& g : decode_gemms(m)) {
+      const int n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+      gemv_bytes = std::max(gemv_bytes, gemv_workspace_bytes(pick_gemv_config(b, n, k), b, n, k));
+    }
+  gemv_work_ = device_buffer(gemv_bytes);
+  if (gemv_bytes) KG_CUDA_CHECK(cudaMemsetAsync(gemv_work_.get(), 0, gemv_bytes, stream_));
+  graphs_.resize(static_cast<std::size_t>(B) + 1);
+  KG_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+decode_engine::~decode_engine() {
+  // The buffers are freed after the graphs (members in reverse order); wait for queued work
+  // first so nothing still running reads freed memory.
+  (void)cudaStreamSynchronize(stream_);
+}
+
+std::size_t decode_engine::cache_elements_per_layer() const {
+  const auto& m = c_.model;
+  return static_cast<std::size_t>(c_.max_batch) * m.kv_heads * c_.max_context * m.head_dim;
+}
+
+const __nv_bfloat16* decode_engine::k_cache(int layer) const {
+  return static_cast<const bf16*>(cache_.get()) +
+         2 * static_cast<std::size_t>(layer) * cache_elements_per_layer();
+}
+
+const __nv_bfloat16* decode_engine::v_cache(int layer) const {
+  return k_cache(layer) + cache_elements_per_layer();
+}
+
+void decode_engine::prefill(int slot, int context) {
+  if (slot < 0 || slot >= c_.max_batch || context < 0 || context > c_.max_context)
+    throw std::invalid_argument("decode_engine::prefill: slot " + std::to_string(slot) +
+                                " context " + std::to_string(context) + " out of range");
+  const auto& m = c_.model;
+  const float v_sd = c_.weight_sd * static_cast<float>(std::sqrt(static_cast<double>(m.hidden)));
+  for (int l = 0; l < static_cast<int>(m.layers); ++l)
+    // K near unit RMS (as after the k norm), V at the RMS of a v projection of a unit-RMS input
+    // (weight_sd sqrt(hidden)).
+    KG_CUDA_CHECK(decode::launch_fill_kv_synthetic(
+        const_cast<bf16*>(k_cache(l)), const_cast<bf16*>(v_cache(l)), slot, context,
+        static_cast<int>(m.kv_heads), static_cast<int>(m.head_dim), c_.max_context, c_.seed, l,
+        1.0f, v_sd, stream_));
+}
+
+void decode_engine::gemv(const bf16* x, const bf16* w, bf16* y, int batch, int n, int k) {
+  KG_CUDA_CHECK(launch_gemv_bf16(x, w, y, batch, n, k, pick_gemv_config(batch, n, k),
+                                 gemv_work_.get(), stream_));
+}
+
+void decode_engine::enqueue(int batch) {
+  const auto& m = c_.model;
+  const int H = static_cast<int>(m.hidden), I = static_cast<int>(m.intermediate),
+            V = static_cast<int>(m.vocab), D = static_cast<int>(m.head_dim),
+            hq = static_cast<int>(m.q_heads), hk = static_cast<int>(m.kv_heads),
+            qkv = static_cast<int>(sizes_.qkv_width);
+  const float eps = static_cast<float>(m.rms_eps);
+  KG_CUDA_CHECK(decode::launch_embedding_gather(embedding_, d_tokens_, hidden_, batch, H, stream_));
+  for (int l = 0; l < static_cast<int>(m.layers); ++l) {
+    const auto& w = layers_[static_cast<std::size_t>(l)];
+    // The previous layer's MLP output joins the residual stream here (none before layer 0).
+    KG_CUDA_CHECK(decode::launch_add_rmsnorm(l ? mlp_out_ : nullptr, hidden_, w.input_norm, normed_,
+                                             batch, H, eps, stream_));
+    gemv(normed_, w.qkv, qkv_, batch, qkv, H);
+    bf16* kc = const_cast<bf16*>(k_cache(l));
+    bf16* vc = const_cast<bf16*>(v_cache(l));
+    // q/k head norms, RoPE and the K/V append in one launch (bit-identical to the four separate
+    // kernels: tests/test_gpu_decode_kernels.cpp).
+    KG_CUDA_CHECK(decode::launch_qk_norm_rope_append(qkv_, batch, qkv, hq, hk, D, w.q_norm,
+                                                     w.k_norm, eps, d_positions_, m.rope_theta,
+                                                     d_slots_, kc, vc, c_.max_context, stream_));
+    KG_CUDA_CHECK(decode::launch_attention(qkv_, qkv, kc, vc, d_slots_, d_lengths_, attn_,
+                                           attn_work_.get(), batch, hq, hk, D, c_.max_context,
+                                           stream_));
+    gemv(attn_, w.o_proj, o_out_, batch, H, hq * D);
+    KG_CUDA_CHECK(
+        decode::launch_add_rmsnorm(o_out_, hidden_, w.post_norm, normed_, batch, H, eps, stream_));
+    gemv(normed_, w.gate_up, gate_up_, batch, 2 * I, H);
+    KG_CUDA_CHECK(decode::launch_silu_gate_mul(gate_up_, act_out_, batch, I, stream_));
+    gemv(act_out_, w.down, mlp_out_, batch, H, I);
+  }
+  KG_CUDA_CHECK(
+      decode::launch_add_rmsnorm(mlp_out_, hidden_, final_norm_, normed_, batch, H, eps, stream_));
+  gemv(normed_, embedding_, logits_, batch, V, H);
+  KG_CUDA_CHECK(decode::launch_argmax(logits_, d_next_, batch, V, stream_));
+}
+
+void decode_engine::capture_all() {
+  for (int b = 1; b <= c_.max_batch; ++b) {
+    auto& g = graphs_[static_cast<std::size_t>(b)];
+    if (g) continue;
+    capture_guard cap(stream_);
+    enqueue(b);
+    auto exec = std::make_unique<cuda_graph_exec>();
+    exec->adopt(cap.end());
+    g = std::move(exec);
+  }
+}
+
+int decode_engine::graphs_captured() const {
+  return static_cast<int>(
+      std::count_if(graphs_.begin(), graphs_.end(), [](const auto& g) { return g != nullptr; }));
+}
+
+void decode_engine::step(const std::vector<int>& tokens, const std::vector<int>& positions,
+                         const std::vector<int>& slots, bool eager) {
+  const int n = static_cast<int>(tokens.size());
+  if (n < 1 || n > c_.max_batch || positions.size() != tokens.size() ||
+      slots.size() != tokens.size())
+    throw std::invalid_argument("decode_engine::step: 1.." + std::to_string(c_.max_batch) +
+                                " rows, one token, position and slot each");
+  std::vector<bool> used(static_cast<std::size_t>(c_.max_batch), false);
+  for (int b = 0; b < n; ++b) {
+    const auto bi = static_cast<std::size_t>(b);
+    if (tokens[bi] < 0 || tokens[bi] >= c_.model.vocab || positions[bi] < 0 ||
+        positions[bi] >= c_.max_context || slots[bi] < 0 || slots[bi] >= c_.max_batch ||
+        used[static_cast<std::size_t>(slots[bi])])
+      throw std::invalid_argument("decode_engine::step: row " + std::to_string(b) +
+                                  " has a token, position or slot out of range (or a slot twice)");
+    used[static_cast<std::size_t>(slots[bi])] = true;
+  }
+  const int B = c_.max_batch;
+  for (int b = 0; b < n; ++b) {
+    const auto bi = static_cast<std::size_t>(b);
+    staging_[bi] = tokens[bi];
+    staging_[static_cast<std::size_t>(B + b)] = positions[bi];
+    staging_[static_cast<std::size_t>(2 * B + b)] = positions[bi] + 1; // attended tokens
+    staging_[static_cast<std::size_t>(3 * B + b)] = slots[bi];
+  }
+  // From pageable memory: the call returns once the bytes are staged, so staging_ may be reused.
+  KG_CUDA_CHECK(cudaMemcpyAsync(inputs_.get(), staging_.data(), staging_.size() * sizeof(int),
+                                cudaMemcpyHostToDevice, stream_));
+  if (eager) {
+    enqueue(n);
+    return;
+  }
+  auto& g = graphs_[static_cast<std::size_t>(n)];
+  if (!g) {
+    capture_guard cap(stream_);
+    enqueue(n);
+    auto exec = std::make_unique<cuda_graph_exec>();
+    exec->adopt(cap.end());
+    g = std::move(exec);
+  }
+  KG_CUDA_CHECK(cudaGraphLaunch(g->get(), stream_));
+}
+
+std::vector<int> decode_engine::next_tokens(int batch) const {
+  if (batch < 1 || batch > c_.max_batch)
+    throw std::invalid_argument("decode_engine::next_tokens: batch out of range");
+  std::vector<int> out(static_cast<std::size_t>(batch));
+  KG_CUDA_CHECK(cudaMemcpyAsync(out.data(), d_next_, out.size() * sizeof(int),
+                                cudaMemcpyDeviceToHost, stream_));
+  KG_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return out;
+}
+
+std::vector<std::uint16_t> decode_engine::logits_bits(int batch) const {
+  if (batch < 1 || batch > c_.max_batch)
+    throw std::invalid_argument("decode_engine::logits_bits: batch out of range");
+  return copy_bf16_to_host(logits_, static_cast<std::size_t>(batch) * c_.model.vocab, stream_);
+}
+
+std::vector<std::uint16_t> copy_bf16_to_host(const __nv_bfloat16* p, std::size_t n,
+                                             cudaStream_t s) {
+  std::vector<std::uint16_t> out(n);
+  KG_CUDA_CHECK(
+      cudaMemcpyAsync(out.data(), p, n * sizeof(std::uint16_t), cudaMemcpyDeviceToHost, s));
+  KG_CUDA_CHECK(cudaStreamSynchronize(s));
+  return out;
+}
+
+} // namespace kg

@@ -1,0 +1,97 @@
+// The Qwen3 BF16 decode engine (issue: workloads under test): random weights drawn on the device
+// from a seed, a KV cache of max_batch slots x max_context tokens (kernels/decode/decode_kernels.h
+// has the layout), and step(): one decode step of all layers for a batch of sequences, replayed
+// from a CUDA graph per batch size (captured lazily on first use, on the engine's stream -- any
+// stream, a green context's included).
+//
+// A step, per row b: embedding of tokens[b]; per layer: input RMSNorm, qkv GEMV, q/k head norms,
+// RoPE at positions[b], K/V appended at that position of slot slots[b] (these three in one
+// launch), split-KV attention over positions[b] + 1 tokens, o_proj GEMV + residual,
+// post-attention RMSNorm, gate_up GEMV, SiLU gate, down GEMV + residual; then the final norm, the
+// lm_head GEMV (tied to the embeddings, as decode_step_roofline counts them) and greedy argmax.
+// Logits stay in a device buffer.
+//
+// Inputs (tokens, positions, slots) live in a device array that each step overwrites with one
+// cudaMemcpyAsync before the graph launch, so one graph serves every length up to max_context.
+//
+// prefill() does not run the model over a prompt: it fills a slot's K and V for positions
+// [0, context) with deterministic synthetic values (seeded by layer, head and position). Decode
+// cost is what this engine measures; a prefill's cost is not modelled beyond that write.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include "timing/cuda_raii.h"
+#include "timing/device_buffer.h"
+#include "workloads/decode_engine_plan.h"
+
+namespace kg {
+
+class decode_engine {
+public:
+  struct layer_weights {
+    const __nv_bfloat16 *input_norm, *qkv, *q_norm, *k_norm, *o_proj, *post_norm, *gate_up, *down;
+  };
+
+  // Draws the weights on `stream` and waits for them. The stream is not owned; it may be any
+  // created stream (a green context's too) but not the legacy default stream, which cannot be
+  // captured.
+  decode_engine(const decode_engine_config& c, cudaStream_t stream);
+  ~decode_engine();
+  decode_engine(const decode_engine&) = delete;
+  decode_engine& operator=(const decode_engine&) = delete;
+
+  const decode_engine_config& config() const { return c_; }
+  cudaStream_t stream() const { return stream_; }
+
+  // Queues the synthetic prefill of `slot` (positions [0, context)).
+  void prefill(int slot, int context);
+  // Queues one decode step over rows 0..n-1 (n = tokens.size(), 1..max_batch): row b feeds
+  // tokens[b] at positions[b] (< max_context) of slot slots[b] (distinct slots). `eager` launches
+  // the kernels one by one instead of the graph (the graph-vs-eager test).
+  void step(const std::vector<int>& tokens, const std::vector<int>& positions,
+            const std::vector<int>& slots, bool eager = false);
+  // Captures the graphs of batch sizes 1..max_batch now (else each is captured on first use).
+  void capture_all();
+  int graphs_captured() const;
+
+  // Read back after the last step (these wait for the stream).
+  std::vector<int> next_tokens(int batch) const;
+  std::vector<std::uint16_t> logits_bits(int batch) const; // bf16 bit patterns, [batch, vocab]
+
+  // Device views for tests and references.
+  const layer_weights& layer(int l) const { return layers_.at(static_cast<std::size_t>(l)); }
+  const __nv_bfloat16* embedding() const { return embedding_; }
+  const __nv_bfloat16* final_norm() const { return final_norm_; }
+  const __nv_bfloat16* k_cache(int layer) const;
+  const __nv_bfloat16* v_cache(int layer) const;
+  std::size_t cache_elements_per_layer() const; // of K (or V) alone
+
+private:
+  void enqueue(int batch); // the step's kernels, on stream_
+  void gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y, int batch, int n,
+            int k);
+
+  decode_engine_config c_;
+  decode_engine_sizes sizes_;
+  cudaStream_t stream_;
+  device_buffer weights_, cache_, act_, inputs_, attn_work_, gemv_work_;
+  std::vector<layer_weights> layers_;
+  const __nv_bfloat16 *embedding_ = nullptr, *final_norm_ = nullptr;
+  // Activations, max_batch rows each.
+  __nv_bfloat16 *hidden_, *normed_, *qkv_, *attn_, *o_out_, *gate_up_, *act_out_, *mlp_out_,
+      *logits_;
+  int *d_tokens_, *d_positions_, *d_lengths_, *d_slots_, *d_next_;
+  std::vector<int> staging_;
+  std::vector<std::unique_ptr<cuda_graph_exec>> graphs_; // index: batch size
+};
+
+// Copies n bf16 values to the host as bit patterns (waits for `s`).
+std::vector<std::uint16_t> copy_bf16_to_host(const __nv_bfloat16* p, std::size_t n, cudaStream_t s);
+
+} // namespace kg
