@@ -312,6 +312,15 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
       << (r.metrics["sol_fraction"].is_string() ? r.metrics["sol_fraction"].get<std::string>()
                                                 : r.metrics["sol_fraction"].dump())
       << "\n";
+  // Every other metric: scalars and small objects in full (fractions of solo, bounds, the
+  // partition granted); long series (load points, contexts) only in the result file.
+  for (const auto& [k, v] : r.metrics.items()) {
+    if (k == "step_seconds" || k == "tokens_per_second" || k == "sol_fraction") continue;
+    const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+    out << "  " << k << ": "
+        << (text.size() <= 240 ? text : "(" + std::to_string(v.size()) + " entries: result file)")
+        << "\n";
+  }
   for (const auto& g : r.gates)
     out << "  gate " << (g.pass ? "PASS " : "FAIL ") << g.name << ": " << g.detail << "\n";
   out << "Wrote " << path.string() << "\n";
