@@ -205,8 +205,15 @@ TEST(cli, workload_run_gates_against_the_reference_and_writes_a_valid_result) {
   kg::remove_tree(out);
   r = run({"workload", "run", "lora-train-small", "--steps", "3", "--out", out.string()});
   EXPECT_EQ(r.rc, exit_code::ok) << r.err << r.out;
-  // The header, step seconds, tokens/s, SOL fraction, three gates, the path.
-  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 8) << r.out;
+  // The header, step seconds, tokens/s, SOL fraction, the other metric (the losses of 3 steps x
+  // 2 jobs), three gates, the path.
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 9) << r.out;
+  const auto losses = r.out.find("  losses_by_step: [[");
+  ASSERT_NE(losses, std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin() + static_cast<long>(losses),
+                       r.out.begin() + static_cast<long>(r.out.find('\n', losses)), '['),
+            4)
+      << r.out;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
   const auto v = run({"validate", (out / "result.json").string()});
   EXPECT_EQ(v.rc, exit_code::ok) << v.out << v.err;
