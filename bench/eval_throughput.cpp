@@ -96,6 +96,33 @@ int main(int argc, char** argv) {
               << std::setprecision(1) << wall << std::setw(11) << 60.0 * pairs / wall << "  "
               << statuses.str() << "   (exit " << rc << ")\n";
     if (rc != 0 && rc != 1) std::cerr << e.str();
+    // Where the run's time went, summed over pairs: worker seconds per phase (correctness runs
+    // overlap on the GPU; timing holds it alone) and, inside timing, the measurements' own walls.
+    double check_s = 0, prep_s = 0, time_s = 0, cand_s = 0, paired_s = 0, torch_s = 0;
+    double samples = 0, cand_pairs = 0;
+    auto num = [](const nlohmann::json& o, const char* k) {
+      return o.is_object() && o.contains(k) && o[k].is_number() ? o[k].get<double>() : 0.0;
+    };
+    for (const auto& rec : j.at("records")) {
+      const auto& d = rec.value("detail", nlohmann::json::object());
+      if (d.contains("worker")) check_s += num(d["worker"], "seconds");
+      if (d.contains("timing_prepare_worker")) prep_s += num(d["timing_prepare_worker"], "seconds");
+      if (d.contains("timing_worker")) time_s += num(d["timing_worker"], "seconds");
+      if (!d.contains("timing") || !d["timing"].is_object()) continue;
+      const auto& t = d["timing"];
+      if (t.contains("candidate")) {
+        cand_s += num(t["candidate"], "wall_seconds");
+        samples += num(t["candidate"], "samples_taken");
+        cand_pairs += 1;
+      }
+      if (t.contains("paired")) paired_s += num(t["paired"], "wall_seconds");
+      if (t.contains("torch_reference")) torch_s += num(t["torch_reference"], "wall_seconds");
+    }
+    std::cout << "    worker seconds summed over pairs: correctness " << std::setprecision(1)
+              << check_s << ", timing-set upload " << prep_s << ", timing " << time_s
+              << " (candidate loops " << cand_s << ", ABBA pairs " << paired_s << ", LibTorch "
+              << torch_s << "); candidate samples per timed pair "
+              << (cand_pairs > 0 ? samples / cand_pairs : 0.0) << "\n";
   }
   return 0;
 }

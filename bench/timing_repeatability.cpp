@@ -1,6 +1,7 @@
 // Repeatability of timing methods, measured side by side (issue: timing and statistics).
 // For each op of targets.md section 5, four methods each report a median in 8 fresh processes,
-// interleaved round by round: kernelgate's harness (CUDA-event backend, and CUPTI backend), a
+// interleaved round by round: kernelgate's harness (CUDA-event backend, and CUPTI backend; both
+// rotate over 4 input sets with buffers of their own, as kernelgate's honest timing does), a
 // C++ re-implementation of KernelBench's
 // loop (3 warm-ups, 100 event-timed trials, mean, no flush) and of triton's do_bench (25 ms of
 // warm-up, 100 ms of repetitions, 256 MB cache zeroed before each, median). It prints per op the
@@ -8,7 +9,8 @@
 //
 //   kg_bench_repeatability [--rounds N]          the table
 //   kg_bench_repeatability --child METHOD        one process: per op one line
-//                                                "op median_us host_us modal_mhz samples"
+//                                                "op median_us host_us modal_mhz samples
+//                                                 per_set_medians|-"
 //   kg_bench_repeatability --child ncu           launches each op 20 times (for ncu to time)
 //   kg_bench_repeatability --child host          the harness's host cost per sample, by part
 #include <algorithm>
@@ -27,14 +29,19 @@
 
 #include "kernels/bench_ops.h"
 #include "stats/summary.h"
+#include "timing/activity_tracer.h"
 #include "timing/cuda_raii.h"
 #include "timing/device_buffer.h"
 #include "timing/gpu_timer.h"
+#include "timing/nvml.h"
 #include "timing/timing_kernels.h"
 
 using namespace kg;
 
 namespace {
+
+// Input sets kernelgate's methods rotate over (the peers' loops use one, as they document).
+constexpr int kg_input_sets = 4;
 
 double kernelbench_loop(bench_op& op, cudaStream_t s) {
   cuda_event start, stop;
@@ -97,10 +104,24 @@ int host_breakdown() {
   int device = 0, l2 = 0;
   KG_CUDA_CHECK(cudaGetDevice(&device));
   KG_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
-  device_buffer flush(2 * static_cast<std::size_t>(l2)), sink(4);
+  device_buffer flush(2 * static_cast<std::size_t>(l2)), sink(4), seq(4);
+  KG_CUDA_CHECK(cudaMemset(seq.get(), 0, 4));
   mapped_host<std::array<clock_probe, 2>> probes;
   mapped_host<int> flag;
   cuda_event e;
+  // The harness's per-sample prefix: the one-kernel flush and the blocking kernel in one graph.
+  cuda_graph_exec prefix;
+  {
+    cudaGraph_t g = nullptr;
+    KG_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    launch_l2_flush(flush.get(), flush.size(), static_cast<unsigned*>(seq.get()),
+                    static_cast<int*>(sink.get()), 528, s);
+    launch_blocking_kernel(flag.device(), 1'000'000'000ull, &probes.device()->data()[0], s,
+                           static_cast<unsigned*>(seq.get()));
+    KG_CUDA_CHECK(cudaStreamEndCapture(s, &g));
+    prefix.adopt(g);
+  }
+  const nvml_session nvml;
   std::map<std::string, std::vector<double>> t;
   auto timed = [&](const char* what, auto&& f) {
     const auto a = std::chrono::steady_clock::now();
@@ -125,8 +146,12 @@ int host_breakdown() {
     timed("clock probe launch",
           [&] { launch_clock_probe(&probes.device()->data()[1], 10'000, s); });
     KG_CUDA_CHECK(cudaStreamSynchronize(s));
+    timed("prefix graph launch (flush+blocking)",
+          [&] { KG_CUDA_CHECK(cudaGraphLaunch(prefix.get(), s)); });
+    KG_CUDA_CHECK(cudaStreamSynchronize(s));
+    if (nvml.available()) timed("NVML sample (not in host_us)", [&] { (void)nvml.sample(0); });
   }
-  std::cout << "Host cost per call (median of 1000, us):\n";
+  std::cout << "Host cost per call (median of 1000, us; CUPTI off):\n";
   for (auto& [k, v] : t)
     std::cout << "  " << std::left << std::setw(28) << k << std::right << std::fixed
               << std::setprecision(2) << median(v) << "\n";
@@ -139,6 +164,14 @@ int host_breakdown() {
     o.max_wall_seconds = 2;
     gpu_timer timer(o);
     const auto r = timer.measure([&](cudaStream_t st) { op->launch(st); });
+    if (k == 0) {
+      std::string why;
+      const auto* tr = activity_tracer::instance(&why);
+      std::cout << "CUPTI API records: "
+                << (tr ? (tr->runtime_records() ? "RUNTIME and DRIVER" : "DRIVER only")
+                       : "unavailable: " + why)
+                << "\n";
+    }
     std::cout << (k == 2 ? "cupti backend              " : "events backend, CUPTI audit ")
               << (k == 2  ? "   "
                   : trace ? "on "
@@ -154,10 +187,13 @@ int host_breakdown() {
 int child(const std::string& method) {
   cuda_stream stream;
   for (const auto& name : bench_op_names()) {
-    auto op = make_bench_op(name);
+    const bool kg = method == "kernelgate" || method == "kg-cupti";
+    // kernelgate times rotating input sets (as its honest timing does); the peers' loops, one.
+    auto op = make_bench_op(name, kg ? kg_input_sets : 1);
     double med = 0, host = 0, modal = 0;
     std::size_t n = 0;
-    if (method == "kernelgate" || method == "kg-cupti") {
+    std::string per_set;
+    if (kg) {
       timing_options o; // the defaults a user gets, but for a shorter wall-time cap
       o.max_wall_seconds = 4;
       o.backend = method == "kg-cupti" ? timing_backend::cupti : timing_backend::events;
@@ -167,6 +203,17 @@ int child(const std::string& method) {
       host = r.host_us_median;
       modal = r.modal_mhz;
       n = r.kept_us.size();
+      // Call i ran input set i % sets: one call in prepare(), then the warm-ups, then samples.
+      std::vector<std::vector<double>> by_set(kg_input_sets);
+      for (std::size_t j = 0; j < r.samples.size(); ++j)
+        if (!r.samples[j].discarded)
+          by_set[(1 + static_cast<std::size_t>(r.warmup_samples) + j) % kg_input_sets].push_back(
+              r.samples[j].gpu_us);
+      std::ostringstream o2;
+      o2 << std::fixed << std::setprecision(2);
+      for (std::size_t k = 0; k < by_set.size(); ++k)
+        o2 << (k ? "," : "") << (by_set[k].empty() ? 0.0 : median(by_set[k]));
+      per_set = o2.str();
     } else if (method == "kb") {
       med = kernelbench_loop(*op, stream.get());
     } else if (method == "dobench") {
@@ -182,7 +229,7 @@ int child(const std::string& method) {
       return 2;
     }
     std::cout << name << " " << std::setprecision(9) << med << " " << host << " " << modal << " "
-              << n << std::endl;
+              << n << " " << (per_set.empty() ? "-" : per_set) << std::endl;
   }
   return 0;
 }
@@ -206,14 +253,15 @@ int main(int argc, char** argv) {
       const std::string cmd = std::string(argv[0]) + " --child " + m;
       FILE* p = popen(cmd.c_str(), "r");
       if (!p) return 4;
-      char op[64];
+      char op[64], sets[256];
       double v = 0, h = 0, mhz = 0, n = 0;
-      while (std::fscanf(p, "%63s %lf %lf %lf %lf", op, &v, &h, &mhz, &n) == 5) {
+      while (std::fscanf(p, "%63s %lf %lf %lf %lf %255s", op, &v, &h, &mhz, &n, sets) == 6) {
         med[op][m].push_back(v);
         if (m == "kernelgate" || m == "kg-cupti") host[op][m].push_back(h);
         std::ostringstream d;
         d << std::fixed << std::setprecision(2) << v;
         if (mhz > 0) d << "@" << std::setprecision(0) << mhz << "/" << n;
+        if (std::string(sets) != "-") d << "[" << sets << "]";
         detail[op][m].push_back(d.str());
       }
       if (pclose(p) != 0) {

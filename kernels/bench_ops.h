@@ -21,7 +21,9 @@ struct bench_op {
 // layer_norm 8192x4096 (float16: our kernels have no bf16 path), matmul 4096^3 bf16 (WMMA),
 // softmax 64x1024 fp32, gemv 9728x2560 bf16; and "empty", a kernel that does nothing (each timing
 // method's floor).
-std::unique_ptr<bench_op> make_bench_op(const std::string& name);
+// With input_sets > 1, that many instances with buffers of their own, launched in turn (call i
+// runs instance i % input_sets).
+std::unique_ptr<bench_op> make_bench_op(const std::string& name, int input_sets = 1);
 std::vector<std::string> bench_op_names();
 
 } // namespace kg

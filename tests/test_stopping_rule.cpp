@@ -101,3 +101,25 @@ TEST(clock_warning, steady_clocks_are_quiet_and_variation_or_throttling_is_repor
   r.nvml_after.throttle_reasons = {"SwPowerCap"};
   EXPECT_NE(clock_variation_warning(r).find("SwPowerCap"), std::string::npos);
 }
+
+TEST(warmup, clocks_count_as_settled_only_when_the_last_samples_agree) {
+  auto at = [](std::initializer_list<double> mhz) {
+    std::vector<timing_sample> v;
+    for (double m : mhz) {
+      timing_sample s;
+      s.sm_mhz = m;
+      v.push_back(s);
+    }
+    return v;
+  };
+  // A ramp from idle: not settled while it climbs, settled once four samples agree to 0.5%.
+  EXPECT_FALSE(gpu_timer::clocks_settled(at({1200, 1500, 1800, 1980})));
+  EXPECT_FALSE(gpu_timer::clocks_settled(at({1800, 1980, 1980, 1980})));
+  EXPECT_TRUE(gpu_timer::clocks_settled(at({1200, 1980, 1980, 1975, 1980})));
+  // 1980 vs 1965: 0.76% apart, outside 0.5%; 1980 vs 1971: 0.45%, inside.
+  EXPECT_FALSE(gpu_timer::clocks_settled(at({1980, 1965, 1980, 1980})));
+  EXPECT_TRUE(gpu_timer::clocks_settled(at({1980, 1971, 1980, 1980})));
+  // Too few samples, or a sample without a device clock: only the wall-time rule applies.
+  EXPECT_FALSE(gpu_timer::clocks_settled(at({1980, 1980, 1980})));
+  EXPECT_FALSE(gpu_timer::clocks_settled(at({1980, 0, 1980, 1980})));
+}

@@ -55,8 +55,8 @@ nlohmann::json timing_options::to_json() const {
           {"clock_floor", clock_floor},
           {"backoff_ms", backoff_ms},
           {"flush_l2", flush_l2},
-          {"l2_flush", "memset of 2x the device's L2 size (a new byte value every sample), then a "
-                       "read pass over it so no dirty flush line is written back inside the "
+          {"l2_flush", "one kernel writes 2x the device's L2 size (new contents every sample), "
+                       "then reads it back so no dirty flush line is written back inside the "
                        "timed span"},
           {"persisting_l2_reset", true},
           {"blocking_timeout_ns", blocking_timeout_ns}};
@@ -140,8 +140,11 @@ struct gpu_timer::state {
   mapped_host<std::array<clock_probe, 2>> probes;
   device_buffer flush;
   device_buffer sink{sizeof(int)};
-  int read_pass_blocks = 0; // 4 per SM, queried once: no device query on the per-sample path
-  unsigned char flush_byte = 0;
+  device_buffer flush_seq{sizeof(unsigned)}; // advanced by the blocking kernel every sample
+  int flush_blocks = 0;                      // 4 per SM (all resident at once), queried once
+  // The flush and the blocking kernel, captured once: one graph launch per sample instead of
+  // two to three API calls (each a few microseconds of host time, more while CUPTI traces).
+  cuda_graph_exec prefix;
   activity_tracer* tracer = nullptr; // null: CUPTI unavailable or not asked for
   std::string tracer_why;
   std::uint64_t next_tag = 0;
@@ -156,8 +159,21 @@ gpu_timer::gpu_timer(const timing_options& opt) : opt_(opt), s_(std::make_unique
   KG_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
   int sms = 0;
   KG_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  s_->read_pass_blocks = 4 * sms;
+  s_->flush_blocks = 4 * sms;
   if (opt_.flush_l2) s_->flush = device_buffer(2 * static_cast<std::size_t>(l2));
+  KG_CUDA_CHECK(cudaMemset(s_->flush_seq.get(), 0, sizeof(unsigned)));
+  {
+    cudaGraph_t g = nullptr;
+    KG_CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+    auto* seq = static_cast<unsigned*>(s_->flush_seq.get());
+    if (opt_.flush_l2)
+      launch_l2_flush(s_->flush.get(), s_->flush.size(), seq, static_cast<int*>(s_->sink.get()),
+                      s_->flush_blocks, stream());
+    launch_blocking_kernel(s_->flag.device(), opt_.blocking_timeout_ns,
+                           &s_->probes.device()->data()[0], stream(), seq);
+    KG_CUDA_CHECK(cudaStreamEndCapture(stream(), &g));
+    s_->prefix.adopt(g);
+  }
   const bool want_cupti =
       opt_.backend == timing_backend::cupti || opt_.backend == timing_backend::automatic;
   if (opt_.trace_activity || want_cupti) {
@@ -260,12 +276,6 @@ timing_sample gpu_timer::take(prepared& work) {
   // Tags for this sample's holding kernel, work and trailing probe (CUPTI correlation).
   const std::uint64_t tag = (++s_->next_tag) * 4;
   const auto h0 = std::chrono::steady_clock::now();
-  if (opt_.flush_l2) {
-    // A new value each sample: the flush is real writes, never a no-op a cache could elide.
-    KG_CUDA_CHECK(cudaMemsetAsync(s_->flush.get(), ++s_->flush_byte, s_->flush.size(), s));
-    launch_l2_read_pass(s_->flush.get(), s_->flush.size(), static_cast<int*>(s_->sink.get()),
-                        s_->read_pass_blocks, s);
-  }
   // Persisting lines exist only while a set-aside is configured (the work may configure one).
   std::size_t persisting = 0;
   KG_CUDA_CHECK(cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize));
@@ -274,7 +284,9 @@ timing_sample gpu_timer::take(prepared& work) {
   *flag = 0;
   auto* probes = s_->probes.device()->data();
   if (tr) tr->begin(tag + 1);
-  launch_blocking_kernel(s_->flag.device(), opt_.blocking_timeout_ns, &probes[0], s);
+  // The flush (new contents every sample: the blocking kernel advances its seed) and the
+  // blocking kernel, one graph.
+  KG_CUDA_CHECK(cudaGraphLaunch(s_->prefix.get(), s));
   KG_CUDA_CHECK(cudaEventRecord(s_->start.get(), s));
   if (tr) {
     tr->end();
@@ -326,6 +338,26 @@ timing_sample gpu_timer::sample(prepared& work) {
   return out;
 }
 
+std::vector<timing_sample> gpu_timer::sample_batch(const std::vector<prepared*>& works) {
+  std::vector<timing_sample> out;
+  out.reserve(works.size());
+  for (prepared* w : works)
+    out.push_back(take(*w));
+  resolve(out.data(), out.data() + out.size());
+  return out;
+}
+
+bool gpu_timer::clocks_settled(const std::vector<timing_sample>& recent, int n, double tol) {
+  if (n < 2 || static_cast<int>(recent.size()) < n) return false;
+  double lo = 0, hi = 0;
+  for (auto it = recent.end() - n; it != recent.end(); ++it) {
+    if (it->sm_mhz <= 0) return false; // no device clock: only the wall-time rule applies
+    lo = lo == 0 ? it->sm_mhz : std::min(lo, it->sm_mhz);
+    hi = std::max(hi, it->sm_mhz);
+  }
+  return hi - lo <= tol * hi;
+}
+
 void gpu_timer::resolve(timing_sample* first, timing_sample* last) {
   activity_tracer* tr = s_->tracer;
   if (!tr) return;
@@ -360,8 +392,8 @@ void gpu_timer::resolve(timing_sample* first, timing_sample* last) {
     std::uint32_t home = 0; // the holding kernel runs on the stream the work is given
     std::vector<gpu_activity> work_acts;
     for (const auto& a : by_sample[s->trace_tag]) {
-      if (a.tag % 4 == 1) {
-        open = a.end_ns;
+      if (a.tag % 4 == 1) { // the flush and the blocking kernel: the window opens as the last ends
+        open = std::max(open, a.end_ns);
         home = a.stream_id;
       } else if (a.tag % 4 == 3) {
         close = a.start_ns;
@@ -528,7 +560,9 @@ timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
   std::vector<timing_sample> warm;
   for (int i = 0;; ++i) {
     const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
-    if (i >= opt_.warmup && (t >= opt_.warmup_wall_seconds || i >= 100 * opt_.warmup)) break;
+    if (i >= opt_.warmup &&
+        (t >= opt_.warmup_wall_seconds || i >= 100 * opt_.warmup || clocks_settled(warm)))
+      break;
     warm.push_back(take(pick(-1 - i)));
     ++r.warmup_samples;
   }

@@ -41,7 +41,10 @@ struct timing_options {
   // and adds ~2.3 us of launch gap to every kernel (docs/architecture.md, timing).
   timing_backend backend = timing_backend::automatic;
   int warmup = 3;                     // at least this many warm-up samples ...
-  double warmup_wall_seconds = 0.025; // ... and this much wall time (clocks settle under load)
+  double warmup_wall_seconds = 0.025; // ... and this much wall time (clocks settle under load),
+                                      // unless the last 4 warm-ups' SM clocks already agree
+                                      // within 0.5% (a GPU that was busy: no settling to wait
+                                      // for; the clock floor still judges every sample)
   int min_samples = 30;
   int max_samples = 20000;
   // Of timed spans, kept samples only. A run's median moves less between processes the more
@@ -142,6 +145,13 @@ public:
   std::unique_ptr<prepared> prepare(const work_fn& work);
   // One sample, complete (its CUPTI records read at once).
   timing_sample sample(prepared& work);
+  // One sample of each, in order, their CUPTI records read together at the end: one forced CUPTI
+  // flush (hundreds of microseconds of host time) per batch instead of one per sample.
+  std::vector<timing_sample> sample_batch(const std::vector<prepared*>& works);
+  // Whether the SM clocks measured on the device over the last `n` samples agree within `tol`
+  // (relative): the warm-up's sign that the clocks have settled.
+  static bool clocks_settled(const std::vector<timing_sample>& recent, int n = 4,
+                             double tol = 0.005);
   // Warm-ups, then samples until the stopping rule holds; NVML clocks read before and after.
   timing_result measure(const work_fn& work);
   // The same loop over rotating input sets, with poisoned-and-checked outputs of random timed

@@ -42,17 +42,26 @@ paired_result measure_paired(gpu_timer& timer, const work_fn& a, const work_fn& 
   bootstrap_options bo;
   bo.resamples = 1000;
   bo.method = ci_method::percentile;
+  // Blocks are taken five at a time (ten pairs, the stopping rule's cadence) and their CUPTI
+  // records read together: a forced CUPTI flush per sample would cost more than most kernels.
+  constexpr int blocks_per_batch = 5;
   for (;;) {
     // One block: ABBA or BAAB, chosen at random, gives two pairs.
-    const bool a_first = order.below(2) == 0;
-    timing_sample s[4];
-    for (int k = 0; k < 4; ++k) {
-      const bool run_a = (k == 0 || k == 3) == a_first;
-      s[k] = timer.sample(run_a ? *pa : *pb);
-      all.push_back(s[k]);
+    std::vector<gpu_timer::prepared*> batch;
+    std::vector<bool> firsts;
+    for (int blk = 0; blk < blocks_per_batch; ++blk) {
+      const bool a_first = order.below(2) == 0;
+      firsts.push_back(a_first);
+      for (int k = 0; k < 4; ++k)
+        batch.push_back((k == 0 || k == 3) == a_first ? pa.get() : pb.get());
     }
-    pairs.push_back(a_first ? pair{s[0], s[1]} : pair{s[1], s[0]});
-    pairs.push_back(a_first ? pair{s[3], s[2]} : pair{s[2], s[3]});
+    const auto s = timer.sample_batch(batch);
+    for (int blk = 0; blk < blocks_per_batch; ++blk) {
+      const timing_sample* q = &s[static_cast<std::size_t>(4 * blk)];
+      all.insert(all.end(), q, q + 4);
+      pairs.push_back(firsts[blk] ? pair{q[0], q[1]} : pair{q[1], q[0]});
+      pairs.push_back(firsts[blk] ? pair{q[3], q[2]} : pair{q[2], q[3]});
+    }
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (stop_requested()) {
@@ -67,7 +76,7 @@ paired_result measure_paired(gpu_timer& timer, const work_fn& a, const work_fn& 
       r.stop_reason = "max_pairs";
       break;
     }
-    if (static_cast<int>(pairs.size()) >= opt.min_pairs && pairs.size() % 10 == 0) {
+    if (static_cast<int>(pairs.size()) >= opt.min_pairs) {
       std::vector<double> q;
       for (const auto& p : pairs)
         q.push_back(p.b.gpu_us / p.a.gpu_us);

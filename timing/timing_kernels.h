@@ -17,9 +17,10 @@ struct clock_probe {
 // Holds `stream` until the host sets *flag != 0, so that the start event, the work and the stop
 // event are all queued before any of them runs (launch overhead stays outside the timed span).
 // Gives up after timeout_ns of device time and sets probe->timed_out: a host that never releases
-// it cannot hang the GPU. While it spins it also measures the SM clock into *probe.
+// it cannot hang the GPU. While it spins it also measures the SM clock into *probe. On its way out
+// it increments *flush_seq (when given), the value launch_l2_flush derives its contents from.
 void launch_blocking_kernel(const volatile int* flag, std::uint64_t timeout_ns, clock_probe* probe,
-                            cudaStream_t stream);
+                            cudaStream_t stream, unsigned* flush_seq = nullptr);
 // One thread spins for about span_ns of %globaltimer and records both deltas: cycles / ns is the
 // SM clock at that moment.
 void launch_clock_probe(clock_probe* out, std::uint64_t span_ns, cudaStream_t stream);
@@ -29,6 +30,13 @@ void launch_clock_probe(clock_probe* out, std::uint64_t span_ns, cudaStream_t st
 // work never pays for writing back the flush's data.
 void launch_l2_read_pass(const void* buf, std::size_t bytes, int* sink, int blocks,
                          cudaStream_t stream);
+
+// The same flush in one launch (the harness's per-sample path): writes all `bytes` of `buf` with
+// contents derived from *seq (device memory; the blocking kernel advances it every sample, so a
+// launch captured once into a graph still writes new contents each time), then reads them back
+// so L2 is left holding clean lines. `blocks` should all be resident at once (a few per SM).
+void launch_l2_flush(void* buf, std::size_t bytes, const unsigned* seq, int* sink, int blocks,
+                     cudaStream_t stream);
 
 // A kernel of known length: one thread per block spins until clock64() has advanced `cycles`.
 void launch_spin_kernel(std::int64_t cycles, int blocks, cudaStream_t stream);
