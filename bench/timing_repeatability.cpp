@@ -9,7 +9,7 @@
 //
 //   kg_bench_repeatability [--rounds N]          the table
 //   kg_bench_repeatability --child METHOD        one process: per op one line
-//                                                "op median_us host_us modal_mhz samples
+//                                                "op median_us host_us mean_sm_mhz samples
 //                                                 per_set_medians|-"
 //   kg_bench_repeatability --child ncu           launches each op 20 times (for ncu to time)
 //   kg_bench_repeatability --child host          the harness's host cost per sample, by part
@@ -29,7 +29,6 @@
 
 #include "kernels/bench_ops.h"
 #include "stats/summary.h"
-#include "timing/activity_tracer.h"
 #include "timing/cuda_raii.h"
 #include "timing/device_buffer.h"
 #include "timing/gpu_timer.h"
@@ -109,15 +108,13 @@ int host_breakdown() {
   mapped_host<std::array<clock_probe, 2>> probes;
   mapped_host<int> flag;
   cuda_event e;
-  // The harness's per-sample prefix: the one-kernel flush and the blocking kernel in one graph.
+  // The harness's per-sample flush: one kernel, launched as a graph.
   cuda_graph_exec prefix;
   {
     cudaGraph_t g = nullptr;
     KG_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     launch_l2_flush(flush.get(), flush.size(), static_cast<unsigned*>(seq.get()),
                     static_cast<int*>(sink.get()), 528, s);
-    launch_blocking_kernel(flag.device(), 1'000'000'000ull, &probes.device()->data()[0], s,
-                           static_cast<unsigned*>(seq.get()));
     KG_CUDA_CHECK(cudaStreamEndCapture(s, &g));
     prefix.adopt(g);
   }
@@ -146,8 +143,7 @@ int host_breakdown() {
     timed("clock probe launch",
           [&] { launch_clock_probe(&probes.device()->data()[1], 10'000, s); });
     KG_CUDA_CHECK(cudaStreamSynchronize(s));
-    timed("prefix graph launch (flush+blocking)",
-          [&] { KG_CUDA_CHECK(cudaGraphLaunch(prefix.get(), s)); });
+    timed("flush graph launch", [&] { KG_CUDA_CHECK(cudaGraphLaunch(prefix.get(), s)); });
     KG_CUDA_CHECK(cudaStreamSynchronize(s));
     if (nvml.available()) timed("NVML sample (not in host_us)", [&] { (void)nvml.sample(0); });
   }
@@ -164,14 +160,6 @@ int host_breakdown() {
     o.max_wall_seconds = 2;
     gpu_timer timer(o);
     const auto r = timer.measure([&](cudaStream_t st) { op->launch(st); });
-    if (k == 0) {
-      std::string why;
-      const auto* tr = activity_tracer::instance(&why);
-      std::cout << "CUPTI API records: "
-                << (tr ? (tr->runtime_records() ? "RUNTIME and DRIVER" : "DRIVER only")
-                       : "unavailable: " + why)
-                << "\n";
-    }
     std::cout << (k == 2 ? "cupti backend              " : "events backend, CUPTI audit ")
               << (k == 2  ? "   "
                   : trace ? "on "
@@ -201,7 +189,17 @@ int child(const std::string& method) {
       const auto r = t.measure([&](cudaStream_t s) { op->launch(s); });
       med = r.summary.median;
       host = r.host_us_median;
-      modal = r.modal_mhz;
+      // The mean SM clock measured on the device over the kept samples (not the 15 MHz-binned
+      // modal clock): a process-to-process shift in a compute-bound kernel's time shows here
+      // when the clock is its cause.
+      double sum = 0;
+      int with = 0;
+      for (const auto& smp : r.samples)
+        if (!smp.discarded && smp.sm_mhz > 0) {
+          sum += smp.sm_mhz;
+          ++with;
+        }
+      modal = with ? sum / with : r.modal_mhz;
       n = r.kept_us.size();
       // Call i ran input set i % sets: one call in prepare(), then the warm-ups, then samples.
       std::vector<std::vector<double>> by_set(kg_input_sets);
@@ -260,7 +258,7 @@ int main(int argc, char** argv) {
         if (m == "kernelgate" || m == "kg-cupti") host[op][m].push_back(h);
         std::ostringstream d;
         d << std::fixed << std::setprecision(2) << v;
-        if (mhz > 0) d << "@" << std::setprecision(0) << mhz << "/" << n;
+        if (mhz > 0) d << "@" << std::setprecision(1) << mhz << std::setprecision(2) << "/" << n;
         if (std::string(sets) != "-") d << "[" << sets << "]";
         detail[op][m].push_back(d.str());
       }

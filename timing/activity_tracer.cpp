@@ -8,22 +8,20 @@
 
 #include <cupti.h>
 
-#include "timing/timing_kernels.h"
-
 namespace kg {
 namespace {
 
 constexpr std::size_t buffer_bytes = 1u << 20;
 constexpr std::size_t buffer_align = 8; // CUPTI requires 8-byte aligned activity buffers
 
-// The activity kinds a traced call needs. API records are not used themselves: CUPTI writes the
-// external-correlation record (our tag) only next to an API record. DRIVER alone suffices where
-// the runtime's launches reach the driver's API (checked once at start-up, see instance()); it
-// halves the records each traced CUDA call writes, host time inside every sample's enqueue.
-constexpr CUpti_ActivityKind gpu_kinds[] = {
-    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
-    CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
-constexpr CUpti_ActivityKind runtime_kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+// The activity kinds a traced call needs. RUNTIME and DRIVER records are not used themselves:
+// CUPTI writes the external-correlation record (our tag) only next to an API record.
+constexpr CUpti_ActivityKind traced_kinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+                                               CUPTI_ACTIVITY_KIND_MEMCPY,
+                                               CUPTI_ACTIVITY_KIND_MEMSET,
+                                               CUPTI_ACTIVITY_KIND_RUNTIME,
+                                               CUPTI_ACTIVITY_KIND_DRIVER,
+                                               CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 
 struct raw_activity {
   gpu_activity a;
@@ -46,20 +44,7 @@ struct tracer_state {
   // Buffers are reused: a fresh 1 MB allocation per flush costs page faults inside the next
   // sample's enqueue.
   std::vector<uint8_t*> free_buffers;
-  bool runtime_records = true; // RUNTIME records needed for tags to reach runtime launches
 };
-
-void enable_kinds(const tracer_state& s) {
-  for (auto kind : gpu_kinds)
-    cuptiActivityEnable(kind);
-  if (s.runtime_records) cuptiActivityEnable(runtime_kind);
-}
-
-void disable_kinds() {
-  for (auto kind : gpu_kinds)
-    cuptiActivityDisable(kind);
-  cuptiActivityDisable(runtime_kind);
-}
 
 tracer_state& state() {
   static tracer_state s;
@@ -159,47 +144,16 @@ activity_tracer* activity_tracer::instance(std::string* why) {
     }
     // Enabled once to learn whether CUPTI may trace here (another profiler attached, no
     // permission), then off until a caller acquires it.
-    for (auto kind : gpu_kinds) {
+    for (auto kind : traced_kinds) {
       if (auto r = cuptiActivityEnable(kind); r != CUPTI_SUCCESS) {
         s.why = cupti_error("cuptiActivityEnable", r);
         return;
       }
     }
-    if (auto r = cuptiActivityEnable(runtime_kind); r != CUPTI_SUCCESS) {
-      s.why = cupti_error("cuptiActivityEnable", r);
-      return;
-    }
-    disable_kinds();
+    for (auto kind : traced_kinds)
+      cuptiActivityDisable(kind);
     cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     s.ok = true;
-    // Do tags reach a runtime-API kernel launch with DRIVER records alone? One tagged launch
-    // answers it on this driver; RUNTIME records stay on if not.
-    s.runtime_records = false;
-    enable_kinds(s);
-    bool tagged = false;
-    {
-      cudaStream_t st = nullptr;
-      if (cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) == cudaSuccess) {
-        constexpr std::uint64_t probe_tag = 0x6b67746167ull;
-        cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, probe_tag);
-        bool launched = true;
-        try {
-          launch_spin_kernel(0, 1, st);
-        } catch (const std::exception&) {
-          launched = false; // then RUNTIME records stay on: the safe choice
-        }
-        std::uint64_t last = 0;
-        cuptiActivityPopExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
-        if (launched && cudaStreamSynchronize(st) == cudaSuccess) {
-          cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-          tagged = !tracer.collect({probe_tag}).empty();
-        }
-        (void)cudaStreamDestroy(st);
-      }
-    }
-    disable_kinds();
-    tracer.clear();
-    s.runtime_records = !tagged;
   });
   auto& s = state();
   if (!s.ok) {
@@ -212,17 +166,17 @@ activity_tracer* activity_tracer::instance(std::string* why) {
 void activity_tracer::acquire() {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.users_m);
-  if (s.users++ == 0) enable_kinds(s);
+  if (s.users++ == 0)
+    for (auto kind : traced_kinds)
+      cuptiActivityEnable(kind);
 }
 
 void activity_tracer::release() {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.users_m);
-  if (s.users > 0 && --s.users == 0) disable_kinds();
-}
-
-bool activity_tracer::runtime_records() const {
-  return state().runtime_records;
+  if (s.users > 0 && --s.users == 0)
+    for (auto kind : traced_kinds)
+      cuptiActivityDisable(kind);
 }
 
 void activity_tracer::begin(std::uint64_t tag) {

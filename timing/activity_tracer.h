@@ -40,9 +40,6 @@ public:
   std::vector<gpu_activity> collect(const std::vector<std::uint64_t>& tags);
   void clear(); // forget every record gathered so far
 
-  // Whether RUNTIME API records are on too (false: DRIVER records alone carry the tags here).
-  bool runtime_records() const;
-
   // Records CUPTI reported as dropped (buffers full) since the tracer started.
   std::uint64_t dropped() const;
 
