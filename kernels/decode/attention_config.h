@@ -71,4 +71,29 @@ constexpr int attention_max_chunks(const attention_config& c, int max_context) {
   return bound < by_min ? bound : by_min;
 }
 
+// The configurations bench/attention_sweep times side by side and the GPU tests check, the
+// default first. Each varies one thing from the default, to say what that thing is worth:
+struct named_attention_config {
+  const char* name;
+  attention_config config;
+};
+inline constexpr named_attention_config attention_sweep_configs[] = {
+    {"default", default_attention_config()},
+    // stage 2 launched plainly: what the programmatic dependent launch hides
+    {"no-pdl", {32, 64, 1024, 32, 3, false}},
+    // pipeline depth: 1 or 3 tiles in flight while one is used (2 by default)
+    {"stages2", {32, 64, 1024, 32, 2, true}},
+    {"stages4", {32, 64, 1024, 32, 4, true}},
+    // how many chunks a sequence is cut into (b1 x 2048: 16 or 64 blocks per kv head)
+    {"target16", {16, 64, 1024, 32, 3, true}},
+    {"target64", {64, 32, 1024, 32, 3, true}},
+    // a longer minimum chunk: fewer, longer blocks for short sequences
+    {"min128", {32, 128, 1024, 32, 3, true}},
+    // 64-token tiles (twice the bytes per cp.async round, half the synchronizations)
+    {"tile64-s2", {32, 64, 1024, 64, 2, true}},
+    {"tile64-s3", {32, 64, 1024, 64, 3, true}},
+    // the old split (a fixed 256 tokens, whatever the length) with the new stage 1
+    {"fixed256", {1, 256, 256, 32, 3, true}},
+};
+
 } // namespace kg::decode
