@@ -200,36 +200,45 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
     const int tok0 = c0 + k * tile;
 
     // Scores: token t of the tile by the 4 threads (tid / 8) % 4 of its lane octet, each over
-    // the chunks ch = j * 4 + part.
+    // the chunks ch = j * 4 + part; with 64-token tiles a thread takes tokens t and t + 32, and
+    // each q load serves both.
     float s[per_thread][group];
 #pragma unroll
-    for (int r = 0; r < per_thread; ++r) {
-      const int t = tid % 8 + 8 * (tid / 32) + 32 * r;
+    for (int r = 0; r < per_thread; ++r)
 #pragma unroll
       for (int g = 0; g < group; ++g)
         s[r][g] = 0.0f;
 #pragma unroll
-      for (int j = 0; j < rc / parts; ++j) {
-        const int ch = j * parts + part;
-        float kf[8];
-        unpack8(*reinterpret_cast<const uint4*>(ks + (t * rc + (ch ^ (t & 7))) * 8), kf);
+    for (int j = 0; j < rc / parts; ++j) {
+      const int ch = j * parts + part;
+      float kf[per_thread][8];
 #pragma unroll
-        for (int g = 0; g < group; ++g) {
-          const float4 q0 = *reinterpret_cast<const float4*>(qs + g * head_dim + ch * 8);
-          const float4 q1 = *reinterpret_cast<const float4*>(qs + g * head_dim + ch * 8 + 4);
+      for (int r = 0; r < per_thread; ++r) {
+        const int t = tid % 8 + 8 * (tid / 32) + 32 * r;
+        unpack8(*reinterpret_cast<const uint4*>(ks + (t * rc + (ch ^ (t & 7))) * 8), kf[r]);
+      }
+#pragma unroll
+      for (int g = 0; g < group; ++g) {
+        const float4 q0 = *reinterpret_cast<const float4*>(qs + g * head_dim + ch * 8);
+        const float4 q1 = *reinterpret_cast<const float4*>(qs + g * head_dim + ch * 8 + 4);
+#pragma unroll
+        for (int r = 0; r < per_thread; ++r) {
           float v = s[r][g];
-          v = fmaf(kf[0], q0.x, v);
-          v = fmaf(kf[1], q0.y, v);
-          v = fmaf(kf[2], q0.z, v);
-          v = fmaf(kf[3], q0.w, v);
-          v = fmaf(kf[4], q1.x, v);
-          v = fmaf(kf[5], q1.y, v);
-          v = fmaf(kf[6], q1.z, v);
-          v = fmaf(kf[7], q1.w, v);
+          v = fmaf(kf[r][0], q0.x, v);
+          v = fmaf(kf[r][1], q0.y, v);
+          v = fmaf(kf[r][2], q0.z, v);
+          v = fmaf(kf[r][3], q0.w, v);
+          v = fmaf(kf[r][4], q1.x, v);
+          v = fmaf(kf[r][5], q1.y, v);
+          v = fmaf(kf[r][6], q1.z, v);
+          v = fmaf(kf[r][7], q1.w, v);
           s[r][g] = v;
         }
       }
-      const bool valid = tok0 + t < c1;
+    }
+#pragma unroll
+    for (int r = 0; r < per_thread; ++r) {
+      const bool valid = tok0 + tid % 8 + 8 * (tid / 32) + 32 * r < c1;
 #pragma unroll
       for (int g = 0; g < group; ++g) {
         // a + b is commutative in IEEE arithmetic: the 4 threads of a token end with equal bits.
@@ -371,6 +380,13 @@ cudaError_t launch_typed(const attention_call& a, cudaStream_t s) {
   lc.attrs = attr;
   lc.numAttrs = a.cfg.pdl ? 1 : 0;
   e = cudaLaunchKernelEx(&lc, merge_chunks<head_dim, group>, a);
+  if (e == cudaErrorNotSupported && lc.numAttrs) {
+    // A driver or stream that refuses programmatic dependent launch gets a plain one: the same
+    // kernel and bits, only the launch gap is not hidden. (The error is not sticky.)
+    (void)cudaGetLastError();
+    lc.numAttrs = 0;
+    e = cudaLaunchKernelEx(&lc, merge_chunks<head_dim, group>, a);
+  }
   return e != cudaSuccess ? e : cudaGetLastError();
 }
 
