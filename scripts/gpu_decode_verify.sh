@@ -5,6 +5,8 @@
 # bandwidth), and optionally the decode engine's tests and workloads. Logs go to $LOG_DIR.
 #   TEST_FILTER=... (not GTEST_FILTER: gtest would apply that to every test binary)
 #   SWEEP_ARGS=...  SWEEP_TIMEOUT=s  NO_SWEEP=1  RUN_EVAL_TORCH=1  RUN_ENGINE=1
+#   RUN_ATTENTION=1: the decode kernels' GPU tests (split-KV attention in every configuration)
+#     and kg_bench_attention_sweep (ATTENTION_SWEEP_ARGS=..., ATTENTION_TIMEOUT=s)
 #   WORKLOADS="decode-qwen3-4b decode-colocated"  WORKLOAD_ARGS=...  WORKLOAD_TIMEOUT=s
 set -uo pipefail
 source "$(dirname "$0")/gpu_build.sh"
@@ -24,6 +26,18 @@ if [ -n "${RUN_ENGINE:-}" ]; then
   echo "kg_decode_gpu_tests exit $?"
   grep -E '^\[  (FAILED|PASSED|SKIPPED) |Failure|differ|worst|beyond|green partition|skipped' \
     "$logs/decode_gpu_tests.log" | head -60
+fi
+if [ -n "${RUN_ATTENTION:-}" ]; then
+  timeout ${ATTENTION_TIMEOUT:-300} ./tests/kg_decode_gpu_tests --gtest_filter='gpu_decode_kernels.*' \
+    >"$logs/attention_tests.log" 2>&1
+  echo "kg_decode_gpu_tests (gpu_decode_kernels.*) exit $?"
+  grep -E '^\[  (FAILED|PASSED|SKIPPED|     OK) |Failure|differ|worst|beyond|config |other bits' \
+    "$logs/attention_tests.log" | head -60
+  timeout ${ATTENTION_TIMEOUT:-300} ./bench/kg_bench_attention_sweep ${ATTENTION_SWEEP_ARGS:-} \
+    >"$logs/attention_sweep.txt" 2>&1
+  echo "attention sweep exit $?"
+  grep -E '^device|^copy bandwidth|FAIL' "$logs/attention_sweep.txt" | head -20
+  sed -n '/^fraction of copy/,$p' "$logs/attention_sweep.txt"
 fi
 # The decode workloads (WORKLOADS="decode-qwen3-4b decode-colocated"; WORKLOAD_ARGS for both).
 for w in ${WORKLOADS:-}; do

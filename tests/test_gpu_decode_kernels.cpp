@@ -196,70 +196,170 @@ TEST(gpu_decode_kernels, kv_append_writes_each_rows_slot_and_position_only) {
 
 namespace {
 
-void check_attention(int hq, int hk, int D, const std::vector<int>& lengths, int max_ctx) {
-  const int rows = static_cast<int>(lengths.size()), slots_n = rows + 2;
-  const int stride = (hq + 2 * hk) * D; // q inside a qkv row, as the engine lays it out
-  std::vector<int> slots(rows);
-  for (int r = 0; r < rows; ++r)
-    slots[r] = (r * 2 + 1) % slots_n; // out of order, not the row index
-  const std::size_t cache_n = static_cast<std::size_t>(slots_n) * hk * max_ctx * D;
-  const auto q = random_bf16(rows * stride, 1.0, 8), k = random_bf16(cache_n, 1.0, 9),
-             v = random_bf16(cache_n, 1.0, 10);
-  auto dq = upload(q), dk = upload(k), dv = upload(v), dsl = upload(slots), dl = upload(lengths);
-  device_buffer out(static_cast<std::size_t>(rows) * hq * D * 2),
-      work(decode::attention_workspace_bytes(rows, hq, hk, D, max_ctx));
-  std::vector<std::uint16_t> first;
-  for (int run = 0; run < 2; ++run) {
-    KG_CUDA_CHECK(decode::launch_attention(bf(dq), stride, bf(dk), bf(dv), ip(dsl), ip(dl), bf(out),
-                                           work.get(), rows, hq, hk, D, max_ctx, nullptr));
-    KG_CUDA_CHECK(cudaDeviceSynchronize());
-    const auto got = download<std::uint16_t>(out, static_cast<std::size_t>(rows) * hq * D);
-    if (run == 0) {
-      first = got;
-      continue;
-    }
-    EXPECT_TRUE(got == first) << "a second run gave other bits";
+// Uniform bf16 of unit variance from a counter hash: the attention caches run to 10^8 elements,
+// where std::normal_distribution would take seconds.
+std::vector<std::uint16_t> hash_bf16(std::size_t n, std::uint64_t seed) {
+  std::vector<std::uint16_t> v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint64_t z = seed * 0x9e3779b97f4a7c15ull + i;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const double u = static_cast<double>(z >> 11) / 9007199254740992.0; // [0, 1)
+    v[i] = float_to_bf16(static_cast<float>((2 * u - 1) * std::sqrt(3.0)));
   }
-  std::vector<double> want(static_cast<std::size_t>(rows) * hq * D);
-  for (int r = 0; r < rows; ++r)
-    for (int h = 0; h < hq; ++h) {
-      const int g = h / (hq / hk);
-      const std::size_t base = (static_cast<std::size_t>(slots[r]) * hk + g) * max_ctx * D;
-      std::vector<double> s(lengths[r]);
-      double mx = -1e300;
-      for (int t = 0; t < lengths[r]; ++t) {
-        double dot = 0;
+  return v;
+}
+
+constexpr std::uint16_t bf16_nan = 0x7fc0;
+
+// One attention problem: q inside qkv rows as the engine lays them out, each row's cache slot
+// out of order, and every cache position a row may not read (past its length, unused slots)
+// NaN, so a read past the length shows in the output. `want` is the softmax in double.
+struct attention_problem {
+  int hq, hk, D, max_ctx, rows, slots_n, stride;
+  std::vector<int> lengths, slots;
+  std::vector<std::uint16_t> q, k, v;
+  std::vector<double> want;
+
+  attention_problem(int hq_, int hk_, int D_, std::vector<int> lengths_, int max_ctx_)
+      : hq(hq_), hk(hk_), D(D_), max_ctx(max_ctx_), rows(static_cast<int>(lengths_.size())),
+        slots_n(rows + 2), stride((hq_ + 2 * hk_) * D_), lengths(std::move(lengths_)) {
+    for (int r = 0; r < rows; ++r)
+      slots.push_back(slots_n - 1 - r); // not the row index
+    const std::size_t cache_n = static_cast<std::size_t>(slots_n) * hk * max_ctx * D;
+    q = random_bf16(static_cast<std::size_t>(rows) * stride, 1.0, 8);
+    k = hash_bf16(cache_n, 9);
+    v = hash_bf16(cache_n, 10);
+    std::vector<int> readable(slots_n, 0);
+    for (int r = 0; r < rows; ++r)
+      readable[slots[r]] = lengths[r];
+    for (int sl = 0; sl < slots_n; ++sl)
+      for (int h = 0; h < hk; ++h) {
+        const std::size_t at =
+            ((static_cast<std::size_t>(sl) * hk + h) * max_ctx + readable[sl]) * D;
+        const std::size_t end = (static_cast<std::size_t>(sl) * hk + h + 1) * max_ctx * D;
+        std::fill(k.begin() + at, k.begin() + end, bf16_nan);
+        std::fill(v.begin() + at, v.begin() + end, bf16_nan);
+      }
+    want.resize(static_cast<std::size_t>(rows) * hq * D);
+    const std::vector<float> kf = to_float(k), vf = to_float(v);
+    for (int r = 0; r < rows; ++r)
+      for (int h = 0; h < hq; ++h) {
+        const int g = h / (hq / hk);
+        const std::size_t base = (static_cast<std::size_t>(slots[r]) * hk + g) * max_ctx * D;
+        std::vector<double> qd(D), s(lengths[r]), o(D, 0.0);
         for (int d = 0; d < D; ++d)
-          dot += bf16_to_float(q[r * stride + h * D + d]) * bf16_to_float(k[base + t * D + d]);
-        s[t] = dot / std::sqrt(static_cast<double>(D));
-        mx = std::max(mx, s[t]);
+          qd[d] = bf16_to_float(q[r * stride + h * D + d]);
+        double mx = -1e300;
+        for (int t = 0; t < lengths[r]; ++t) {
+          double dot = 0;
+          for (int d = 0; d < D; ++d)
+            dot += qd[d] * kf[base + static_cast<std::size_t>(t) * D + d];
+          s[t] = dot / std::sqrt(static_cast<double>(D));
+          mx = std::max(mx, s[t]);
+        }
+        double sum = 0;
+        for (int t = 0; t < lengths[r]; ++t) {
+          const double e = std::exp(s[t] - mx);
+          sum += e;
+          for (int d = 0; d < D; ++d)
+            o[d] += e * vf[base + static_cast<std::size_t>(t) * D + d];
+        }
+        for (int d = 0; d < D; ++d)
+          want[(static_cast<std::size_t>(r) * hq + h) * D + d] = o[d] / sum;
       }
-      double sum = 0;
-      for (auto& x : s)
-        sum += (x = std::exp(x - mx));
-      for (int d = 0; d < D; ++d) {
-        double o = 0;
-        for (int t = 0; t < lengths[r]; ++t)
-          o += s[t] * bf16_to_float(v[base + t * D + d]);
-        want[(static_cast<std::size_t>(r) * hq + h) * D + d] = o / sum;
-      }
-    }
-  {
-    SCOPED_TRACE(::testing::Message() << "hq " << hq << " hk " << hk << " D " << D);
-    EXPECT_CLOSE(first, want, 2e-3, 1e-2);
   }
+};
+
+// The problem on the device; run() launches with a configuration and returns the output bits.
+// The workspace and the output are filled with NaN before every launch, so a stage-2 read of a
+// chunk stage 1 did not write, or an output it did not write, shows.
+struct attention_device {
+  const attention_problem& p;
+  device_buffer dk, dv;
+  attention_device(const attention_problem& p_) : p(p_), dk(upload(p_.k)), dv(upload(p_.v)) {}
+
+  // Rows in the order `order` (row i of this launch is the problem's row order[i]).
+  std::vector<std::uint16_t> run(const decode::attention_config& c, const std::vector<int>& order) {
+    const int rows = static_cast<int>(order.size());
+    std::vector<std::uint16_t> q(static_cast<std::size_t>(rows) * p.stride);
+    std::vector<int> lengths(rows), slots(rows);
+    for (int i = 0; i < rows; ++i) {
+      std::copy_n(p.q.begin() + static_cast<std::size_t>(order[i]) * p.stride, p.stride,
+                  q.begin() + static_cast<std::size_t>(i) * p.stride);
+      lengths[i] = p.lengths[order[i]];
+      slots[i] = p.slots[order[i]];
+    }
+    auto dq = upload(q), dl = upload(lengths), dsl = upload(slots);
+    const std::size_t out_n = static_cast<std::size_t>(rows) * p.hq * p.D;
+    const std::size_t work_bytes =
+        decode::attention_workspace_bytes(c, rows, p.hq, p.hk, p.D, p.max_ctx);
+    EXPECT_GT(work_bytes, 0u);
+    device_buffer out(out_n * 2), work(work_bytes);
+    KG_CUDA_CHECK(cudaMemset(out.get(), 0xff, out_n * 2));
+    KG_CUDA_CHECK(cudaMemset(work.get(), 0xff, work_bytes));
+    KG_CUDA_CHECK(decode::launch_attention_with(c, bf(dq), p.stride, bf(dk), bf(dv), ip(dsl),
+                                                ip(dl), bf(out), work.get(), rows, p.hq, p.hk, p.D,
+                                                p.max_ctx, nullptr));
+    KG_CUDA_CHECK(cudaDeviceSynchronize());
+    return download<std::uint16_t>(out, out_n);
+  }
+};
+
+// Every configuration of the sweep (the default first): close to the reference, the same bits
+// on a second run, and each row's bits unchanged when the batch is given in reverse order.
+void check_attention(const attention_problem& p) {
+  attention_device dev(p);
+  std::vector<int> order(p.rows), reversed(p.rows);
+  for (int r = 0; r < p.rows; ++r) {
+    order[r] = r;
+    reversed[r] = p.rows - 1 - r;
+  }
+  const std::size_t row_n = static_cast<std::size_t>(p.hq) * p.D;
+  for (const auto& [name, c] : decode::attention_sweep_configs) {
+    SCOPED_TRACE(::testing::Message() << "config " << name << ", hq " << p.hq << " hk " << p.hk
+                                      << " D " << p.D << " max_ctx " << p.max_ctx);
+    const auto first = dev.run(c, order);
+    EXPECT_CLOSE(first, p.want, 2e-3, 1e-2);
+    EXPECT_TRUE(dev.run(c, order) == first) << "a second run gave other bits";
+    const auto back = dev.run(c, reversed);
+    for (int r = 0; r < p.rows; ++r)
+      EXPECT_TRUE(std::equal(first.begin() + r * row_n, first.begin() + (r + 1) * row_n,
+                             back.begin() + (p.rows - 1 - r) * row_n))
+          << "row " << r << " (length " << p.lengths[r]
+          << ") gave other bits at another place in the batch";
+  }
+  // launch_attention is the default configuration.
+  const auto via_default = dev.run(decode::default_attention_config(), order);
+  std::vector<int> lengths = p.lengths, slots = p.slots;
+  auto dq = upload(p.q), dl = upload(lengths), dsl = upload(slots);
+  const std::size_t out_n = static_cast<std::size_t>(p.rows) * row_n;
+  device_buffer out(out_n * 2),
+      work(decode::attention_workspace_bytes(p.rows, p.hq, p.hk, p.D, p.max_ctx));
+  KG_CUDA_CHECK(decode::launch_attention(bf(dq), p.stride, bf(dev.dk), bf(dev.dv), ip(dsl), ip(dl),
+                                         bf(out), work.get(), p.rows, p.hq, p.hk, p.D, p.max_ctx,
+                                         nullptr));
+  KG_CUDA_CHECK(cudaDeviceSynchronize());
+  EXPECT_TRUE(download<std::uint16_t>(out, out_n) == via_default)
+      << "launch_attention differs from launch_attention_with(default_attention_config())";
 }
 
 } // namespace
 
 TEST(gpu_decode_kernels, splitkv_attention_matches_softmax_reference_and_repeats) {
   KG_REQUIRE_GPU();
-  // Qwen3-4B's heads (group 4, D 128); lengths of 1 token, a chunk +- 1, several chunks.
-  check_attention(32, 8, 128, {1, 255, 257, 1000}, 1100);
-  // The tiny engine's (group 2, D 64), and group 8 / group 1.
-  check_attention(4, 2, 64, {513, 2, 256}, 600);
-  check_attention(8, 1, 128, {300}, 300);
-  check_attention(3, 3, 64, {77, 1}, 128);
+  // Qwen3-4B's heads (group 4, D 128), one batch of lengths on both sides of tile (32, 64) and
+  // chunk boundaries (64 tokens at 2048, 256 at 8192 by default), up to the cache's end.
+  check_attention(
+      attention_problem(32, 8, 128, {1, 63, 64, 65, 2047, 2048, 2049, 8191, 8192}, 8192));
+  // A cache much longer than the rows: chunks of 512 at 16384 tokens, blocks past short rows.
+  check_attention(attention_problem(32, 8, 128, {16384, 2049, 1}, 16384));
+  // The tiny engine's (group 2, D 64), and group 8 / group 1 at both head sizes.
+  check_attention(attention_problem(4, 2, 64, {513, 2, 256, 65}, 600));
+  check_attention(attention_problem(8, 1, 128, {300}, 300));
+  check_attention(attention_problem(16, 2, 64, {1000, 33}, 1024));
+  check_attention(attention_problem(3, 3, 64, {77, 1}, 128));
 }
 
 TEST(gpu_decode_kernels, silu_gate_gather_and_argmax) {

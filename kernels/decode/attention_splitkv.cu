@@ -1,21 +1,52 @@
-// Split-KV decode attention over the per-sequence KV cache (decode_kernels.h has the contract).
+// Split-KV decode attention over the per-sequence KV cache (decode_kernels.h has the contract,
+// attention_config.h how a sequence is split).
 //
-// Stage 1, grid (chunks of max_context, kv heads, rows), 4 warps: a block takes one 256-token
-// chunk of one (row, kv head) for the `group` query heads that share it. A token's K and V rows
-// are read by a team of head_dim / 8 lanes (16 bytes a lane), so a warp holds 2 (head_dim 128)
-// or 4 (head_dim 64) tokens at once and a dot product needs log2(team) shuffles; two tokens per
-// team are loaded before either is used, to keep more bytes in flight. Each team runs an online
-// softmax over its tokens; the teams then merge in team order through shared memory.
-// Stage 2, grid (q heads, rows): the chunks of a row merge in chunk order.
-// Both orders are fixed by the length alone: bitwise reproducible on any set of SMs.
+// Stage 1, grid (attention_max_chunks(max_context), kv heads, rows), 4 warps: a block takes one
+// chunk of one (row, kv head) for the `group` query heads that share it. The chunk's length
+// comes from the row's length alone (attention_chunk_tokens), computed here on the device, so a
+// graph captured for a batch size serves every length; blocks past a row's last chunk return at
+// once and their workspace slots are never read.
+//
+// Why this shape (the old kernel, one team of lanes per token with an online softmax per token,
+// reached 47% of the copy bandwidth at batch 8 x 8192 tokens and 6.5% at batch 1 x 2048):
+//  - Bytes in flight: K and V tiles of `tile` tokens stream into shared memory with cp.async
+//    (16 bytes a thread, L1 bypassed: every byte is read once), `stages - 1` tiles ahead of the
+//    one being used, so a block keeps 2 x (stages - 1) x tile x head_dim x 2 bytes outstanding
+//    (32 KiB for the default 32 tokens x 128 dims x 3 stages) while it computes.
+//  - No per-token serial work: in the score phase 4 threads share a token's dot product (32
+//    dimensions each for head_dim 128; the 4 partial sums meet by two shuffles per tile, not per
+//    token), a tile's maximum is taken once per query head, the running softmax state is
+//    rescaled once per tile, and the V phase gives each thread 8 dimensions of every query head
+//    for a fixed subset of the tile's tokens (one 16-byte shared load of V feeds 8 x group FMAs).
+//  - Shared memory rows are swizzled (16-byte chunk index XOR the token's low 3 bits) so the
+//    score phase (8 lanes = 8 tokens at one chunk) and the V phase (8 lanes = 8 chunks of one
+//    token) both read without bank conflicts.
+//  - Short sequences still fill the GPU: the chunk shrinks with the length (batch 1, 2048
+//    tokens: 32 chunks of 64 tokens per kv head, 256 blocks instead of 64).
+// The scores are kept in log2 units (q pre-scaled by log2(e) / sqrt(D)) so exp2f does the
+// softmax. Inside a block every thread computes the same running maximum from shared memory, so
+// the partial sums of the V phase's token groups share one scale and merge by plain addition,
+// in token-group order.
+//
+// Stage 2, grid (q heads, rows), head_dim threads: a row's chunks merge in chunk order. With
+// config.pdl it is launched as a programmatic dependent of stage 1 (its blocks may be scheduled
+// while stage 1 drains; griddepcontrol.wait holds them until stage 1 has completed and its
+// writes are visible), which hides one launch latency -- worth a few microseconds when the whole
+// attention takes ten.
+//
+// Every order of summation is fixed by the lengths and the configuration alone, no atomics:
+// the bits do not depend on which SMs run the blocks or where a row sits in the batch.
 #include <cmath>
+#include <cstdint>
 
 #include "kernels/decode/decode_kernels.h"
 
 namespace kg::decode {
 namespace {
 
-constexpr int warps = 4, threads = warps * 32, unroll = 2;
+constexpr int warps = 4, threads = warps * 32;
+constexpr int parts = 4; // threads sharing one token's dot product in the score phase
+constexpr double log2e = 1.4426950408889634; // scores in log2 units: exp2f in the softmax
 
 __device__ __forceinline__ void unpack8(const uint4& raw, float out[8]) {
   const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
@@ -27,175 +58,369 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float out[8]) {
   }
 }
 
-// Merge factor of a partial softmax state with max m into the running max mm (0 when empty).
-__device__ __forceinline__ float rescale(float m, float mm) {
-  return m == -INFINITY ? 0.0f : expf(m - mm);
+// 16 bytes global -> shared, asynchronously; zero-filled (nothing read) when !valid, so the
+// tokens of a tile past the chunk's end are zeros, never stale shared memory or another
+// sequence's cache.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
+               "r"(valid ? 16 : 0)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int pending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
 
-template <int head_dim, int group>
-__global__ void __launch_bounds__(threads)
-    attend_chunks(const __nv_bfloat16* __restrict__ q, std::int64_t q_row_stride,
-                  const __nv_bfloat16* __restrict__ kc, const __nv_bfloat16* __restrict__ vc,
-                  const int* __restrict__ slots, const int* __restrict__ lengths,
-                  float* __restrict__ work, int kv_heads, int max_context, float scale) {
-  constexpr int team = head_dim / 8, teams_per_warp = 32 / team, teams = warps * teams_per_warp;
-  constexpr int stride = head_dim + 2; // a state: m, l, o[head_dim]
-  __shared__ float st[teams][group][stride];
-  const int c = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
-  const int len = lengths[b];
-  if (c * attention_chunk >= len) return; // past this row's length: never read by stage 2
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int tm = lane / team, d0 = (lane % team) * 8, my_team = warp * teams_per_warp + tm;
+// Everything both stages need, passed through the dispatch by value.
+struct attention_call {
+  const __nv_bfloat16 *q, *kc, *vc;
+  std::int64_t q_row_stride;
+  const int *slots, *lengths;
+  __nv_bfloat16* out;
+  float* work;
+  int rows, q_heads, kv_heads, max_context, max_chunks;
+  float scale_log2;
+  attention_config cfg;
+};
 
-  float qv[group][8];
+// Stage 1's shared memory (bytes): the K/V tile ring, reused after the loop for the token
+// groups' partial outputs; then q (float, log2-scaled), the warps' tile maxima, the tile's
+// probabilities.
+template <int head_dim, int group, int tile, int stages>
+struct stage1_layout {
+  static constexpr int row_chunks = head_dim / 8;               // 16-byte chunks per K or V row
+  static constexpr int token_groups = threads / row_chunks;     // V phase: threads per dimension
+  static constexpr int ring = stages * 2 * tile * head_dim * 2; // K then V, per stage
+  static constexpr int reduce = token_groups * group * (head_dim + 1) * 4; // o, then l
+  static constexpr int area = ring > reduce ? ring : reduce;
+  static constexpr int q_off = area;
+  static constexpr int wmax_off = q_off + group * head_dim * 4;
+  static constexpr int probs_off = wmax_off + warps * group * 4;
+  static constexpr int bytes = probs_off + tile * group * 4;
+  static_assert(tile % 32 == 0 && (tile * row_chunks) % threads == 0 && tile % token_groups == 0 &&
+                row_chunks % parts == 0);
+};
+
+template <int group>
+__device__ __forceinline__ void load_probs(const float* p, float e[group]) {
+  if constexpr (group % 4 == 0) {
 #pragma unroll
-  for (int g = 0; g < group; ++g)
-    unpack8(*reinterpret_cast<const uint4*>(
-                q + b * q_row_stride + static_cast<std::int64_t>(hk * group + g) * head_dim + d0),
-            qv[g]);
+    for (int g = 0; g < group; g += 4) {
+      const float4 v = *reinterpret_cast<const float4*>(p + g);
+      e[g] = v.x;
+      e[g + 1] = v.y;
+      e[g + 2] = v.z;
+      e[g + 3] = v.w;
+    }
+  } else {
+#pragma unroll
+    for (int g = 0; g < group; ++g)
+      e[g] = p[g];
+  }
+}
+
+template <int head_dim, int group, int tile, int stages>
+__global__ void __launch_bounds__(threads) attend_chunks(const attention_call a) {
+  using L = stage1_layout<head_dim, group, tile, stages>;
+  constexpr int rc = L::row_chunks, tgs = L::token_groups, per_thread = tile / 32;
+  extern __shared__ __align__(16) unsigned char smem[];
+  // Stage 2 may be scheduled once every block here has started (it waits for this grid's
+  // completion before reading anything): hides its launch. A no-op without a dependent launch.
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  const int c = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+  const int len = a.lengths[b];
+  const int chunk = attention_chunk_tokens(a.cfg, len);
+  const int c0 = c * chunk;
+  if (c0 >= len) return; // past this row's last chunk: never read by stage 2
+  const int c1 = min(c0 + chunk, len), tiles = (c1 - c0 + tile - 1) / tile;
+  const int tid = threadIdx.x;
+  auto* ring = reinterpret_cast<__nv_bfloat16*>(smem);
+  auto* qs = reinterpret_cast<float*>(smem + L::q_off);
+  auto* wmax = reinterpret_cast<float*>(smem + L::wmax_off);
+  auto* probs = reinterpret_cast<float*>(smem + L::probs_off);
+  const std::size_t row0 = (static_cast<std::size_t>(a.slots[b]) * a.kv_heads + hk) *
+                           static_cast<std::size_t>(a.max_context) * head_dim;
+  const __nv_bfloat16* kg = a.kc + row0;
+  const __nv_bfloat16* vg = a.vc + row0;
+
+  auto load_tile = [&](int k) {
+    __nv_bfloat16* ks = ring + (k % stages) * 2 * tile * head_dim;
+    __nv_bfloat16* vs = ks + tile * head_dim;
+    const int tok0 = c0 + k * tile;
+#pragma unroll
+    for (int u = 0; u < tile * rc / threads; ++u) {
+      const int i = tid + u * threads, t = i / rc, ch = i % rc, tok = tok0 + t;
+      const bool ok = tok < c1;
+      const std::size_t off = static_cast<std::size_t>(ok ? tok : c0) * head_dim + ch * 8;
+      const int at = (t * rc + (ch ^ (t & 7))) * 8;
+      cp_async16(ks + at, kg + off, ok);
+      cp_async16(vs + at, vg + off, ok);
+    }
+  };
+  // Fill the ring first (the loads are what takes time), then stage q while they fly. A group is
+  // committed for every slot, loaded or not, so wait_group counts stay uniform.
+#pragma unroll
+  for (int k = 0; k < stages - 1; ++k) {
+    if (k < tiles) load_tile(k);
+    cp_async_commit();
+  }
+  for (int i = tid; i < group * rc; i += threads) {
+    const int g = i / rc, ch = i % rc;
+    float f[8];
+    unpack8(*reinterpret_cast<const uint4*>(a.q + b * a.q_row_stride +
+                                            static_cast<std::int64_t>(hk * group + g) * head_dim +
+                                            ch * 8),
+            f);
+#pragma unroll
+    for (int x = 0; x < 8; ++x)
+      qs[g * head_dim + ch * 8 + x] = f[x] * a.scale_log2;
+  }
+
   float m[group], l[group], o[group][8];
 #pragma unroll
   for (int g = 0; g < group; ++g) {
     m[g] = -INFINITY;
     l[g] = 0.0f;
 #pragma unroll
-    for (int i = 0; i < 8; ++i)
-      o[g][i] = 0.0f;
+    for (int x = 0; x < 8; ++x)
+      o[g][x] = 0.0f;
   }
-  const std::size_t base =
-      (static_cast<std::size_t>(slots[b]) * kv_heads + hk) * static_cast<std::size_t>(max_context);
-  const int t0 = c * attention_chunk + warp * (attention_chunk / warps);
-  const int t1 = min(t0 + attention_chunk / warps, len);
-  // The loop bound is the same for every lane of the warp: all lanes reach every shuffle.
-  for (int at = t0; at < t1; at += unroll * teams_per_warp) {
-    uint4 kr[unroll], vr[unroll];
-    bool ok[unroll];
+  const int part = (tid / 8) % parts, dc = tid % rc, tg = tid / rc;
+  for (int k = 0; k < tiles; ++k) {
+    cp_async_wait<stages - 2>();
+    __syncthreads(); // tile k (and q) visible to all; everyone is done with tile k - 1's slot
+    if (k + stages - 1 < tiles) load_tile(k + stages - 1);
+    cp_async_commit();
+    const __nv_bfloat16* ks = ring + (k % stages) * 2 * tile * head_dim;
+    const __nv_bfloat16* vs = ks + tile * head_dim;
+    const int tok0 = c0 + k * tile;
+
+    // Scores: token t of the tile by the 4 threads (tid / 8) % 4 of its lane octet, each over
+    // the chunks ch = j * 4 + part; with 64-token tiles a thread takes tokens t and t + 32, and
+    // each q load serves both.
+    float s[per_thread][group];
 #pragma unroll
-    for (int u = 0; u < unroll; ++u) {
-      const int t = at + u * teams_per_warp + tm;
-      ok[u] = t < t1;
-      const std::size_t off = (base + (ok[u] ? t : t0)) * head_dim + d0;
-      kr[u] = ok[u] ? __ldcs(reinterpret_cast<const uint4*>(kc + off)) : make_uint4(0, 0, 0, 0);
-      vr[u] = ok[u] ? __ldcs(reinterpret_cast<const uint4*>(vc + off)) : make_uint4(0, 0, 0, 0);
-    }
+    for (int r = 0; r < per_thread; ++r)
 #pragma unroll
-    for (int u = 0; u < unroll; ++u) {
-      float kv[8], vv[8];
-      unpack8(kr[u], kv);
-      unpack8(vr[u], vv);
+      for (int g = 0; g < group; ++g)
+        s[r][g] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < rc / parts; ++j) {
+      const int ch = j * parts + part;
+      float kf[per_thread][8];
+#pragma unroll
+      for (int r = 0; r < per_thread; ++r) {
+        const int t = tid % 8 + 8 * (tid / 32) + 32 * r;
+        unpack8(*reinterpret_cast<const uint4*>(ks + (t * rc + (ch ^ (t & 7))) * 8), kf[r]);
+      }
 #pragma unroll
       for (int g = 0; g < group; ++g) {
-        float s = 0.0f;
+        const float4 q0 = *reinterpret_cast<const float4*>(qs + g * head_dim + ch * 8);
+        const float4 q1 = *reinterpret_cast<const float4*>(qs + g * head_dim + ch * 8 + 4);
 #pragma unroll
-        for (int i = 0; i < 8; ++i)
-          s = fmaf(qv[g][i], kv[i], s);
+        for (int r = 0; r < per_thread; ++r) {
+          float v = s[r][g];
+          v = fmaf(kf[r][0], q0.x, v);
+          v = fmaf(kf[r][1], q0.y, v);
+          v = fmaf(kf[r][2], q0.z, v);
+          v = fmaf(kf[r][3], q0.w, v);
+          v = fmaf(kf[r][4], q1.x, v);
+          v = fmaf(kf[r][5], q1.y, v);
+          v = fmaf(kf[r][6], q1.z, v);
+          v = fmaf(kf[r][7], q1.w, v);
+          s[r][g] = v;
+        }
+      }
+    }
 #pragma unroll
-        for (int off = team / 2; off > 0; off /= 2) // within the team (aligned lane groups)
-          s += __shfl_xor_sync(0xffffffffu, s, off);
-        if (!ok[u]) continue;
-        s *= scale;
-        const float mn = fmaxf(m[g], s);
-        const float keep = rescale(m[g], mn), p = expf(s - mn);
-        l[g] = l[g] * keep + p;
+    for (int r = 0; r < per_thread; ++r) {
+      const bool valid = tok0 + tid % 8 + 8 * (tid / 32) + 32 * r < c1;
 #pragma unroll
-        for (int i = 0; i < 8; ++i)
-          o[g][i] = o[g][i] * keep + p * vv[i];
-        m[g] = mn;
+      for (int g = 0; g < group; ++g) {
+        // a + b is commutative in IEEE arithmetic: the 4 threads of a token end with equal bits.
+        s[r][g] += __shfl_xor_sync(0xffffffffu, s[r][g], 8);
+        s[r][g] += __shfl_xor_sync(0xffffffffu, s[r][g], 16);
+        if (!valid) s[r][g] = -INFINITY;
+      }
+    }
+    // The tile's maximum per query head: over the warp's tokens (lane bits 0-2), then the warps.
+#pragma unroll
+    for (int g = 0; g < group; ++g) {
+      float mx = s[0][g];
+#pragma unroll
+      for (int r = 1; r < per_thread; ++r)
+        mx = fmaxf(mx, s[r][g]);
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 4));
+      if (tid % 32 == 0) wmax[(tid / 32) * group + g] = mx;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int g = 0; g < group; ++g) {
+      float tm = wmax[g];
+#pragma unroll
+      for (int w = 1; w < warps; ++w)
+        tm = fmaxf(tm, wmax[w * group + g]);
+      // Every tile holds a valid token, so mn is finite; alpha is 0 on the first tile (m = -inf)
+      // and exactly 1 while the maximum stands.
+      const float mn = fmaxf(m[g], tm), alpha = exp2f(m[g] - mn);
+      m[g] = mn;
+      l[g] *= alpha;
+#pragma unroll
+      for (int x = 0; x < 8; ++x)
+        o[g][x] *= alpha;
+      if (part == 0)
+#pragma unroll
+        for (int r = 0; r < per_thread; ++r)
+          probs[(tid % 8 + 8 * (tid / 32) + 32 * r) * group + g] = exp2f(s[r][g] - mn);
+    }
+    __syncthreads();
+    // V: dimensions dc * 8 .. + 8 of every query head, tokens tg, tg + tgs, ...
+#pragma unroll
+    for (int i = 0; i < tile / tgs; ++i) {
+      const int t = tg + tgs * i;
+      float vf[8], e[group];
+      unpack8(*reinterpret_cast<const uint4*>(vs + (t * rc + (dc ^ (t & 7))) * 8), vf);
+      load_probs<group>(probs + t * group, e);
+#pragma unroll
+      for (int g = 0; g < group; ++g) {
+        l[g] += e[g];
+#pragma unroll
+        for (int x = 0; x < 8; ++x)
+          o[g][x] = fmaf(e[g], vf[x], o[g][x]);
       }
     }
   }
+
+  // The token groups' partial outputs share the block's maximum: they add up, in group order.
+  cp_async_wait<0>();
+  __syncthreads(); // every V read done: the ring becomes the reduction buffer
+  float* red = reinterpret_cast<float*>(smem); // [tgs][group][head_dim], then l [tgs][group]
+  float* lred = red + tgs * group * head_dim;
 #pragma unroll
   for (int g = 0; g < group; ++g) {
-    if (lane % team == 0) {
-      st[my_team][g][0] = m[g];
-      st[my_team][g][1] = l[g];
-    }
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-      st[my_team][g][2 + d0 + i] = o[g][i];
+    float* p = red + (tg * group + g) * head_dim + dc * 8;
+    *reinterpret_cast<float4*>(p) = make_float4(o[g][0], o[g][1], o[g][2], o[g][3]);
+    *reinterpret_cast<float4*>(p + 4) = make_float4(o[g][4], o[g][5], o[g][6], o[g][7]);
+    if (dc == 0) lred[tg * group + g] = l[g];
   }
   __syncthreads();
-  float* out =
-      work + ((static_cast<std::size_t>(b) * kv_heads + hk) * gridDim.x + c) * (group * stride);
-  for (int idx = threadIdx.x; idx < group * head_dim; idx += threads) {
-    const int g = idx / head_dim, d = idx % head_dim;
-    float mm = -INFINITY;
-    for (int t = 0; t < teams; ++t)
-      mm = fmaxf(mm, st[t][g][0]);
-    float ll = 0.0f, oo = 0.0f;
-    for (int t = 0; t < teams; ++t) {
-      const float f = rescale(st[t][g][0], mm);
-      ll += st[t][g][1] * f;
-      oo += st[t][g][2 + d] * f;
-    }
+  constexpr int stride = head_dim + 2; // a state: m, l, o[head_dim]
+  float* out = a.work + ((static_cast<std::size_t>(b) * a.kv_heads + hk) * a.max_chunks + c) *
+                            (group * stride);
+  if (tid == 0)
+#pragma unroll
+    for (int g = 0; g < group; ++g)
+      out[g * stride] = m[g];
+  for (int i = tid; i < group * head_dim; i += threads) {
+    const int g = i / head_dim, d = i % head_dim;
+    float acc = 0.0f;
+#pragma unroll
+    for (int t = 0; t < tgs; ++t)
+      acc += red[(t * group + g) * head_dim + d];
+    out[g * stride + 2 + d] = acc;
     if (d == 0) {
-      out[g * stride] = mm;
-      out[g * stride + 1] = ll;
+      float ls = 0.0f;
+#pragma unroll
+      for (int t = 0; t < tgs; ++t)
+        ls += lred[t * group + g];
+      out[g * stride + 1] = ls;
     }
-    out[g * stride + 2 + d] = oo;
   }
 }
 
-// grid (q heads, rows), block head_dim: one thread per output dimension.
+// grid (q heads, rows), block head_dim: one thread per output dimension; chunks in order.
 template <int head_dim, int group>
-__global__ void merge_chunks(const float* __restrict__ work, const int* __restrict__ lengths,
-                             __nv_bfloat16* __restrict__ o, int q_heads, int kv_heads,
-                             int max_chunks) {
+__global__ void merge_chunks(const attention_call a) {
+  // Launched as a programmatic dependent of stage 1 (config.pdl) this waits for stage 1's
+  // completion and memory; launched plainly it returns at once.
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
   constexpr int stride = head_dim + 2;
   const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x, hk = h / group, g = h % group;
-  const int chunks = (lengths[b] + attention_chunk - 1) / attention_chunk;
-  const float* p = work +
-                   (static_cast<std::size_t>(b) * kv_heads + hk) * max_chunks * (group * stride) +
-                   g * stride;
+  const int chunks = attention_chunks(a.cfg, a.lengths[b]);
+  const float* p =
+      a.work + (static_cast<std::size_t>(b) * a.kv_heads + hk) * a.max_chunks * (group * stride) +
+      g * stride;
   float mm = -INFINITY;
   for (int c = 0; c < chunks; ++c)
     mm = fmaxf(mm, p[c * group * stride]);
   float ll = 0.0f, oo = 0.0f;
   for (int c = 0; c < chunks; ++c) {
     const float* s = p + c * group * stride;
-    const float f = rescale(s[0], mm);
-    ll += s[1] * f;
-    oo += s[2 + d] * f;
+    const float f = exp2f(s[0] - mm); // every chunk holds a token: s[0] is finite
+    ll = fmaf(s[1], f, ll);
+    oo = fmaf(s[2 + d], f, oo);
   }
-  o[(static_cast<std::size_t>(b) * q_heads + h) * head_dim + d] = __float2bfloat16(oo / ll);
+  a.out[(static_cast<std::size_t>(b) * a.q_heads + h) * head_dim + d] = __float2bfloat16(oo / ll);
 }
 
-int max_chunks_of(int max_context) {
-  return (max_context + attention_chunk - 1) / attention_chunk;
+template <int head_dim, int group, int tile, int stages>
+cudaError_t launch_typed(const attention_call& a, cudaStream_t s) {
+  using L = stage1_layout<head_dim, group, tile, stages>;
+  auto* k1 = attend_chunks<head_dim, group, tile, stages>;
+  // Above 48 KiB of dynamic shared memory a kernel must opt in; set on every launch (cheap, and
+  // allowed while a stream is being captured).
+  cudaError_t e = cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize, L::bytes);
+  if (e != cudaSuccess) return e;
+  k1<<<dim3(a.max_chunks, a.kv_heads, a.rows), threads, L::bytes, s>>>(a);
+  if ((e = cudaGetLastError()) != cudaSuccess) return e;
+  cudaLaunchConfig_t lc{};
+  lc.gridDim = dim3(a.q_heads, a.rows);
+  lc.blockDim = dim3(head_dim);
+  lc.dynamicSmemBytes = 0;
+  lc.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  lc.attrs = attr;
+  lc.numAttrs = a.cfg.pdl ? 1 : 0;
+  e = cudaLaunchKernelEx(&lc, merge_chunks<head_dim, group>, a);
+  if (e == cudaErrorNotSupported && lc.numAttrs) {
+    // A driver or stream that refuses programmatic dependent launch gets a plain one: the same
+    // kernel and bits, only the launch gap is not hidden. (The error is not sticky.)
+    (void)cudaGetLastError();
+    lc.numAttrs = 0;
+    e = cudaLaunchKernelEx(&lc, merge_chunks<head_dim, group>, a);
+  }
+  return e != cudaSuccess ? e : cudaGetLastError();
+}
+
+template <int head_dim, int group, int tile>
+cudaError_t launch_stages(const attention_call& a, cudaStream_t s) {
+  switch (a.cfg.stages) {
+  case 2:
+    return launch_typed<head_dim, group, tile, 2>(a, s);
+  case 3:
+    return launch_typed<head_dim, group, tile, 3>(a, s);
+  case 4:
+    return launch_typed<head_dim, group, tile, 4>(a, s);
+  default:
+    return cudaErrorInvalidValue;
+  }
 }
 
 template <int head_dim, int group>
-cudaError_t launch_typed(const __nv_bfloat16* q, std::int64_t q_row_stride, const __nv_bfloat16* kc,
-                         const __nv_bfloat16* vc, const int* slots, const int* lengths,
-                         __nv_bfloat16* out, float* work, int rows, int q_heads, int kv_heads,
-                         int max_context, cudaStream_t s) {
-  const int chunks = max_chunks_of(max_context);
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
-  attend_chunks<head_dim, group><<<dim3(chunks, kv_heads, rows), threads, 0, s>>>(
-      q, q_row_stride, kc, vc, slots, lengths, work, kv_heads, max_context, scale);
-  merge_chunks<head_dim, group>
-      <<<dim3(q_heads, rows), head_dim, 0, s>>>(work, lengths, out, q_heads, kv_heads, chunks);
-  return cudaGetLastError();
+cudaError_t launch_tile(const attention_call& a, cudaStream_t s) {
+  return a.cfg.tile == 32 ? launch_stages<head_dim, group, 32>(a, s)
+                          : launch_stages<head_dim, group, 64>(a, s);
 }
 
 template <int head_dim>
-cudaError_t launch_dim(int group, const __nv_bfloat16* q, std::int64_t q_row_stride,
-                       const __nv_bfloat16* kc, const __nv_bfloat16* vc, const int* slots,
-                       const int* lengths, __nv_bfloat16* out, float* work, int rows, int q_heads,
-                       int kv_heads, int max_context, cudaStream_t s) {
-  switch (group) {
+cudaError_t launch_group(const attention_call& a, cudaStream_t s) {
+  switch (a.q_heads / a.kv_heads) {
   case 1:
-    return launch_typed<head_dim, 1>(q, q_row_stride, kc, vc, slots, lengths, out, work, rows,
-                                     q_heads, kv_heads, max_context, s);
+    return launch_tile<head_dim, 1>(a, s);
   case 2:
-    return launch_typed<head_dim, 2>(q, q_row_stride, kc, vc, slots, lengths, out, work, rows,
-                                     q_heads, kv_heads, max_context, s);
+    return launch_tile<head_dim, 2>(a, s);
   case 4:
-    return launch_typed<head_dim, 4>(q, q_row_stride, kc, vc, slots, lengths, out, work, rows,
-                                     q_heads, kv_heads, max_context, s);
+    return launch_tile<head_dim, 4>(a, s);
   case 8:
-    return launch_typed<head_dim, 8>(q, q_row_stride, kc, vc, slots, lengths, out, work, rows,
-                                     q_heads, kv_heads, max_context, s);
+    return launch_tile<head_dim, 8>(a, s);
   default:
     return cudaErrorInvalidValue;
   }
@@ -203,11 +428,51 @@ cudaError_t launch_dim(int group, const __nv_bfloat16* q, std::int64_t q_row_str
 
 } // namespace
 
+std::size_t attention_workspace_bytes(const attention_config& c, int rows, int q_heads,
+                                      int kv_heads, int head_dim, int max_context) {
+  if (!attention_config_supported(c) || rows < 1 || kv_heads < 1 || q_heads % kv_heads ||
+      max_context < 1 || head_dim < 1)
+    return 0;
+  return static_cast<std::size_t>(rows) * q_heads * attention_max_chunks(c, max_context) *
+         (head_dim + 2) * sizeof(float);
+}
+
 std::size_t attention_workspace_bytes(int rows, int q_heads, int kv_heads, int head_dim,
                                       int max_context) {
-  if (rows < 1 || kv_heads < 1 || q_heads % kv_heads || max_context < 1) return 0;
-  return static_cast<std::size_t>(rows) * q_heads * max_chunks_of(max_context) * (head_dim + 2) *
-         sizeof(float);
+  return attention_workspace_bytes(default_attention_config(), rows, q_heads, kv_heads, head_dim,
+                                   max_context);
+}
+
+cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16* q,
+                                  std::int64_t q_row_stride, const __nv_bfloat16* k_cache,
+                                  const __nv_bfloat16* v_cache, const int* slots,
+                                  const int* lengths, __nv_bfloat16* out, void* workspace, int rows,
+                                  int q_heads, int kv_heads, int head_dim, int max_context,
+                                  cudaStream_t s) {
+  if (!attention_config_supported(c) || rows < 1 || kv_heads < 1 || q_heads < kv_heads ||
+      q_heads % kv_heads || max_context < 1 || q_row_stride % 8 ||
+      reinterpret_cast<std::uintptr_t>(q) % 16 || reinterpret_cast<std::uintptr_t>(k_cache) % 16 ||
+      reinterpret_cast<std::uintptr_t>(v_cache) % 16 || !k_cache || !v_cache || !slots ||
+      !lengths || !out || !workspace || kv_heads > 65535 || rows > 65535 || q_heads > 65535 ||
+      (head_dim != 64 && head_dim != 128))
+    return cudaErrorInvalidValue;
+  attention_call a{};
+  a.q = q;
+  a.kc = k_cache;
+  a.vc = v_cache;
+  a.q_row_stride = q_row_stride;
+  a.slots = slots;
+  a.lengths = lengths;
+  a.out = out;
+  a.work = static_cast<float*>(workspace);
+  a.rows = rows;
+  a.q_heads = q_heads;
+  a.kv_heads = kv_heads;
+  a.max_context = max_context;
+  a.max_chunks = attention_max_chunks(c, max_context);
+  a.scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)) * log2e);
+  a.cfg = c;
+  return head_dim == 64 ? launch_group<64>(a, s) : launch_group<128>(a, s);
 }
 
 cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
@@ -215,19 +480,9 @@ cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
                              const int* slots, const int* lengths, __nv_bfloat16* out,
                              void* workspace, int rows, int q_heads, int kv_heads, int head_dim,
                              int max_context, cudaStream_t s) {
-  if (rows < 1 || kv_heads < 1 || q_heads < kv_heads || q_heads % kv_heads || max_context < 1 ||
-      q_row_stride % 8 || reinterpret_cast<std::uintptr_t>(q) % 16 || !k_cache || !v_cache ||
-      !slots || !lengths || !out || !workspace || kv_heads > 65535 || rows > 65535)
-    return cudaErrorInvalidValue;
-  const int group = q_heads / kv_heads;
-  auto* work = static_cast<float*>(workspace);
-  if (head_dim == 64)
-    return launch_dim<64>(group, q, q_row_stride, k_cache, v_cache, slots, lengths, out, work, rows,
-                          q_heads, kv_heads, max_context, s);
-  if (head_dim == 128)
-    return launch_dim<128>(group, q, q_row_stride, k_cache, v_cache, slots, lengths, out, work,
-                           rows, q_heads, kv_heads, max_context, s);
-  return cudaErrorInvalidValue;
+  return launch_attention_with(default_attention_config(), q, q_row_stride, k_cache, v_cache, slots,
+                               lengths, out, workspace, rows, q_heads, kv_heads, head_dim,
+                               max_context, s);
 }
 
 } // namespace kg::decode

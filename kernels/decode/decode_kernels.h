@@ -26,6 +26,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
+#include "kernels/decode/attention_config.h"
+
 namespace kg::decode {
 
 // hidden = bf16(hidden + delta) (skipped when delta is null), then
@@ -70,11 +72,14 @@ cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_
 // Split-KV decode attention, GQA: out[b, h] = softmax(q[b, h] . K[slot, h / group, :len] / sqrt(D))
 // V[slot, h / group, :len], len = lengths[b] (1..max_context). q: q_heads x head_dim per row at
 // q + b * q_row_stride; out: dense [rows, q_heads * head_dim].
-// Stage 1 cuts each sequence into fixed chunks of attention_chunk tokens (the split depends only
-// on the length) and writes one partial softmax state per (row, kv head, chunk); chunks beyond a
-// row's length write nothing and are never read. Stage 2 merges a row's chunks in chunk order.
+// Stage 1 cuts each sequence into chunks whose size depends only on its length
+// (attention_config.h: attention_chunk_tokens) and writes one partial softmax state per (row, kv
+// head, chunk); chunks beyond a row's length write nothing and are never read. Stage 2 merges a
+// row's chunks in chunk order. The grid depends on rows and max_context only.
 // Supported: head_dim 64 or 128, group (q_heads / kv_heads) 1, 2, 4 or 8.
-constexpr int attention_chunk = 256;
+// launch_attention uses default_attention_config(); the workspace must hold
+// attention_workspace_bytes for the configuration used (the bound over every length up to
+// max_context).
 std::size_t attention_workspace_bytes(int rows, int q_heads, int kv_heads, int head_dim,
                                       int max_context);
 cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
@@ -82,6 +87,16 @@ cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
                              const int* slots, const int* lengths, __nv_bfloat16* out,
                              void* workspace, int rows, int q_heads, int kv_heads, int head_dim,
                              int max_context, cudaStream_t s);
+// The same with an explicit configuration (bench/attention_sweep, the tests); an unsupported one
+// (attention_config_supported) returns cudaErrorInvalidValue.
+std::size_t attention_workspace_bytes(const attention_config& c, int rows, int q_heads,
+                                      int kv_heads, int head_dim, int max_context);
+cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16* q,
+                                  std::int64_t q_row_stride, const __nv_bfloat16* k_cache,
+                                  const __nv_bfloat16* v_cache, const int* slots,
+                                  const int* lengths, __nv_bfloat16* out, void* workspace, int rows,
+                                  int q_heads, int kv_heads, int head_dim, int max_context,
+                                  cudaStream_t s);
 
 // out[b, i] = bf16(silu(g) * u), g = gate_up[b, i], u = gate_up[b, inter + i] (gate rows first,
 // as the fused gate_up projection lays them out); silu in float32.

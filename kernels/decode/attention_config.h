@@ -1,0 +1,99 @@
+// How the split-KV decode attention (decode_kernels.h, launch_attention) cuts a sequence into
+// chunks and how stage 1 streams a chunk, as a small configuration so that bench/attention_sweep
+// can time several side by side and the tests can check each. The engine uses
+// default_attention_config() through launch_attention.
+//
+// The split depends only on a row's length (never on the SM count or the other rows): a row of
+// length len is cut into chunks of attention_chunk_tokens(c, len) tokens, aiming at
+// c.target_chunks chunks, the chunk rounded up to a multiple of the tile and clamped to
+// [min_chunk, max_chunk]. A short sequence therefore still gets enough blocks to fill the GPU
+// (batch 1, 2048 tokens: 32 chunks of 64 per kv head), while a long one keeps chunks long enough
+// to stream (8192 tokens: 32 chunks of 256). Stage 1 computes the chunk on the device from
+// lengths[b]; the grid is sized by attention_max_chunks(c, max_context), which bounds the count
+// for every length up to max_context, so one CUDA graph per batch size serves every length.
+//
+// These functions are constexpr and host + device so that the kernels, the workspace sizing and
+// the CPU unit tests (tests/test_attention_config.cpp) share one definition.
+#pragma once
+
+#include <cstddef>
+
+#if defined(__CUDACC__)
+#define KG_ATTENTION_HD __host__ __device__
+#else
+#define KG_ATTENTION_HD
+#endif
+
+namespace kg::decode {
+
+struct attention_config {
+  int target_chunks = 32; // chunks a sequence is cut into, before rounding and clamping
+  int min_chunk = 64;     // tokens; a multiple of tile
+  int max_chunk = 1024;   // tokens; a multiple of tile, >= min_chunk
+  int tile = 32;          // tokens per pipeline stage (K and V tile in shared memory): 32 or 64
+  int stages = 3;         // tiles buffered in shared memory (stages - 1 in flight): 2, 3 or 4
+  bool pdl = true; // stage 2 launched with programmatic dependent launch (overlaps its launch)
+};
+
+// The configuration launch_attention uses (and attention_workspace_bytes sizes for).
+constexpr attention_config default_attention_config() {
+  return attention_config{};
+}
+
+// Whether launch_attention_with accepts the configuration (the rules above).
+constexpr bool attention_config_supported(const attention_config& c) {
+  return (c.tile == 32 || c.tile == 64) && c.stages >= 2 && c.stages <= 4 && c.target_chunks >= 1 &&
+         c.min_chunk >= c.tile && c.min_chunk % c.tile == 0 && c.max_chunk >= c.min_chunk &&
+         c.max_chunk % c.tile == 0;
+}
+
+// Tokens per chunk for a row of length len >= 1 (a supported configuration).
+KG_ATTENTION_HD constexpr int attention_chunk_tokens(const attention_config& c, int len) {
+  const int want = (len + c.target_chunks - 1) / c.target_chunks;
+  const int rounded = (want + c.tile - 1) / c.tile * c.tile;
+  return rounded < c.min_chunk ? c.min_chunk : rounded > c.max_chunk ? c.max_chunk : rounded;
+}
+
+// Chunks a row of length len >= 1 is cut into; every chunk holds at least one token.
+KG_ATTENTION_HD constexpr int attention_chunks(const attention_config& c, int len) {
+  const int chunk = attention_chunk_tokens(c, len);
+  return (len + chunk - 1) / chunk;
+}
+
+// An upper bound of attention_chunks(c, len) over 1 <= len <= max_context (the grid's x extent
+// and the workspace's chunk count). While the chunk is not clamped at max_chunk it is at least
+// len / target_chunks, so a row has at most target_chunks chunks; clamped at max_chunk it has
+// ceil(len / max_chunk); and never more than ceil(len / min_chunk).
+constexpr int attention_max_chunks(const attention_config& c, int max_context) {
+  const int by_max = (max_context + c.max_chunk - 1) / c.max_chunk;
+  const int by_min = (max_context + c.min_chunk - 1) / c.min_chunk;
+  const int bound = c.target_chunks > by_max ? c.target_chunks : by_max;
+  return bound < by_min ? bound : by_min;
+}
+
+// The configurations bench/attention_sweep times side by side and the GPU tests check, the
+// default first. Each varies one thing from the default, to say what that thing is worth:
+struct named_attention_config {
+  const char* name;
+  attention_config config;
+};
+inline constexpr named_attention_config attention_sweep_configs[] = {
+    {"default", default_attention_config()},
+    // stage 2 launched plainly: what the programmatic dependent launch hides
+    {"no-pdl", {32, 64, 1024, 32, 3, false}},
+    // pipeline depth: 1 or 3 tiles in flight while one is used (2 by default)
+    {"stages2", {32, 64, 1024, 32, 2, true}},
+    {"stages4", {32, 64, 1024, 32, 4, true}},
+    // how many chunks a sequence is cut into (b1 x 2048: 16 or 64 blocks per kv head)
+    {"target16", {16, 64, 1024, 32, 3, true}},
+    {"target64", {64, 32, 1024, 32, 3, true}},
+    // a longer minimum chunk: fewer, longer blocks for short sequences
+    {"min128", {32, 128, 1024, 32, 3, true}},
+    // 64-token tiles (twice the bytes per cp.async round, half the synchronizations)
+    {"tile64-s2", {32, 64, 1024, 64, 2, true}},
+    {"tile64-s3", {32, 64, 1024, 64, 3, true}},
+    // the old split (a fixed 256 tokens, whatever the length) with the new stage 1
+    {"fixed256", {1, 256, 256, 32, 3, true}},
+};
+
+} // namespace kg::decode

@@ -1,0 +1,146 @@
+// CPU side of the split-KV decode attention (kernels/decode/attention_config.h): the chunk a
+// sequence is cut into follows its length only and covers it with non-empty chunks, the grid and
+// workspace bound covers every length up to max_context, and unsupported requests are refused
+// before the device is touched (so these run without a GPU).
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "kernels/decode/decode_kernels.h"
+
+using namespace kg::decode;
+
+namespace {
+
+// The largest chunk count over every length 1..max_context, counted one length at a time.
+int brute_max_chunks(const attention_config& c, int max_context) {
+  int most = 0;
+  for (int len = 1; len <= max_context; ++len)
+    most = std::max(most, attention_chunks(c, len));
+  return most;
+}
+
+template <typename T>
+T* fake(std::uintptr_t a = 0x10000) {
+  return reinterpret_cast<T*>(a);
+}
+
+} // namespace
+
+TEST(attention_config, default_splits_the_qwen3_contexts_as_documented) {
+  const attention_config c = default_attention_config();
+  ASSERT_TRUE(attention_config_supported(c));
+  // Batch 1 x 2048 tokens: 32 chunks of 64 (256 blocks over 8 kv heads, not 64).
+  EXPECT_EQ(attention_chunk_tokens(c, 2048), 64);
+  EXPECT_EQ(attention_chunks(c, 2048), 32);
+  // 8192 tokens: 32 chunks of 256, long enough to stream.
+  EXPECT_EQ(attention_chunk_tokens(c, 8192), 256);
+  EXPECT_EQ(attention_chunks(c, 8192), 32);
+  // One token past a chunk boundary: the chunk grows by a tile, the count stays at most 32.
+  EXPECT_EQ(attention_chunk_tokens(c, 2049), 96);
+  EXPECT_EQ(attention_chunks(c, 2049), 22);
+  // Short sequences: one minimum chunk; very long ones: clamped at max_chunk.
+  EXPECT_EQ(attention_chunk_tokens(c, 1), 64);
+  EXPECT_EQ(attention_chunks(c, 1), 1);
+  EXPECT_EQ(attention_chunks(c, 65), 2);
+  EXPECT_EQ(attention_chunk_tokens(c, 40960), 1024);
+  EXPECT_EQ(attention_chunks(c, 40960), 40);
+}
+
+TEST(attention_config, every_sweep_configuration_cuts_every_length_into_non_empty_chunks) {
+  ASSERT_STREQ(attention_sweep_configs[0].name, "default");
+  for (const auto& [name, c] : attention_sweep_configs) {
+    SCOPED_TRACE(name);
+    ASSERT_TRUE(attention_config_supported(c));
+    for (int len = 1; len <= 50000; ++len) {
+      const int chunk = attention_chunk_tokens(c, len), n = attention_chunks(c, len);
+      ASSERT_EQ(chunk % c.tile, 0) << "len " << len;
+      ASSERT_GE(chunk, c.min_chunk) << "len " << len;
+      ASSERT_LE(chunk, c.max_chunk) << "len " << len;
+      // n chunks cover the sequence and the last one holds at least one token.
+      ASSERT_GE(static_cast<long long>(n) * chunk, len) << "len " << len;
+      ASSERT_LT(static_cast<long long>(n - 1) * chunk, len) << "len " << len;
+      // The target is met unless the chunk is clamped at max_chunk.
+      if (chunk < c.max_chunk) {
+        ASSERT_LE(n, c.target_chunks) << "len " << len;
+      }
+    }
+  }
+}
+
+TEST(attention_config, max_chunks_bounds_every_length_up_to_max_context) {
+  for (const auto& [name, c] : attention_sweep_configs)
+    for (const int max_context :
+         {1,    31,   32,   63,   64,   65,   100,  255,   256,   257,  1000,
+          2047, 2048, 2049, 4096, 8191, 8192, 8193, 16384, 32768, 40960}) {
+      SCOPED_TRACE(std::string(name) + " max_context " + std::to_string(max_context));
+      const int bound = attention_max_chunks(c, max_context),
+                most = brute_max_chunks(c, max_context);
+      EXPECT_GE(bound, most);
+      // Not loose: blocks past a row's last chunk cost a launch slot each.
+      EXPECT_LE(bound, most + 1);
+    }
+  // The default at the Qwen3 contexts: exactly the chunk count of a full-length row.
+  const attention_config d = default_attention_config();
+  EXPECT_EQ(attention_max_chunks(d, 2048), 32);
+  EXPECT_EQ(attention_max_chunks(d, 8192), 32);
+  EXPECT_EQ(attention_max_chunks(d, 40960), 40);
+  EXPECT_EQ(attention_max_chunks(d, 100), 2);
+}
+
+TEST(attention_config, workspace_covers_the_bound_and_the_default_overload_uses_the_default) {
+  for (const auto& [name, c] : attention_sweep_configs) {
+    SCOPED_TRACE(name);
+    for (const int max_context : {1, 2048, 8192, 40960})
+      EXPECT_EQ(attention_workspace_bytes(c, 8, 32, 8, 128, max_context),
+                std::size_t{8} * 32 * attention_max_chunks(c, max_context) * 130 * sizeof(float));
+  }
+  EXPECT_EQ(attention_workspace_bytes(4, 32, 8, 128, 8192),
+            attention_workspace_bytes(default_attention_config(), 4, 32, 8, 128, 8192));
+  attention_config bad = default_attention_config();
+  bad.tile = 16;
+  EXPECT_EQ(attention_workspace_bytes(bad, 4, 32, 8, 128, 8192), 0u);
+}
+
+TEST(attention_config, unsupported_configurations_and_shapes_are_refused_without_a_device) {
+  const attention_config d = default_attention_config();
+  auto with = [&](auto change) {
+    attention_config c = d;
+    change(c);
+    return c;
+  };
+  const attention_config bad[] = {
+      with([](attention_config& c) { c.tile = 16; }),
+      with([](attention_config& c) { c.tile = 48; }),
+      with([](attention_config& c) { c.stages = 1; }),
+      with([](attention_config& c) { c.stages = 5; }),
+      with([](attention_config& c) { c.target_chunks = 0; }),
+      with([](attention_config& c) { c.min_chunk = 48; }),   // not a multiple of the tile
+      with([](attention_config& c) { c.min_chunk = 0; }),    // below a tile
+      with([](attention_config& c) { c.max_chunk = 32; }),   // below min_chunk
+      with([](attention_config& c) { c.max_chunk = 1000; }), // not a multiple of the tile
+  };
+  auto* q = fake<const __nv_bfloat16>();
+  auto* o = fake<__nv_bfloat16>();
+  auto* i = fake<const int>();
+  for (const auto& c : bad) {
+    EXPECT_FALSE(attention_config_supported(c));
+    EXPECT_EQ(launch_attention_with(c, q, 32 * 128, q, q, i, i, o, fake<void>(), 1, 32, 8, 128,
+                                    2048, nullptr),
+              cudaErrorInvalidValue);
+  }
+  // Shapes: head_dim 96, group 3, a misaligned q, a q row stride not a multiple of 8.
+  EXPECT_EQ(launch_attention(q, 32 * 96, q, q, i, i, o, fake<void>(), 1, 32, 8, 96, 2048, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(
+      launch_attention(q, 24 * 128, q, q, i, i, o, fake<void>(), 1, 24, 8, 128, 2048, nullptr),
+      cudaErrorInvalidValue);
+  EXPECT_EQ(launch_attention(fake<const __nv_bfloat16>(0x10008), 32 * 128, q, q, i, i, o,
+                             fake<void>(), 1, 32, 8, 128, 2048, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(
+      launch_attention(q, 32 * 128 + 4, q, q, i, i, o, fake<void>(), 1, 32, 8, 128, 2048, nullptr),
+      cudaErrorInvalidValue);
+}
