@@ -9,14 +9,18 @@
 // each run) for bitwise identity. One row per configuration is printed as it is measured; the
 // end prints the best configuration per (shape, batch) as rows of pick_gemv_config's table.
 //
+// Three configuration families are timed side by side (gemv_kind, gemv_bf16.h): simt (weights
+// through registers, float32 FMAs), bulk (cp.async.bulk ring in shared memory) and mma (tensor
+// cores, weights as the A operand).
+//
 // Pruning (off with --full): configurations that need several launches for the batch, those
-// whose lanes would get fewer 16-byte chunks per K slice than their unroll, and split-K factors
-// whose half already gives every SM ~64 warps, are skipped; warps_per_block 8 is swept first and
-// the three best of those are then re-timed with 4 and 16 warps per block. lm_head is timed with a
-// handful of configurations only.
+// whose lanes, blocks or warps would get less than one unrolled step per K slice, and split-K
+// factors whose half already gives every SM ~64 warps, are skipped; warps_per_block 8 is swept
+// first and the three best of those are then re-timed with 4 and 16 warps per block (where the
+// family has them). lm_head is timed with a handful of configurations only.
 //
 //   kg_bench_gemv_sweep [--quick] [--full] [--list] [--max-wall S]
-//     --quick   the down projection at batch 1 and 8 only
+//     --quick   the down projection at batch 1 and 8 only (every family)
 //     --list    print the configurations that would be timed, and their number (no GPU needed)
 //     --max-wall S   wall-clock cap per configuration's timing (default 0.15 s)
 // Exit: 0 all checks passed, 1 a configuration was wrong or failed, 2 bad usage, 3 no GPU.
@@ -28,6 +32,7 @@
 #include <cstring>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -56,31 +61,77 @@ struct sweep_options {
   double max_wall = 0.15;
 };
 
+// "simt rpw2 u2 w8 s4", "bulk rpw2 st4 w8 s2" (st: ring stages), "mma u4 w8 s2".
 std::string config_name(const gemv_config& c) {
   std::ostringstream o;
-  o << "rpw" << c.rows_per_warp << " u" << c.unroll << " w" << c.warps_per_block << " s"
-    << c.split_k;
+  o << gemv_kind_name(c.kind) << " ";
+  switch (c.kind) {
+  case gemv_kind::simt:
+    o << "rpw" << c.rows_per_warp << " u" << c.unroll;
+    break;
+  case gemv_kind::bulk:
+    o << "rpw" << c.rows_per_warp << " st" << c.unroll;
+    break;
+  case gemv_kind::mma:
+    o << "u" << c.unroll;
+    break;
+  }
+  o << " w" << c.warps_per_block << " s" << c.split_k;
+  return o.str();
+}
+
+// pick_gemv_config's table spelling: {rows_per_warp, warps_per_block, unroll, split_k[, kind]}.
+std::string table_config(const gemv_config& c) {
+  std::ostringstream o;
+  o << "{" << c.rows_per_warp << ", " << c.warps_per_block << ", " << c.unroll << ", " << c.split_k;
+  if (c.kind != gemv_kind::simt) o << ", gemv_kind::" << gemv_kind_name(c.kind);
+  o << "}";
   return o.str();
 }
 
 bool same(const gemv_config& a, const gemv_config& b) {
-  return a.rows_per_warp == b.rows_per_warp && a.unroll == b.unroll &&
+  return a.kind == b.kind && a.rows_per_warp == b.rows_per_warp && a.unroll == b.unroll &&
          a.warps_per_block == b.warps_per_block && a.split_k == b.split_k;
 }
 
-bool kernel_exists(const gemv_config& c) {
-  return c.rows_per_warp * c.unroll <= 16;
+// Batch rows one launch takes (launch_gemv_bf16's batch groups, gemv_bf16.h).
+int batch_group(const gemv_config& c) {
+  switch (c.kind) {
+  case gemv_kind::bulk:
+    return std::min(8, 32 / c.rows_per_warp);
+  case gemv_kind::mma:
+    return 32;
+  default:
+    return 32 / c.rows_per_warp;
+  }
 }
 
-// Worth timing: the whole batch in one launch (a batch above 32 / rows_per_warp streams the
-// weights once per group), each lane gets at least `unroll` chunks of its K slice (else the
-// unrolled loop never runs), and a split-K factor is only tried while half of it leaves the GPU
+// Rows of one block (the mma family's warps share one 16-row tile).
+int block_rows(const gemv_config& c) {
+  return c.kind == gemv_kind::mma ? c.rows_per_warp : c.rows_per_warp * c.warps_per_block;
+}
+
+// Worth timing: the whole batch in one launch (a batch above the kernel's group streams the
+// weights once per group), each lane (simt) gets at least `unroll` chunks of its K slice (else
+// the unrolled loop never runs), each bulk block at least two stages per slice and each mma warp
+// at least one super-step, and a split-K factor is only tried while half of it leaves the GPU
 // short of warps.
 bool worth_timing(const gemv_config& c, const shape_def& s, int batch, int sm_count) {
-  if (batch * c.rows_per_warp > 32) return false;
-  const double chunks_per_lane = s.k / 8.0 / c.split_k / 32.0;
-  if (chunks_per_lane < c.unroll && !(c.split_k == 1 && c.unroll == 2)) return false;
-  const long long warps = (s.n + c.rows_per_warp - 1) / c.rows_per_warp;
+  if (batch > batch_group(c)) return false;
+  const double slice_chunks = s.k / 8.0 / c.split_k;
+  switch (c.kind) {
+  case gemv_kind::simt:
+    if (slice_chunks / 32.0 < c.unroll && !(c.split_k == 1 && c.unroll == 2)) return false;
+    break;
+  case gemv_kind::bulk:
+    if (c.split_k > 1 && slice_chunks < 2 * 64) return false;
+    break;
+  case gemv_kind::mma:
+    if (c.split_k > 1 && slice_chunks < 8.0 * c.unroll * c.warps_per_block) return false;
+    break;
+  }
+  const long long tiles = (s.n + block_rows(c) - 1) / block_rows(c);
+  const long long warps = tiles * c.warps_per_block;
   return c.split_k == 1 || warps * (c.split_k / 2) < 64LL * sm_count;
 }
 
@@ -94,19 +145,29 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
   };
   add(pick_gemv_config(batch, s.n, s.k)); // the table's current choice, always timed
   if (s.few_configs) {
-    for (const gemv_config c : {gemv_config{1, 8, 4, 1}, gemv_config{1, 8, 8, 1},
-                                gemv_config{2, 8, 4, 1}, gemv_config{4, 8, 2, 1}})
-      add(c);
+    for (const gemv_config c :
+         {gemv_config{1, 8, 4, 1}, gemv_config{1, 8, 8, 1}, gemv_config{2, 8, 4, 1},
+          gemv_config{4, 8, 2, 1}, gemv_config{2, 8, 4, 1, gemv_kind::bulk},
+          gemv_config{16, 8, 2, 1, gemv_kind::mma}, gemv_config{16, 8, 4, 1, gemv_kind::mma}})
+      if (batch <= batch_group(c) && gemv_config_supported(c, batch, s.n, s.k)) add(c);
     return out;
   }
-  for (int rpw : {1, 2, 4})
-    for (int unroll : {2, 4, 8})
-      for (int split : {1, 2, 4, 8})
-        for (int wpb : {4, 8, 16}) {
-          if (!full && wpb != 8) continue;
-          const gemv_config c{rpw, wpb, unroll, split};
-          if (kernel_exists(c) && (full || worth_timing(c, s, batch, sm_count))) add(c);
+  auto consider = [&](const gemv_config& c) {
+    if (!gemv_config_supported(c, batch, s.n, s.k)) return;
+    // mma: every warps_per_block in the first pass (its warps split K, so the count matters
+    // more than elsewhere, and the family has only five (unroll, warps) pairs).
+    if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma) return;
+    if (full || worth_timing(c, s, batch, sm_count)) add(c);
+  };
+  for (int split : {1, 2, 4, 8})
+    for (int wpb : {4, 8, 16})
+      for (int unroll : {2, 4, 8}) {
+        for (int rpw : {1, 2, 4}) {
+          consider({rpw, wpb, unroll, split, gemv_kind::simt});
+          consider({rpw, wpb, unroll, split, gemv_kind::bulk});
         }
+        consider({16, wpb, unroll, split, gemv_kind::mma});
+      }
   return out;
 }
 
@@ -210,7 +271,7 @@ std::string check_config(shape_data& d, const shape_def& s, int batch, const gem
 
 void print_header() {
   std::cout << std::left << std::setw(9) << "shape" << std::right << std::setw(6) << "batch"
-            << "  " << std::left << std::setw(18) << "config" << std::right << std::setw(10)
+            << "  " << std::left << std::setw(22) << "config" << std::right << std::setw(10)
             << "median us" << std::setw(20) << "95% interval" << std::setw(9) << "GB/s"
             << std::setw(9) << "of copy"
             << "  check\n";
@@ -219,7 +280,7 @@ void print_header() {
 void print_row(const shape_def& s, int batch, const measured& m, const std::string& check,
                double copy) {
   std::cout << std::left << std::setw(9) << s.name << std::right << std::setw(6) << batch << "  "
-            << std::left << std::setw(18) << config_name(m.c) << std::right;
+            << std::left << std::setw(22) << config_name(m.c) << std::right;
   if (!m.ok) {
     std::cout << "  FAIL: " << check << "\n";
     return;
@@ -303,6 +364,8 @@ int main(int argc, char** argv) {
   workspace ws;
   int failures = 0;
   std::vector<std::pair<std::pair<const shape_def*, int>, measured>> best;
+  // The highest bandwidth per (shape, batch) and family, GB/s: how the families compare.
+  std::map<std::pair<std::pair<const shape_def*, int>, int>, double> family_best;
   for (const auto& s : shapes) {
     shape_data d(s, max_batch);
     for (int batch : batches) {
@@ -349,6 +412,7 @@ int main(int argc, char** argv) {
           for (int wpb : {4, 16}) {
             gemv_config c = m.c;
             c.warps_per_block = wpb;
+            if (!gemv_config_supported(c, batch, s.n, s.k)) continue; // bulk: no 16
             bool seen = false;
             for (const auto& e : done)
               seen = seen || same(e.c, c);
@@ -359,18 +423,33 @@ int main(int argc, char** argv) {
       for (const auto& m : done)
         if (m.ok && (!b || m.median_us < b->median_us)) b = &m;
       if (b) best.push_back({{&s, batch}, *b});
+      for (const auto& m : done)
+        if (m.ok) {
+          double& f = family_best[{{&s, batch}, static_cast<int>(m.c.kind)}];
+          f = std::max(f, m.gbps);
+        }
     }
   }
 
   std::cout << "\nbest configuration per (shape, batch), as rows of pick_gemv_config's table\n"
-               "({n, k, max_batch, {rows_per_warp, warps_per_block, unroll, split_k}}):\n";
+               "({n, k, max_batch, {rows_per_warp, warps_per_block, unroll, split_k[, kind]}};\n"
+               "the comment: its time, its fraction of the copy bandwidth, and the best of each\n"
+               "family as a fraction of copy):\n";
   for (const auto& [key, m] : best) {
     const auto& [s, batch] = key;
-    std::cout << "    {" << s->n << ", " << s->k << ", " << batch << ", {" << m.c.rows_per_warp
-              << ", " << m.c.warps_per_block << ", " << m.c.unroll << ", " << m.c.split_k
-              << "}}, // " << s->name << " b" << batch << ": " << std::fixed << std::setprecision(2)
+    std::ostringstream families;
+    for (const gemv_kind k : {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma}) {
+      const auto it = family_best.find({{s, batch}, static_cast<int>(k)});
+      families << " " << gemv_kind_name(k) << " ";
+      if (it == family_best.end())
+        families << "-";
+      else
+        families << std::fixed << std::setprecision(1) << 100.0 * it->second / copy << "%";
+    }
+    std::cout << "    {" << s->n << ", " << s->k << ", " << batch << ", " << table_config(m.c)
+              << "}, // " << s->name << " b" << batch << ": " << std::fixed << std::setprecision(2)
               << m.median_us << " us, " << std::setprecision(1) << 100.0 * m.gbps / copy
-              << "% of copy\n";
+              << "% of copy;" << families.str() << "\n";
   }
   std::cout << "\ntargets: down b1 >= 85% of copy, down b8 >= 80%\n";
   if (failures) {

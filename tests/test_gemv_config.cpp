@@ -33,12 +33,25 @@ TEST(gemv_config, picks_supported_configurations_for_every_qwen3_shape_and_batch
     for (int batch = 1; batch <= 32; ++batch) {
       const int n = static_cast<int>(g.n), k = static_cast<int>(g.k);
       const gemv_config c = pick_gemv_config(batch, n, k);
-      SCOPED_TRACE(g.name + " batch " + std::to_string(batch));
-      EXPECT_TRUE(in(c.rows_per_warp, {1, 2, 4}));
-      EXPECT_TRUE(in(c.unroll, {2, 4, 8}));
-      EXPECT_TRUE(in(c.warps_per_block, {4, 8, 16}));
+      SCOPED_TRACE(g.name + " batch " + std::to_string(batch) + " " + gemv_kind_name(c.kind));
       EXPECT_TRUE(in(c.split_k, {1, 2, 4, 8}));
-      EXPECT_LE(c.rows_per_warp * c.unroll, 16);
+      switch (c.kind) {
+      case gemv_kind::simt:
+        EXPECT_TRUE(in(c.rows_per_warp, {1, 2, 4}));
+        EXPECT_TRUE(in(c.unroll, {2, 4, 8}));
+        EXPECT_TRUE(in(c.warps_per_block, {4, 8, 16}));
+        EXPECT_LE(c.rows_per_warp * c.unroll, 16);
+        break;
+      case gemv_kind::bulk:
+        EXPECT_TRUE(in(c.rows_per_warp, {1, 2, 4}));
+        EXPECT_TRUE(in(c.unroll, {2, 4, 8}));
+        EXPECT_TRUE(in(c.warps_per_block, {4, 8}));
+        break;
+      case gemv_kind::mma:
+        EXPECT_EQ(c.rows_per_warp, 16);
+        EXPECT_TRUE(in(c.unroll, {2, 4}));
+        break;
+      }
       EXPECT_TRUE(gemv_config_supported(c, batch, n, k));
     }
 }
@@ -103,7 +116,42 @@ TEST(gemv_config, unsupported_requests_return_invalid_value_without_touching_the
             cudaErrorInvalidValue); // x not 16-byte aligned
   EXPECT_EQ(launch_gemv_bf16(x, w, y, 4, 64, 256, {1, 8, 2, 2}, nullptr, nullptr),
             cudaErrorInvalidValue); // split K without a workspace
+  // The bulk family: no 16 warps per block, stages 2, 4, 8, a ring of at most 96 KB.
+  constexpr auto bulk = gemv_kind::bulk, mma = gemv_kind::mma;
+  EXPECT_EQ(launch({1, 16, 4, 1, bulk}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({1, 8, 3, 1, bulk}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({1, 8, 16, 1, bulk}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({3, 8, 4, 1, bulk}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({2, 8, 8, 1, bulk}), cudaErrorInvalidValue); // 16 rows x 8 KB: 128 KB ring
+  EXPECT_EQ(launch({4, 8, 4, 1, bulk}), cudaErrorInvalidValue); // 32 rows x 4 KB: 128 KB ring
+  EXPECT_EQ(launch({1, 8, 4, 3, bulk}), cudaErrorInvalidValue);
+  EXPECT_TRUE(gemv_config_supported({2, 8, 4, 8, bulk}, 4, 64, 256)); // 64 KB ring
+  EXPECT_TRUE(gemv_config_supported({4, 8, 2, 1, bulk}, 32, 64, 256));
+  // The mma family: 16 rows per warp tile, unroll 2 or 4, unroll x warps <= 32.
+  EXPECT_EQ(launch({8, 8, 2, 1, mma}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({16, 8, 8, 1, mma}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({16, 16, 4, 1, mma}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({16, 32, 1, 1, mma}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({16, 8, 2, 16, mma}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gemv_bf16(x, w, y, 4, 64, 256, {16, 8, 2, 2, mma}, nullptr, nullptr),
+            cudaErrorInvalidValue); // split K without a workspace
+  EXPECT_TRUE(gemv_config_supported({16, 16, 2, 8, mma}, 32, 64, 256));
+  EXPECT_TRUE(gemv_config_supported({16, 8, 4, 1, mma}, 1, 64, 256));
+  // An unknown kind.
+  EXPECT_EQ(launch({1, 8, 2, 1, static_cast<gemv_kind>(7)}), cudaErrorInvalidValue);
   // More than 65536 row tiles cannot split K (the counters have a fixed place and size).
   EXPECT_FALSE(gemv_config_supported({1, 4, 2, 2}, 1, 4 * 65536 + 1, 256));
   EXPECT_TRUE(gemv_config_supported({1, 4, 2, 1}, 1, 4 * 65536 + 1, 256));
+  EXPECT_FALSE(gemv_config_supported({16, 8, 2, 2, mma}, 1, 16 * 65536 + 1, 256));
+  EXPECT_TRUE(gemv_config_supported({16, 8, 2, 2, mma}, 1, 16 * 65536, 256));
+}
+
+// The workspace layout is the same for every family: one zero-filled workspace serves them all.
+TEST(gemv_config, new_families_need_the_same_workspace_as_simt) {
+  for (int split : {1, 2, 4, 8})
+    for (int batch : {1, 3, 8, 32}) {
+      const std::size_t simt = gemv_workspace_bytes({1, 8, 2, split}, batch, 2560, 9728);
+      EXPECT_EQ(gemv_workspace_bytes({2, 8, 4, split, gemv_kind::bulk}, batch, 2560, 9728), simt);
+      EXPECT_EQ(gemv_workspace_bytes({16, 8, 4, split, gemv_kind::mma}, batch, 2560, 9728), simt);
+    }
 }

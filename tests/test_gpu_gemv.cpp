@@ -1,7 +1,7 @@
 // The decode GEMV (kernels/decode/gemv_bf16.h) on the GPU (label gpu; each test skips with a
-// visible message where no CUDA device exists): every supported configuration against an fp64
-// host oracle on odd shapes (row tails, K slices of odd length, partial batch groups), and
-// bitwise identical output across runs, split K included.
+// visible message where no CUDA device exists): every supported configuration of every family
+// (simt, bulk, mma) against an fp64 host oracle on odd shapes (row tails, K slices of odd length,
+// partial batch groups), and bitwise identical output across runs, split K included.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -78,40 +78,51 @@ struct problem {
 };
 
 std::string name(const gemv_config& c) {
-  return "rows_per_warp " + std::to_string(c.rows_per_warp) + ", unroll " +
-         std::to_string(c.unroll) + ", warps_per_block " + std::to_string(c.warps_per_block) +
-         ", split_k " + std::to_string(c.split_k);
+  return std::string(gemv_kind_name(c.kind)) + ", rows_per_warp " +
+         std::to_string(c.rows_per_warp) + ", unroll " + std::to_string(c.unroll) +
+         ", warps_per_block " + std::to_string(c.warps_per_block) + ", split_k " +
+         std::to_string(c.split_k);
 }
 
-// Every supported configuration of `p`, through one workspace zero-filled once (the interface
-// promises it serves every configuration in turn).
-void check_all_configs(problem& p) {
+// `c` on `p` against the oracle, then once more for bitwise identity.
+void check_config(problem& p, const gemv_config& c, void* ws) {
+  SCOPED_TRACE(name(c) + ", batch " + std::to_string(p.batch) + ", n " + std::to_string(p.n) +
+               ", k " + std::to_string(p.k));
+  const auto y = p.run(c, ws);
+  int wrong = 0;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    // One rounding to bf16 (2^-9 relative) plus float32 accumulation slack.
+    const double want = p.oracle[i], got = from_bf16_bits(y[i]);
+    if (!(std::fabs(got - want) <= std::ldexp(std::fabs(want), -8) + 1e-3) && wrong++ < 3)
+      ADD_FAILURE() << "y[" << i / p.n << ", " << i % p.n << "] = " << got << ", fp64 oracle "
+                    << want;
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(p.run(c, ws), y) << "two runs differ bitwise";
+}
+
+// Every supported configuration of `kind` on `p`, through one workspace zero-filled once (the
+// interface promises it serves every configuration and family in turn). Returns how many.
+int check_family(problem& p, gemv_kind kind) {
   device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
   KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
   int checked = 0;
   for (int split : {1, 2, 4, 8})
-    for (int rpw : {1, 2, 4})
+    for (int rpw : {1, 2, 4, 16})
       for (int unroll : {2, 4, 8})
         for (int wpb : {4, 8, 16}) {
-          const gemv_config c{rpw, wpb, unroll, split};
+          const gemv_config c{rpw, wpb, unroll, split, kind};
           if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
-          ASSERT_LE(gemv_workspace_bytes(c, p.batch, p.n, p.k), ws.size());
-          SCOPED_TRACE(name(c) + ", batch " + std::to_string(p.batch) + ", n " +
-                       std::to_string(p.n) + ", k " + std::to_string(p.k));
-          const auto y = p.run(c, ws.get());
-          int wrong = 0;
-          for (std::size_t i = 0; i < y.size(); ++i) {
-            // One rounding to bf16 (2^-9 relative) plus float32 accumulation slack.
-            const double want = p.oracle[i], got = from_bf16_bits(y[i]);
-            if (!(std::fabs(got - want) <= std::ldexp(std::fabs(want), -8) + 1e-3) && wrong++ < 3)
-              ADD_FAILURE() << "y[" << i / p.n << ", " << i % p.n << "] = " << got
-                            << ", fp64 oracle " << want;
-          }
-          EXPECT_EQ(wrong, 0);
-          EXPECT_EQ(p.run(c, ws.get()), y) << "two runs differ bitwise";
+          EXPECT_LE(gemv_workspace_bytes(c, p.batch, p.n, p.k), ws.size());
+          check_config(p, c, ws.get());
           ++checked;
         }
-  EXPECT_EQ(checked, 96); // 4 split_k x 8 (rows_per_warp, unroll) x 3 warps_per_block
+  return checked;
+}
+
+void check_all_configs(problem& p) {
+  // 4 split_k x 8 (rows_per_warp, unroll) x 3 warps_per_block
+  EXPECT_EQ(check_family(p, gemv_kind::simt), 96);
 }
 
 } // namespace
@@ -145,5 +156,47 @@ TEST(gpu_gemv, split_k_is_bitwise_repeatable_under_many_racing_blocks) {
     const auto first = p.run(c, ws.get());
     for (int i = 0; i < 20; ++i)
       ASSERT_EQ(p.run(c, ws.get()), first) << name(c) << ": run " << i + 2 << " differs";
+  }
+}
+
+// The bulk (cp.async.bulk ring) and mma (tensor core) families, every supported configuration,
+// on odd n (a partial last row tile: the bulk family copies only the valid rows, the mma family
+// reads row 0 in their place), K not a multiple of a stage or a super-step (a short last stage,
+// a partial super-step, empty K slices for the larger splits), and batches 1, 3, 8 (partial
+// batch tiles) and 32 (four bulk launches; one mma launch with four 8-column tiles).
+TEST(gpu_gemv, bulk_and_mma_families_match_the_oracle_and_repeat_bitwise) {
+  KG_REQUIRE_GPU();
+  for (int batch : {1, 3, 8, 32}) {
+    problem p(batch, 37, 8 * 53);
+    // 4 split_k x (3 rows_per_warp x 3 stages x 2 warps_per_block - 4 rings above 96 KB: 16
+    // rows x 8 stages twice, 32 rows x 4 and 8 stages)
+    EXPECT_EQ(check_family(p, gemv_kind::bulk), 4 * 14);
+    // 4 split_k x (unroll 2: 3 warps_per_block, unroll 4: 2)
+    EXPECT_EQ(check_family(p, gemv_kind::mma), 4 * 5);
+  }
+  // Many row tiles and stages: 8 * 1333 elements = 10.4 stages of 1 KB per row, odd n.
+  for (int batch : {1, 8}) {
+    problem p(batch, 517, 8 * 1333);
+    check_family(p, gemv_kind::bulk);
+    check_family(p, gemv_kind::mma);
+  }
+}
+
+// The new families' split-K finish under thousands of racing blocks, repeated: one bit pattern.
+// The grid never depends on the SM count, so this is also what a green-context partition gets.
+TEST(gpu_gemv, bulk_and_mma_split_k_are_bitwise_repeatable_under_many_racing_blocks) {
+  KG_REQUIRE_GPU();
+  for (int batch : {1, 8}) {
+    problem p(batch, 4099, 8 * 1216);
+    for (const gemv_config c :
+         {gemv_config{2, 8, 4, 8, gemv_kind::bulk}, gemv_config{1, 4, 8, 4, gemv_kind::bulk},
+          gemv_config{16, 8, 4, 8, gemv_kind::mma}, gemv_config{16, 4, 2, 2, gemv_kind::mma}}) {
+      device_buffer ws(gemv_workspace_bytes(c, p.batch, p.n, p.k));
+      KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+      check_config(p, c, ws.get());
+      const auto first = p.run(c, ws.get());
+      for (int i = 0; i < 10; ++i)
+        ASSERT_EQ(p.run(c, ws.get()), first) << name(c) << ": run " << i + 2 << " differs";
+    }
   }
 }

@@ -3,6 +3,7 @@
 #include "kernels/decode/gemv_bf16.h"
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "kernels/decode/gemv_bf16_launch.h"
 
@@ -18,23 +19,53 @@ using gemv_detail::gemv_args;
 constexpr int max_split_tiles = 65536; // split_k > 1 needs n <= this x rows per block
 constexpr std::size_t counter_bytes = max_split_tiles * sizeof(unsigned);
 
+bool in(int v, std::initializer_list<int> set) {
+  for (int e : set)
+    if (v == e) return true;
+  return false;
+}
+
 bool supported(const gemv_config& c) {
-  const bool rpw = c.rows_per_warp == 1 || c.rows_per_warp == 2 || c.rows_per_warp == 4;
-  const bool unroll = c.unroll == 2 || c.unroll == 4 || c.unroll == 8;
-  const bool wpb = c.warps_per_block == 4 || c.warps_per_block == 8 || c.warps_per_block == 16;
-  const bool split = c.split_k == 1 || c.split_k == 2 || c.split_k == 4 || c.split_k == 8;
-  // More than 16 weight loads in flight per lane buys nothing and spills registers.
-  return rpw && unroll && wpb && split && c.rows_per_warp * c.unroll <= 16;
+  if (!in(c.split_k, {1, 2, 4, 8})) return false;
+  switch (c.kind) {
+  case gemv_kind::simt:
+    // More than 16 weight loads in flight per lane buys nothing and spills registers.
+    return in(c.rows_per_warp, {1, 2, 4}) && in(c.unroll, {2, 4, 8}) &&
+           in(c.warps_per_block, {4, 8, 16}) && c.rows_per_warp * c.unroll <= 16;
+  case gemv_kind::bulk:
+    return in(c.rows_per_warp, {1, 2, 4}) && in(c.unroll, {2, 4, 8}) &&
+           in(c.warps_per_block, {4, 8}) &&
+           gemv_detail::bulk_ring_bytes(c.rows_per_warp * c.warps_per_block, c.unroll) <=
+               gemv_detail::bulk_max_ring_bytes;
+  case gemv_kind::mma:
+    // unroll x warps_per_block <= 32: the pipelined weights then fit the registers (no spills).
+    return c.rows_per_warp == 16 && in(c.unroll, {2, 4}) && in(c.warps_per_block, {4, 8, 16}) &&
+           c.unroll * c.warps_per_block <= 32;
+  }
+  return false;
+}
+
+// Rows of one block: the mma family's warps share one 16-row tile.
+long long tile_rows(const gemv_config& c) {
+  return c.kind == gemv_kind::mma ? c.rows_per_warp : c.rows_per_warp * c.warps_per_block;
 }
 
 long long row_tiles(const gemv_config& c, int n) {
-  const long long tile_rows = c.rows_per_warp * c.warps_per_block;
-  return (n + tile_rows - 1) / tile_rows;
+  return (n + tile_rows(c) - 1) / tile_rows(c);
 }
 
-// The largest batch group a kernel exists for: rows_per_warp * group <= 32 accumulators.
-int max_group(int rows_per_warp) {
-  return 32 / rows_per_warp;
+// The largest batch group a kernel exists for: simt, rows_per_warp * group <= 32 accumulators
+// per lane; bulk, at most 8 of those (larger batches are the mma family's); mma, four 8-column
+// batch tiles.
+int max_group(const gemv_config& c) {
+  switch (c.kind) {
+  case gemv_kind::bulk:
+    return 32 / c.rows_per_warp < 8 ? 32 / c.rows_per_warp : 8;
+  case gemv_kind::mma:
+    return 32;
+  default:
+    return 32 / c.rows_per_warp;
+  }
 }
 
 int next_pow2(int v) {
@@ -46,6 +77,15 @@ int next_pow2(int v) {
 
 cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int blocks,
                          cudaStream_t s) {
+  if (c.kind == gemv_kind::bulk)
+    return gemv_detail::launch_gemv_bulk(a, bg, c.rows_per_warp, c.unroll, c.warps_per_block,
+                                         blocks, s);
+  if (c.kind == gemv_kind::mma) // 8-column batch tiles: 1, 2 or 4
+    return gemv_detail::launch_gemv_mma(a,
+                                        bg <= 8    ? 1
+                                        : bg <= 16 ? 2
+                                                   : 4,
+                                        c.unroll, c.warps_per_block, blocks, s);
   switch (c.rows_per_warp) {
   case 1:
     return gemv_detail::launch_gemv_rows<1>(a, bg, c.unroll, c.warps_per_block, blocks, s);
@@ -115,6 +155,18 @@ constexpr table_row config_table[] = {
 
 } // namespace
 
+const char* gemv_kind_name(gemv_kind k) {
+  switch (k) {
+  case gemv_kind::simt:
+    return "simt";
+  case gemv_kind::bulk:
+    return "bulk";
+  case gemv_kind::mma:
+    return "mma";
+  }
+  return "?";
+}
+
 gemv_config pick_gemv_config(int batch, int n, int k) {
   for (const auto& r : config_table)
     if (r.n == n && r.k == k && batch <= r.max_batch) return r.c;
@@ -150,7 +202,8 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
   a.n = n;
   a.k8 = k / 8;
   a.split = c.split_k;
-  // Slices of an even number of chunks, so a slice starts on a 32-byte sector.
+  // Slices of an even number of chunks, so a slice starts on a 32-byte sector (the mma family's
+  // lanes load chunk pairs from a slice's start).
   const int per_slice = (a.k8 + c.split_k - 1) / c.split_k;
   a.slice_len = (per_slice + 1) / 2 * 2;
   if (c.split_k > 1) {
@@ -158,7 +211,7 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
     a.slice_stride = static_cast<long long>(batch) * n;
   }
   const int blocks = static_cast<int>(tiles * c.split_k);
-  const int group = max_group(c.rows_per_warp);
+  const int group = max_group(c);
   // Batch groups in order; the last one takes the smallest kernel group that holds it (masked).
   for (int b0 = 0; b0 < batch; b0 += group) {
     const int nb = batch - b0 < group ? batch - b0 : group;

@@ -13,12 +13,34 @@
 
 namespace kg {
 
+// How a launch streams the weights and does the arithmetic (each family is its own kernel).
+//   simt: each lane loads its weight chunks into registers (ld.global.nc, `unroll` per row in
+//         flight) and does float32 FMAs; a warp owns rows_per_warp rows.
+//   bulk: Hopper bulk async copies (cp.async.bulk global -> shared, completion on an mbarrier)
+//         fill a ring of `unroll` stages per block, each stage 1 KB of every row of the block's
+//         tile (rows_per_warp x warps_per_block rows); one warp issues the copies, so a block
+//         keeps up to `unroll` x tile KB in flight with few registers, and every warp computes
+//         its rows from shared memory as simt does. Ring bytes: unroll x tile rows x 1 KB.
+//   mma:  tensor cores (mma.sync m16n8k16, bf16 in, float32 accumulate) with the weights as the
+//         A operand (16 rows per block) and the batch as N (8 columns per mma, up to 32 per
+//         launch): each weight byte is read once, into registers, software-pipelined: the next
+//         `unroll` 64-element steps of two rows per lane load while the current ones' mma's run.
+//         The block's warps_per_block warps split the block's K slice between them (interleaved
+//         steps) and their tiles are summed in warp order through shared memory; rows_per_warp must
+//         be 16 (the m16 tile).
+enum class gemv_kind : int { simt = 0, bulk = 1, mma = 2 };
+
 struct gemv_config {
   int rows_per_warp = 1;   // output rows one warp computes (its x loads serve all of them)
   int warps_per_block = 8; // 32 x this threads per block
-  int unroll = 2;          // 16-byte weight loads in flight per lane and row
+  int unroll = 2;          // simt: 16-byte weight loads in flight per lane and row; bulk: ring
+                           // stages; mma: 64-element steps loaded ahead per lane
   int split_k = 1;         // K cut into this many slices; > 1 needs a workspace
+  gemv_kind kind = gemv_kind::simt;
 };
+
+// "simt", "bulk" or "mma".
+const char* gemv_kind_name(gemv_kind k);
 
 // The configuration the decode engine uses for this shape: one launch_gemv_bf16 accepts for
 // every shape it accepts at all (k % 8 == 0).
@@ -35,10 +57,16 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 
 // Queues y = x w^T on `s`. x: [batch, k], w: [n, k], y: [batch, n], all dense row-major; k must
 // be a multiple of 8 (16-byte rows), x and w 16-byte aligned, any n and batch >= 1 (batches
-// above 32 / rows_per_warp take several launches). Supported: rows_per_warp 1, 2, 4; unroll 2, 4,
-// 8 with rows_per_warp x unroll <= 16; warps_per_block 4, 8, 16; split_k 1, 2, 4, 8 (split_k > 1:
-// at most 65536 row tiles of rows_per_warp x warps_per_block rows). Returns
-// cudaErrorInvalidValue for anything else (before touching the device), else the launch's error.
+// above a kernel's batch group take several launches, each streaming the weights again).
+// Supported, split_k 1, 2, 4, 8 for every kind (split_k > 1: at most 65536 row tiles):
+//   simt: rows_per_warp 1, 2, 4; unroll 2, 4, 8 with rows_per_warp x unroll <= 16;
+//         warps_per_block 4, 8, 16; batch group 32 / rows_per_warp.
+//   bulk: rows_per_warp 1, 2, 4; warps_per_block 4, 8; unroll (stages) 2, 4, 8 with a ring of at
+//         most 96 KB; batch group min(8, 32 / rows_per_warp).
+//   mma:  rows_per_warp 16; unroll 2, 4; warps_per_block 4, 8, 16 with unroll x
+//         warps_per_block <= 32 (registers); batch group 32.
+// Returns cudaErrorInvalidValue for anything else (before touching the device), else the
+// launch's error.
 cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                              int batch, int n, int k, const gemv_config& c, void* workspace,
                              cudaStream_t s);

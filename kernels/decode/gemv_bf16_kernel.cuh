@@ -1,5 +1,5 @@
-// The GEMV kernel behind launch_gemv_bf16 (kernels/decode/gemv_bf16.h), included by the three
-// gemv_bf16_rpw*.cu files only.
+// The simt GEMV kernel behind launch_gemv_bf16 (kernels/decode/gemv_bf16.h), included by the
+// three gemv_bf16_rpw*.cu files, and the pieces the bulk family shares with it (gemv_bf16_bulk.cu).
 //
 // A block of WPB warps owns a tile of WPB * RPW consecutive rows and one of the `split` K slices
 // (block index = tile * split + slice, so a tile's slices are dispatched together and its last
@@ -71,6 +71,52 @@ __device__ __forceinline__ void fma_chunk(const uint4 (&wv)[RPW], const uint4* _
   }
 }
 
+// Split K, after every thread of the block has stored its partials: the tile's last block to
+// finish sums the slices in slice order (whichever block that is, the sum is the same). The fence
+// makes this block's partials visible device-wide before its arrival is counted. Every thread of
+// the block must call it.
+__device__ __forceinline__ void finish_split_k(const gemv_args& a, int tile, int tile_rows) {
+  __shared__ bool is_last;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0)
+    is_last = atomicAdd(a.counters + tile, 1u) == static_cast<unsigned>(a.split - 1);
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence(); // order the counter observation before the partial reads below
+  for (int t = static_cast<int>(threadIdx.x); t < tile_rows * a.nb;
+       t += static_cast<int>(blockDim.x)) {
+    const int b = t / tile_rows, row = tile * tile_rows + t % tile_rows;
+    if (row >= a.n) continue;
+    const float* p = a.partial + static_cast<long long>(b) * a.n + row;
+    float sum = 0.0f;
+    for (int s = 0; s < a.split; ++s)
+      sum += __ldcg(p + s * a.slice_stride); // L2: other SMs wrote these, L1 may be stale
+    a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
+  }
+  if (threadIdx.x == 0) a.counters[tile] = 0; // ready for the next launch on this workspace
+}
+
+// A warp's rows row0 .. row0 + RPW: reduce each accumulator over the lanes (fixed xor butterfly,
+// every lane gets the sum) and spread the stores over the lanes; y directly without split K,
+// else this slice's partials.
+template <int BG, int RPW>
+__device__ __forceinline__ void store_warp_rows(const gemv_args& a, const float (&acc)[RPW][BG],
+                                                int row0, int lane, int slice) {
+#pragma unroll
+  for (int r = 0; r < RPW; ++r)
+#pragma unroll
+    for (int b = 0; b < BG; ++b) {
+      const float v = warp_sum(acc[r][b]);
+      const int row = row0 + r;
+      if (lane != (r * BG + b) % 32 || b >= a.nb || row >= a.n) continue;
+      if (a.split == 1)
+        a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(v);
+      else
+        a.partial[slice * a.slice_stride + static_cast<long long>(b) * a.n + row] = v;
+    }
+}
+
 template <int BG, int RPW, int UNROLL, int WPB>
 __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -116,42 +162,8 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) 
     }
   }
 
-  // Reduce over lanes (every lane gets the sum) and spread the stores over the lanes.
-#pragma unroll
-  for (int r = 0; r < RPW; ++r)
-#pragma unroll
-    for (int b = 0; b < BG; ++b) {
-      const float v = warp_sum(acc[r][b]);
-      const int row = row0 + r;
-      if (lane != (r * BG + b) % 32 || b >= a.nb || row >= a.n) continue;
-      if (a.split == 1)
-        a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(v);
-      else
-        a.partial[slice * a.slice_stride + static_cast<long long>(b) * a.n + row] = v;
-    }
-  if (a.split == 1) return;
-
-  // Split K: the tile's last block to finish sums the slices in slice order. The fence makes
-  // this block's partials visible device-wide before its arrival is counted.
-  __shared__ bool is_last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0)
-    is_last = atomicAdd(a.counters + tile, 1u) == static_cast<unsigned>(a.split - 1);
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence(); // order the counter observation before the partial reads below
-  constexpr int tile_rows = WPB * RPW;
-  for (int t = static_cast<int>(threadIdx.x); t < tile_rows * a.nb; t += WPB * 32) {
-    const int b = t / tile_rows, row = tile * tile_rows + t % tile_rows;
-    if (row >= a.n) continue;
-    const float* p = a.partial + static_cast<long long>(b) * a.n + row;
-    float sum = 0.0f;
-    for (int s = 0; s < a.split; ++s)
-      sum += __ldcg(p + s * a.slice_stride); // L2: other SMs wrote these, L1 may be stale
-    a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
-  }
-  if (threadIdx.x == 0) a.counters[tile] = 0; // ready for the next launch on this workspace
+  store_warp_rows<BG, RPW>(a, acc, row0, lane, slice);
+  if (a.split > 1) finish_split_k(a, tile, WPB * RPW);
 }
 
 template <int BG, int RPW, int UNROLL, int WPB>

@@ -1,6 +1,6 @@
 // Internal to kernels/decode/gemv_bf16*.cu: the arguments of one GEMV launch (one batch group)
-// and the per-rows_per_warp launchers, each compiled in its own TU so the ~120 kernel
-// instantiations build in parallel.
+// and the launchers: the simt family's per rows_per_warp, the bulk and the mma family's, each
+// compiled in its own TU so the ~200 kernel instantiations build in parallel.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -32,5 +32,23 @@ cudaError_t launch_gemv_rows(const gemv_args& a, int bg, int unroll, int warps_p
 extern template cudaError_t launch_gemv_rows<1>(const gemv_args&, int, int, int, int, cudaStream_t);
 extern template cudaError_t launch_gemv_rows<2>(const gemv_args&, int, int, int, int, cudaStream_t);
 extern template cudaError_t launch_gemv_rows<4>(const gemv_args&, int, int, int, int, cudaStream_t);
+
+// The bulk-copy family (gemv_bf16_bulk.cu): bg as above with bg <= 8; stages: the ring's depth.
+// Sets the kernel's dynamic shared memory limit on the current device the first time it needs
+// more than the default 48 KB.
+cudaError_t launch_gemv_bulk(const gemv_args& a, int bg, int rows_per_warp, int stages,
+                             int warps_per_block, int blocks, cudaStream_t s);
+
+// Bytes of the bulk family's stage ring (dynamic shared memory) for a tile of `tile_rows` rows.
+constexpr int bulk_stage_chunks = 64; // 16-byte chunks of one row per stage: 1 KB
+constexpr int bulk_ring_bytes(int tile_rows, int stages) {
+  return stages * tile_rows * bulk_stage_chunks * 16;
+}
+constexpr int bulk_max_ring_bytes = 96 * 1024; // two blocks per SM still fit (228 KB)
+
+// The tensor-core family (gemv_bf16_mma.cu): nt: 8-column batch tiles the kernel is compiled for
+// (1, 2 or 4, >= ceil(nb / 8)).
+cudaError_t launch_gemv_mma(const gemv_args& a, int nt, int unroll, int warps_per_block, int blocks,
+                            cudaStream_t s);
 
 } // namespace kg::gemv_detail
