@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <mutex>
+#include <stdexcept>
 
 #include <cuda.h>
 #include <cupti.h>
@@ -253,7 +254,7 @@ counter_profiler::counter_profiler(std::size_t max_kernels)
       throw timing_error(unavailable + "a calibration kernel read " + std::to_string(ns.size()) +
                          " ranges" + (ns.empty() ? "" : ", " + std::to_string(ns[0]) + " ns") +
                          "; expected one range of positive duration");
-  } catch (const timing_error& e) {
+  } catch (const std::exception& e) { // timing_error, or cuda_error from the calibration
     // The destructor does not run for a constructor that throws: release what was set up. A
     // failure inside begin()/collect() reads "counters: ..."; here it is the backend that is
     // unavailable.
