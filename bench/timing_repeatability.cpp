@@ -1,8 +1,9 @@
 // Repeatability of timing methods, measured side by side (issue: timing and statistics).
-// For each op of targets.md section 5, four methods each report a median in 8 fresh processes,
-// interleaved round by round: kernelgate's harness (CUDA-event backend, and CUPTI backend; both
-// rotate over 4 input sets with buffers of their own, as kernelgate's honest timing does), a
-// C++ re-implementation of KernelBench's
+// For each op of targets.md section 5, five methods each report a median in 8 fresh processes,
+// interleaved round by round: kernelgate's harness (CUDA-event backend, CUPTI backend, and the
+// hardware-counter backend that reads ncu's gpu__time_duration; each rotates over 4 input sets
+// with buffers of their own, as kernelgate's honest timing does), a C++ re-implementation of
+// KernelBench's
 // loop (3 warm-ups, 100 event-timed trials, mean, no flush) and of triton's do_bench (25 ms of
 // warm-up, 100 ms of repetitions, 256 MB cache zeroed before each, median). It prints per op the
 // median and the CV across processes per method, and the ratio of CVs.
@@ -11,7 +12,8 @@
 //   kg_bench_repeatability --child METHOD        one process: per op one line
 //                                                "op median_us host_us mean_sm_mhz samples
 //                                                 per_set_medians|-"
-//   kg_bench_repeatability --child ncu           launches each op 20 times (for ncu to time)
+//   kg_bench_repeatability --child ncu           launches each op 23 times (for ncu to time);
+//                                                prints "kg-op OP KERNEL" per op for the script
 //   kg_bench_repeatability --child host          the harness's host cost per sample, by part
 #include <algorithm>
 #include <array>
@@ -22,6 +24,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <numeric>
 #include <sstream>
 #include <string>
@@ -152,19 +155,26 @@ int host_breakdown() {
     std::cout << "  " << std::left << std::setw(28) << k << std::right << std::fixed
               << std::setprecision(2) << median(v) << "\n";
   auto op = make_bench_op("softmax");
-  for (int k = 0; k < 3; ++k) {
-    const bool trace = k > 0;
+  const char* label[] = {"events backend, CUPTI audit off", "events backend, CUPTI audit on ",
+                         "cupti backend                  ", "counters backend, audit on     "};
+  for (int k = 0; k < 4; ++k) {
     timing_options o;
-    o.trace_activity = trace;
-    o.backend = k == 2 ? timing_backend::cupti : timing_backend::events;
+    o.trace_activity = k > 0;
+    o.backend = k == 2   ? timing_backend::cupti
+                : k == 3 ? timing_backend::counters
+                         : timing_backend::events;
     o.max_wall_seconds = 2;
-    gpu_timer timer(o);
-    const auto r = timer.measure([&](cudaStream_t st) { op->launch(st); });
-    std::cout << (k == 2 ? "cupti backend              " : "events backend, CUPTI audit ")
-              << (k == 2  ? "   "
-                  : trace ? "on "
-                          : "off")
-              << ": harness enqueue " << std::setprecision(2) << r.host_us_median
+    std::unique_ptr<gpu_timer> timer;
+    try {
+      timer = std::make_unique<gpu_timer>(o);
+    } catch (const timing_error& e) {
+      std::cout << label[k] << ": " << e.what() << "\n";
+      continue;
+    }
+    const auto r = timer->measure([&](cudaStream_t st) { op->launch(st); });
+    // Counters: the harness part includes the range profiler's per-sample set-up (SetConfig,
+    // Start, Stop); wall per sample adds its decode and evaluation.
+    std::cout << label[k] << ": harness enqueue " << std::setprecision(2) << r.host_us_median
               << " us/sample untraced, " << r.host_us_traced_median << " us traced ("
               << r.traced_samples << " of " << r.samples.size() << " samples traced), wall "
               << 1e6 * r.wall_seconds / static_cast<double>(r.samples.size()) << " us/sample\n";
@@ -175,7 +185,7 @@ int host_breakdown() {
 int child(const std::string& method) {
   cuda_stream stream;
   for (const auto& name : bench_op_names()) {
-    const bool kg = method == "kernelgate" || method == "kg-cupti";
+    const bool kg = method == "kernelgate" || method == "kg-cupti" || method == "kg-counters";
     // kernelgate times rotating input sets (as its honest timing does); the peers' loops, one.
     auto op = make_bench_op(name, kg ? kg_input_sets : 1);
     double med = 0, host = 0, modal = 0;
@@ -184,9 +194,18 @@ int child(const std::string& method) {
     if (kg) {
       timing_options o; // the defaults a user gets, but for a shorter wall-time cap
       o.max_wall_seconds = 4;
-      o.backend = method == "kg-cupti" ? timing_backend::cupti : timing_backend::events;
-      gpu_timer t(o);
-      const auto r = t.measure([&](cudaStream_t s) { op->launch(s); });
+      o.backend = method == "kg-cupti"      ? timing_backend::cupti
+                  : method == "kg-counters" ? timing_backend::counters
+                                            : timing_backend::events;
+      timing_result r;
+      try {
+        gpu_timer t(o);
+        r = t.measure([&](cudaStream_t s) { op->launch(s); });
+      } catch (const timing_error& e) {
+        // No row for this op: the table shows n/a, the reason goes to the log.
+        std::cerr << method << " " << name << ": " << e.what() << "\n";
+        continue;
+      }
       med = r.summary.median;
       host = r.host_us_median;
       // The mean SM clock measured on the device over the kept samples (not the 15 MHz-binned
@@ -217,6 +236,8 @@ int child(const std::string& method) {
     } else if (method == "dobench") {
       med = do_bench_loop(*op, stream.get());
     } else if (method == "ncu") {
+      // Which kernel is which op, for scripts/gpu_timing_verify.sh (ncu passes it through).
+      std::cout << "kg-op " << name << " " << op->kernel_regex() << std::endl;
       for (int i = 0; i < 23; ++i) {
         op->launch(stream.get());
         KG_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
@@ -240,7 +261,13 @@ int main(int argc, char** argv) {
   if (args.size() == 2 && args[0] == "--child") return child(args[1]);
   int rounds = 8;
   if (args.size() == 2 && args[0] == "--rounds") rounds = std::stoi(args[1]);
-  const std::vector<std::string> methods = {"kernelgate", "kg-cupti", "kb", "dobench"};
+  const std::vector<std::string> methods = {"kernelgate", "kg-cupti", "kg-counters", "kb",
+                                            "dobench"};
+  const std::map<std::string, std::string> column = {{"kernelgate", "kg"},
+                                                     {"kg-cupti", "kgC"},
+                                                     {"kg-counters", "kgN"},
+                                                     {"kb", "KB"},
+                                                     {"dobench", "db"}};
   std::map<std::string, std::map<std::string, std::vector<double>>> med; // op -> method -> runs
   std::map<std::string, std::map<std::string, std::vector<std::string>>> detail;
   std::map<std::string, std::map<std::string, std::vector<double>>> host; // op -> method
@@ -255,7 +282,7 @@ int main(int argc, char** argv) {
       double v = 0, h = 0, mhz = 0, n = 0;
       while (std::fscanf(p, "%63s %lf %lf %lf %lf %255s", op, &v, &h, &mhz, &n, sets) == 6) {
         med[op][m].push_back(v);
-        if (m == "kernelgate" || m == "kg-cupti") host[op][m].push_back(h);
+        if (m != "kb" && m != "dobench") host[op][m].push_back(h); // kernelgate backends
         std::ostringstream d;
         d << std::fixed << std::setprecision(2) << v;
         if (mhz > 0) d << "@" << std::setprecision(1) << mhz << std::setprecision(2) << "/" << n;
@@ -275,30 +302,61 @@ int main(int argc, char** argv) {
                ? 0.0
                : s.stdev / s.mean;
   };
+  // Methods without a result (e.g. counters where they cannot be read) print n/a.
+  auto cell = [](const std::vector<double>& x, auto f, int width, const char* unit) {
+    std::ostringstream c, out;
+    if (x.empty())
+      c << "n/a";
+    else
+      c << std::fixed << std::setprecision(2) << f(x) << unit;
+    out << std::setw(width) << c.str();
+    return out.str();
+  };
+  auto med_of = [](const std::vector<double>& x) { return median(x); };
+  auto cv_pct = [&](const std::vector<double>& x) { return 100 * cv(x); };
   std::cout << "Timing repeatability: median of each method's per-process result, and the CV of "
                "that result across "
             << rounds
-            << " fresh processes (kg: kernelgate, events backend; kgC: kernelgate, "
-               "CUPTI backend; KB: KernelBench loop; db: do_bench loop)\n";
-  std::cout << std::left << std::setw(11) << "op" << std::right << std::setw(10) << "kg us"
-            << std::setw(8) << "kg CV" << std::setw(10) << "kgC us" << std::setw(8) << "kgC CV"
-            << std::setw(10) << "KB us" << std::setw(8) << "KB CV" << std::setw(10) << "db us"
-            << std::setw(8) << "db CV" << std::setw(10) << "db/kg" << std::setw(10) << "db/kgC"
-            << std::setw(10) << "kg host" << std::setw(10) << "kgC host"
-            << "  (host: harness enqueue us per sample)\n";
+            << " fresh processes (kg: kernelgate, events backend; kgC: kernelgate, CUPTI backend; "
+               "kgN: kernelgate, hardware-counter backend, ncu's gpu__time_duration; KB: "
+               "KernelBench loop; db: do_bench loop)\n";
+  std::cout << std::left << std::setw(11) << "op" << std::right;
+  for (const auto& meth : methods)
+    std::cout << std::setw(10) << column.at(meth) + " us" << std::setw(9)
+              << column.at(meth) + " CV";
+  std::cout << "\n";
+  for (const auto& name : bench_op_names()) {
+    std::cout << std::left << std::setw(11) << name << std::right;
+    for (const auto& meth : methods)
+      std::cout << cell(med[name][meth], med_of, 10, "") << cell(med[name][meth], cv_pct, 9, "%");
+    std::cout << "\n";
+  }
+  // The ratio of CVs (how much steadier than do_bench) and the harness's host cost.
+  std::cout << "\n"
+            << std::left << std::setw(11) << "op" << std::right << std::setw(10) << "db/kg"
+            << std::setw(10) << "db/kgC" << std::setw(10) << "db/kgN" << std::setw(10) << "kg host"
+            << std::setw(10) << "kgC host" << std::setw(10) << "kgN host"
+            << "  (CV ratios; host: harness enqueue us per sample)\n";
   for (const auto& name : bench_op_names()) {
     auto& m = med[name];
-    const double kg = cv(m["kernelgate"]), kgc = cv(m["kg-cupti"]), kb = cv(m["kb"]),
-                 db = cv(m["dobench"]);
-    std::cout << std::left << std::setw(11) << name << std::right << std::fixed
-              << std::setprecision(2) << std::setw(10) << median(m["kernelgate"]) << std::setw(7)
-              << 100 * kg << "%" << std::setw(10) << median(m["kg-cupti"]) << std::setw(7)
-              << 100 * kgc << "%" << std::setw(10) << median(m["kb"]) << std::setw(7) << 100 * kb
-              << "%" << std::setw(10) << median(m["dobench"]) << std::setw(7) << 100 * db << "%"
-              << std::setw(9) << db / kg << "x" << std::setw(9) << db / kgc << "x" << std::setw(10)
-              << median(host[name]["kernelgate"]) << std::setw(10) << median(host[name]["kg-cupti"])
-              << "\n";
+    std::cout << std::left << std::setw(11) << name << std::right;
+    for (const char* k : {"kernelgate", "kg-cupti", "kg-counters"}) {
+      std::ostringstream c;
+      if (m[k].empty() || m["dobench"].empty())
+        c << "n/a";
+      else
+        c << std::fixed << std::setprecision(2) << cv(m["dobench"]) / cv(m[k]) << "x";
+      std::cout << std::setw(10) << c.str();
+    }
+    for (const char* k : {"kernelgate", "kg-cupti", "kg-counters"})
+      std::cout << cell(host[name][k], med_of, 10, "");
+    std::cout << "\n";
   }
+  // One line per op for scripts/gpu_timing_verify.sh, which sets them beside ncu's durations.
+  for (const auto& name : bench_op_names())
+    if (!med[name]["kg-counters"].empty())
+      std::cout << "kgN-median " << name << " " << std::fixed << std::setprecision(3)
+                << median(med[name]["kg-counters"]) << "\n";
   std::cout
       << "\nPer process (median us, and for kernelgate @modal MHz/kept samples), in run order:\n";
   for (const auto& name : bench_op_names())

@@ -30,8 +30,9 @@ commands:
   audit <name> [--backend cpu|cuda] [--protocol NAME] [--out DIR]
                                    audit a checker (names: layernorm-affine)
   time --impl NAME [--vs NAME] [--clocks observe|require-locked|lock=MHz]
-       [--backend auto|events|graph|cupti] [--shape RxC] [--dtype float32|float16] [--min-effect F]
-       [--out DIR]                 time a kernel (cold, L2 flushed), optionally against another
+       [--backend auto|events|graph|cupti|counters] [--shape RxC] [--dtype float32|float16]
+       [--min-effect F] [--out DIR]
+                                   time a kernel (cold, L2 flushed), optionally against another
   eval --tasks GLOB --candidates DIR [--protocol strict|PEER] [--trials N] [--timeout S] [--jobs N]
        [--workers N] [--cache DIR] [--time yes|no] [--time-budget S] [--baselines DIR]
        [--scratch DIR] [--out DIR] [--kernelbench FILE]

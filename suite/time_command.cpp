@@ -1,6 +1,6 @@
 // `kernelgate time --impl NAME [--vs NAME] [--clocks observe|require-locked|lock=MHz]
-//                  [--backend auto|events|graph|cupti] [--shape RxC] [--dtype float32|float16]
-//                  [--min-effect F] [--out DIR]`
+//                  [--backend auto|events|graph|cupti|counters] [--shape RxC]
+//                  [--dtype float32|float16] [--min-effect F] [--out DIR]`
 // Implementations are the LayerNorm kernels of the affine audit (the task catalog comes later).
 #include "suite/time_command.h"
 
@@ -121,7 +121,7 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
   if (!policy)
     bad = "--clocks '" + o["--clocks"] + "' (observe, require-locked, lock=<MHz>)";
   else if (!backend)
-    bad = "--backend '" + o["--backend"] + "' (auto, events, graph, cupti)";
+    bad = "--backend '" + o["--backend"] + "' (auto, events, graph, cupti, counters)";
   else if (!shape)
     bad = "--shape '" + o["--shape"] + "' (ROWSxCOLS)";
   else if (!type || (*type != dtype::float32 && *type != dtype::float16))

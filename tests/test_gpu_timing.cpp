@@ -2,6 +2,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -248,6 +249,115 @@ TEST(gpu_timing, cupti_span_of_a_short_kernel_is_not_longer_than_its_event_span)
   // Never shorter than the spin itself; longer by block launch and retirement only (< 1 us).
   EXPECT_GE(median(act), 10'000 / r.modal_mhz);
   EXPECT_LT(median(act), 10'000 / r.modal_mhz + 1.0);
+}
+
+// The counters backend (CUPTI range profiler, gpu__time_duration.sum per kernel): a timer, or the
+// test fails with the reason the counters cannot be read here (e.g. restricted to admin users).
+static std::unique_ptr<gpu_timer> counters_timer(double max_wall_seconds = 3) {
+  timing_options o;
+  o.backend = timing_backend::counters;
+  o.max_wall_seconds = max_wall_seconds;
+  try {
+    return std::make_unique<gpu_timer>(o);
+  } catch (const timing_error& e) {
+    ADD_FAILURE() << e.what();
+    return nullptr;
+  }
+}
+
+// Per sample, measured / (cycles / SM clock read on the device around the sample).
+static double median_spin_ratio(const timing_result& r, double cycles) {
+  std::vector<double> ratio;
+  for (const auto& s : r.samples)
+    if (!s.discarded && s.sm_mhz > 0) ratio.push_back(s.gpu_us / (cycles / s.sm_mhz));
+  return ratio.size() > 10 ? median(ratio) : 0.0;
+}
+
+TEST(gpu_timing, counters_time_a_spin_kernel_of_known_cycles_within_2_percent) {
+  KG_REQUIRE_GPU();
+  auto t = counters_timer();
+  ASSERT_TRUE(t);
+  const std::int64_t cycles = 1'000'000;
+  const auto r = t->measure([&](cudaStream_t s) { launch_spin_kernel(cycles, 1, s); });
+  ASSERT_EQ(r.status, "TIMED") << r.status_reason;
+  EXPECT_EQ(r.backend, "counters");
+  EXPECT_EQ(r.kernels_per_call, 1);
+  const double m = median_spin_ratio(r, static_cast<double>(cycles));
+  std::cout << "counters: median " << r.summary.median << " us at " << r.modal_mhz
+            << " MHz modal; measured / expected = " << m << " (" << r.samples.size() << " samples, "
+            << r.discarded << " discarded, stop " << r.stop_reason << ", host " << r.host_us_median
+            << " us/sample, wall " << 1e6 * r.wall_seconds / static_cast<double>(r.samples.size())
+            << " us/sample)\n";
+  EXPECT_NEAR(m, 1.0, 0.02);
+  EXPECT_GT(r.modal_mhz, 500.0);
+}
+
+// Two kernels in one call: the sample is the sum of their durations (ncu's two rows added up),
+// not the span from the first start to the last end (which would add the gap between them).
+TEST(gpu_timing, counters_sum_the_durations_of_a_calls_kernels) {
+  KG_REQUIRE_GPU();
+  auto t = counters_timer();
+  ASSERT_TRUE(t);
+  const std::int64_t a = 400'000, b = 200'000;
+  const auto r = t->measure([&](cudaStream_t s) {
+    launch_spin_kernel(a, 1, s);
+    launch_spin_kernel(b, 1, s);
+  });
+  ASSERT_EQ(r.status, "TIMED") << r.status_reason;
+  EXPECT_EQ(r.kernels_per_call, 2);
+  for (const auto& s : r.samples)
+    EXPECT_EQ(s.kernels, 2);
+  const double m = median_spin_ratio(r, static_cast<double>(a + b));
+  std::vector<double> ev;
+  for (const auto& s : r.samples)
+    ev.push_back(s.event_us);
+  // The events bracket the host's enqueue too here (no stream hold): only a loose upper bound.
+  std::cout << "counters, two kernels: median " << r.summary.median
+            << " us; measured / (a+b) = " << m << "; event span median " << median(ev) << " us\n";
+  EXPECT_NEAR(m, 1.0, 0.02);
+}
+
+// A kernel the call leaves on a side stream is profiled too (the range profiler sees the whole
+// context) and counted in the sum.
+TEST(gpu_timing, counters_count_a_kernel_on_a_side_stream) {
+  KG_REQUIRE_GPU();
+  cuda_stream side;
+  auto t = counters_timer(2);
+  ASSERT_TRUE(t);
+  const std::int64_t cycles = 400'000;
+  const auto r = t->measure([&](cudaStream_t s) {
+    launch_spin_kernel(cycles, 1, side.get());
+    launch_spin_kernel(1000, 1, s);
+  });
+  ASSERT_EQ(r.status, "TIMED") << r.status_reason;
+  EXPECT_EQ(r.kernels_per_call, 2);
+  const double m = median_spin_ratio(r, static_cast<double>(cycles + 1000));
+  std::cout << "counters, side stream: median " << r.summary.median << " us; ratio " << m << "\n";
+  EXPECT_NEAR(m, 1.0, 0.02);
+}
+
+// A call with no kernel has nothing the counters can time: an error, never a time of zero.
+TEST(gpu_timing, counters_refuse_a_call_that_launches_no_kernel) {
+  KG_REQUIRE_GPU();
+  auto t = counters_timer();
+  ASSERT_TRUE(t);
+  try {
+    (void)t->measure([](cudaStream_t) {});
+    ADD_FAILURE() << "a call without kernels was timed";
+  } catch (const timing_error& e) {
+    std::cout << "counters, empty call: " << e.what() << "\n";
+    EXPECT_NE(std::string(e.what()).find("launched no kernel"), std::string::npos) << e.what();
+  }
+}
+
+// auto never chooses the counters backend (it stays cupti, else events).
+TEST(gpu_timing, auto_never_picks_counters) {
+  KG_REQUIRE_GPU();
+  timing_options o;
+  o.max_wall_seconds = 0.5;
+  gpu_timer t(o);
+  const auto r = t.measure([](cudaStream_t s) { launch_spin_kernel(1000, 1, s); });
+  EXPECT_TRUE(r.backend == "cupti" || r.backend == "events") << r.backend;
 }
 
 // The GPU-side allclose on hand-made outputs: exact, within tolerance, outside it, and NaN.

@@ -68,10 +68,27 @@ TEST(timing_backend, names_round_trip) {
   EXPECT_EQ(parse_timing_backend("graph"), timing_backend::graph);
   EXPECT_EQ(parse_timing_backend("cupti"), timing_backend::cupti);
   EXPECT_EQ(parse_timing_backend("auto"), timing_backend::automatic);
+  EXPECT_EQ(parse_timing_backend("counters"), timing_backend::counters);
+  EXPECT_EQ(timing_backend_name(timing_backend::counters), "counters");
   for (auto b : {timing_backend::automatic, timing_backend::events, timing_backend::graph,
-                 timing_backend::cupti})
+                 timing_backend::cupti, timing_backend::counters})
     EXPECT_EQ(parse_timing_backend(timing_backend_name(b)), b);
   EXPECT_FALSE(parse_timing_backend("nvtx").has_value());
+  EXPECT_FALSE(parse_timing_backend("counter").has_value());
+}
+
+// The counters backend's result names its metric and the kernels it summed; the others do not.
+TEST(timing_result, a_counters_result_names_its_metric_and_kernels_per_call) {
+  timing_result r;
+  r.backend = "counters";
+  r.kernels_per_call = 2;
+  const auto j = r.to_json(false);
+  EXPECT_EQ(j.at("backend"), "counters");
+  EXPECT_EQ(j.at("counter_metric"), "gpu__time_duration.sum");
+  EXPECT_EQ(j.at("kernels_per_call"), 2);
+  timing_result e;
+  e.backend = "events";
+  EXPECT_EQ(e.to_json(false).count("counter_metric"), 0u);
 }
 
 TEST(timing_result, a_result_that_failed_its_checks_carries_no_time) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "timing/activity_tracer.h"
+#include "timing/counter_profiler.h"
 #include "timing/cuda_raii.h"
 #include "timing/device_buffer.h"
 #include "timing/interrupt.h"
@@ -23,6 +24,8 @@ std::string_view timing_backend_name(timing_backend b) {
     return "graph";
   case timing_backend::cupti:
     return "cupti";
+  case timing_backend::counters:
+    return "counters";
   case timing_backend::automatic:
     return "auto";
   default:
@@ -35,6 +38,7 @@ std::optional<timing_backend> parse_timing_backend(std::string_view s) {
   if (s == "events") return timing_backend::events;
   if (s == "graph") return timing_backend::graph;
   if (s == "cupti") return timing_backend::cupti;
+  if (s == "counters") return timing_backend::counters;
   return std::nullopt;
 }
 
@@ -120,6 +124,10 @@ nlohmann::json timing_result::to_json(bool with_samples) const {
                       {"status_reason", status_reason},
                       {"output_checks", output_checks},
                       {"fresh_check_at", fresh_check_at}};
+  if (kernels_per_call >= 0) {
+    j["counter_metric"] = counter_profiler::metric;
+    j["kernels_per_call"] = kernels_per_call;
+  }
   if (with_samples) {
     nlohmann::json raw = nlohmann::json::array();
     for (const auto& s : samples)
@@ -151,6 +159,7 @@ struct gpu_timer::state {
   std::uint64_t samples_seen = 0;
   rng audit_pick{0x617564697431ull, stream_id("audit")};
   bool always_traced = false; // cupti backend: tracing held on for the timer's lifetime
+  std::unique_ptr<counter_profiler> counters; // counters backend only
 };
 
 gpu_timer::gpu_timer(const timing_options& opt) : opt_(opt), s_(std::make_unique<state>()) {
@@ -190,6 +199,9 @@ gpu_timer::gpu_timer(const timing_options& opt) : opt_(opt), s_(std::make_unique
     s_->tracer_why = "not requested";
   }
   if (opt_.backend == timing_backend::automatic) opt_.backend = timing_backend::events;
+  // Set up once per timer (a calibration kernel included): a GPU where counters cannot be read
+  // fails here, before any sample, with the reason.
+  if (opt_.backend == timing_backend::counters) s_->counters = std::make_unique<counter_profiler>();
 }
 
 gpu_timer::~gpu_timer() {
@@ -267,10 +279,12 @@ timing_sample gpu_timer::take(prepared& work) {
   const std::uint64_t seen = s_->samples_seen++;
   // Graph replays are not audited: a replay runs only the captured work, ordered on the
   // measuring stream, and prepare() refuses a capture that dropped any of the call's work.
-  const bool audit = s_->always_traced ||
-                     (s_->tracer && opt_.backend == timing_backend::events &&
-                      (seen < 4 || opt_.audit_every <= 1 ||
-                       s_->audit_pick.below(static_cast<std::uint64_t>(opt_.audit_every)) == 0));
+  const bool audit =
+      s_->always_traced ||
+      (s_->tracer &&
+       (opt_.backend == timing_backend::events || opt_.backend == timing_backend::counters) &&
+       (seen < 4 || opt_.audit_every <= 1 ||
+        s_->audit_pick.below(static_cast<std::uint64_t>(opt_.audit_every)) == 0));
   activity_tracer* tr = audit ? s_->tracer : nullptr;
   if (tr && !s_->always_traced) tr->acquire();
   // Tags for this sample's flush, holding kernel, work and trailing probe (CUPTI correlation).
@@ -283,6 +297,7 @@ timing_sample gpu_timer::take(prepared& work) {
   volatile int* flag = s_->flag.host();
   *flag = 0;
   auto* probes = s_->probes.device()->data();
+  counter_profiler* counters = s_->counters.get();
   // The flush (new contents every sample: the blocking kernel advances its seed) under a tag of
   // its own (never collected), then the blocking kernel launched on its own: with both in one
   // graph, the H200 flagged single-stream work as starting before the window opened (CUPTI's
@@ -293,19 +308,31 @@ timing_sample gpu_timer::take(prepared& work) {
     tr->end();
     tr->begin(tag + 1);
   }
-  launch_blocking_kernel(s_->flag.device(), opt_.blocking_timeout_ns, &probes[0], s,
-                         static_cast<unsigned*>(s_->flush_seq.get()));
+  // The counters backend does not hold the stream. Its samples are per-kernel durations measured
+  // on the GPU around each kernel, so launch gaps never enter them and the hold buys nothing;
+  // and the range profiler hooks every launch between begin() and end(), where it may wait for
+  // the GPU (auto range serializes kernels) -- behind a held stream that wait would last until
+  // the blocking kernel's timeout. A 10 us clock probe takes the blocking kernel's place as the
+  // clock reading before the work (and as the audit's window opening); the flush seed advances
+  // with it, as the blocking kernel would advance it.
+  if (counters)
+    launch_clock_probe(&probes[0], 10'000, s, static_cast<unsigned*>(s_->flush_seq.get()));
+  else
+    launch_blocking_kernel(s_->flag.device(), opt_.blocking_timeout_ns, &probes[0], s,
+                           static_cast<unsigned*>(s_->flush_seq.get()));
   KG_CUDA_CHECK(cudaEventRecord(s_->start.get(), s));
   if (tr) {
     tr->end();
     tr->begin(tag + 2);
   }
+  if (counters) counters->begin(); // only the work's kernels are profiled
   const auto w0 = std::chrono::steady_clock::now();
   if (work.use_graph)
     KG_CUDA_CHECK(cudaGraphLaunch(work.graph.get(), s));
   else
     work.fn(s);
   const auto w1 = std::chrono::steady_clock::now();
+  if (counters) counters->end();
   if (tr) {
     tr->end();
     tr->begin(tag + 3);
@@ -318,7 +345,7 @@ timing_sample gpu_timer::take(prepared& work) {
   *flag = 1;
   KG_CUDA_CHECK(cudaStreamSynchronize(s));
   const auto& p = *s_->probes.host();
-  if (p[0].timed_out)
+  if (!counters && p[0].timed_out)
     throw timing_error("the blocking kernel timed out: the work synchronized with the host inside "
                        "the timed call, or queued more launches than the device queue holds");
   float ms = 0;
@@ -326,6 +353,14 @@ timing_sample gpu_timer::take(prepared& work) {
   timing_sample out;
   out.event_us = 1000.0 * ms;
   out.gpu_us = out.event_us;
+  if (counters) {
+    // Kernels the work left on other streams are profiled too (the range profiler is per
+    // context): they must finish before the counters are decoded.
+    KG_CUDA_CHECK(cudaDeviceSynchronize());
+    const auto ns = counters->collect();
+    out.kernels = static_cast<int>(ns.size());
+    out.gpu_us = counter_sample_us(ns);
+  }
   if (tr) {
     // Work on another stream may still be running: the next sample must not overlap it.
     KG_CUDA_CHECK(cudaDeviceSynchronize());
@@ -554,7 +589,10 @@ timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
                         "is not ordered before the caller's next use of the output)";
       return true;
     }
-    if (!s.untimed_activity || opt_.backend == timing_backend::cupti) return false;
+    // cupti spans and counters (the range profiler sees every stream) time such work.
+    if (!s.untimed_activity || opt_.backend == timing_backend::cupti ||
+        opt_.backend == timing_backend::counters)
+      return false;
     r.stop_reason = "untimed_activity";
     r.status = "REWARD_HACK";
     r.status_reason = where + ": GPU work of the timed call ran outside the timed window (stream " +
@@ -626,6 +664,7 @@ timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
   if (r.status == "TIMED") (void)settle();
   r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.nvml_after = nvml.clocks(0);
+  if (!r.samples.empty()) r.kernels_per_call = r.samples.front().kernels;
   r.modal_mhz = apply_clock_floor(r.samples, opt_.clock_floor);
   std::vector<double> host, host_traced;
   r.gpu_seconds = 0;

@@ -3,7 +3,7 @@
 // the start event, the work and the stop event are queued, then release. The SM clock is
 // measured on the device around every sample (clock64 over %globaltimer), samples below a
 // fraction of the run's modal clock are discarded, and the loop stops adaptively. Every raw
-// sample is kept.
+// sample is kept. (The counters backend queues the same sample without the hold: see take().)
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,8 @@ enum class timing_backend {
   events,    // cudaEventElapsedTime between events around the work on the measuring stream
   graph,     // the work captured once into a CUDA graph; each sample replays it between events
   cupti,     // CUPTI activity records: first start to last end of the call's GPU work, any stream
+  counters,  // CUPTI range profiler: gpu__time_duration.sum of each kernel of the call (what ncu
+             // reports as Duration), summed; kernels only, any stream; never picked by auto
 };
 std::string_view timing_backend_name(timing_backend b);
 std::optional<timing_backend> parse_timing_backend(std::string_view s);
@@ -87,6 +89,7 @@ struct timing_sample {
   double host_us = 0;         // host time the harness spent enqueueing the sample, the work's own
                               // API calls excluded
   double work_enqueue_us = 0; // host time of the work's own API calls
+  int kernels = -1;           // counters: kernels the range profiler saw (-1: not counted)
   bool discarded = false;
 };
 
@@ -107,6 +110,7 @@ struct timing_result {
   double host_us_traced_median = 0; // the same for samples traced by CUPTI (0: none)
   int traced_samples = 0;
   nvml_clocks nvml_before, nvml_after;
+  int kernels_per_call = -1; // counters: kernels of the call, as the first sample saw them
   // Honest-input accounting (measure_honest only).
   std::string status = "TIMED"; // TIMED | INCORRECT (wrong before timing) | REWARD_HACK
   std::string status_reason;

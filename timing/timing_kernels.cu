@@ -31,7 +31,7 @@ __global__ void blocking_kernel(const volatile int* flag, std::uint64_t timeout_
   if (flush_seq) ++*flush_seq; // the next sample's flush writes a value no sample wrote before
 }
 
-__global__ void clock_probe_kernel(clock_probe* out, std::uint64_t span_ns) {
+__global__ void clock_probe_kernel(clock_probe* out, std::uint64_t span_ns, unsigned* flush_seq) {
   const std::uint64_t t0 = global_ns();
   const long long c0 = clock64();
   std::uint64_t t1 = t0;
@@ -40,6 +40,7 @@ __global__ void clock_probe_kernel(clock_probe* out, std::uint64_t span_ns) {
   const long long c1 = clock64();
   out->cycles = static_cast<std::uint64_t>(c1 - c0);
   out->ns = t1 - t0;
+  if (flush_seq) ++*flush_seq;
 }
 
 __global__ void l2_read_kernel(const uint4* __restrict__ p, std::size_t n, int* sink) {
@@ -86,8 +87,9 @@ void launch_blocking_kernel(const volatile int* flag, std::uint64_t timeout_ns, 
   KG_CUDA_CHECK(cudaGetLastError());
 }
 
-void launch_clock_probe(clock_probe* out, std::uint64_t span_ns, cudaStream_t stream) {
-  clock_probe_kernel<<<1, 1, 0, stream>>>(out, span_ns);
+void launch_clock_probe(clock_probe* out, std::uint64_t span_ns, cudaStream_t stream,
+                        unsigned* flush_seq) {
+  clock_probe_kernel<<<1, 1, 0, stream>>>(out, span_ns, flush_seq);
   KG_CUDA_CHECK(cudaGetLastError());
 }
 

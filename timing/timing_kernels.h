@@ -23,7 +23,9 @@ void launch_blocking_kernel(const volatile int* flag, std::uint64_t timeout_ns, 
                             cudaStream_t stream, unsigned* flush_seq = nullptr);
 // One thread spins for about span_ns of %globaltimer and records both deltas: cycles / ns is the
 // SM clock at that moment.
-void launch_clock_probe(clock_probe* out, std::uint64_t span_ns, cudaStream_t stream);
+// *flush_seq, when given, is incremented as launch_blocking_kernel does.
+void launch_clock_probe(clock_probe* out, std::uint64_t span_ns, cudaStream_t stream,
+                        unsigned* flush_seq = nullptr);
 
 // Reads `bytes` of `buf` through L2. After the flush buffer is overwritten (new contents every
 // sample), this pass replaces the dirty lines the write left in L2 with clean ones, so the timed
