@@ -32,15 +32,16 @@ T* fake(std::uintptr_t a = 0x10000) {
 TEST(attention_config, default_splits_the_qwen3_contexts_as_documented) {
   const attention_config c = default_attention_config();
   ASSERT_TRUE(attention_config_supported(c));
-  // Batch 1 x 2048 tokens: 32 chunks of 64 (256 blocks over 8 kv heads, not 64).
-  EXPECT_EQ(attention_chunk_tokens(c, 2048), 64);
-  EXPECT_EQ(attention_chunks(c, 2048), 32);
-  // 8192 tokens: 32 chunks of 256, long enough to stream.
-  EXPECT_EQ(attention_chunk_tokens(c, 8192), 256);
-  EXPECT_EQ(attention_chunks(c, 8192), 32);
-  // One token past a chunk boundary: the chunk grows by a tile, the count stays at most 32.
-  EXPECT_EQ(attention_chunk_tokens(c, 2049), 96);
-  EXPECT_EQ(attention_chunks(c, 2049), 22);
+  // Batch 1 x 2048 tokens: 16 chunks of 128 (128 blocks over 8 kv heads, not 64).
+  EXPECT_EQ(attention_chunk_tokens(c, 2048), 128);
+  EXPECT_EQ(attention_chunks(c, 2048), 16);
+  // 8192 tokens: 16 chunks of 512, long enough to stream.
+  EXPECT_EQ(attention_chunk_tokens(c, 8192), 512);
+  EXPECT_EQ(attention_chunks(c, 8192), 16);
+  // One token past a chunk boundary: ceil(2049 / 16) = 129 rounds up to 160 (a tile of 32), and
+  // 13 chunks of 160 cover it (12 x 160 = 1920 < 2049 <= 2080).
+  EXPECT_EQ(attention_chunk_tokens(c, 2049), 160);
+  EXPECT_EQ(attention_chunks(c, 2049), 13);
   // Short sequences: one minimum chunk; very long ones: clamped at max_chunk.
   EXPECT_EQ(attention_chunk_tokens(c, 1), 64);
   EXPECT_EQ(attention_chunks(c, 1), 1);
@@ -84,8 +85,8 @@ TEST(attention_config, max_chunks_bounds_every_length_up_to_max_context) {
     }
   // The default at the Qwen3 contexts: exactly the chunk count of a full-length row.
   const attention_config d = default_attention_config();
-  EXPECT_EQ(attention_max_chunks(d, 2048), 32);
-  EXPECT_EQ(attention_max_chunks(d, 8192), 32);
+  EXPECT_EQ(attention_max_chunks(d, 2048), 16);
+  EXPECT_EQ(attention_max_chunks(d, 8192), 16);
   EXPECT_EQ(attention_max_chunks(d, 40960), 40);
   EXPECT_EQ(attention_max_chunks(d, 100), 2);
 }

@@ -22,7 +22,7 @@
 //    score phase (8 lanes = 8 tokens at one chunk) and the V phase (8 lanes = 8 chunks of one
 //    token) both read without bank conflicts.
 //  - Short sequences still fill the GPU: the chunk shrinks with the length (batch 1, 2048
-//    tokens: 32 chunks of 64 tokens per kv head, 256 blocks instead of 64).
+//    tokens: 16 chunks of 128 tokens per kv head, 128 blocks instead of 64).
 // The scores are kept in log2 units (q pre-scaled by log2(e) / sqrt(D)) so exp2f does the
 // softmax. Inside a block every thread computes the same running maximum from shared memory, so
 // the partial sums of the V phase's token groups share one scale and merge by plain addition,

@@ -15,6 +15,8 @@
 // Sums run in ascending k per lane, the warp reduction and the split-K finish are the simt
 // family's: the bits never depend on scheduling or on which SMs run the blocks.
 #include <mutex>
+#include <set>
+#include <utility>
 
 #include "kernels/decode/gemv_bf16_kernel.cuh"
 
@@ -140,21 +142,24 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bulk_kernel(const gemv_args a) 
   if (a.split > 1) finish_split_k(a, tile, R);
 }
 
-// Above 48 KB of dynamic shared memory a kernel must opt in, once per device: a mutex-guarded
-// per-device flag (several host threads may launch at once; the decode engine captures graphs).
+// Above 48 KB of dynamic shared memory a kernel must opt in, once per kernel and device: a
+// mutex-guarded set of (device, kernel) (several host threads may launch at once; the decode
+// engine captures graphs). Keyed by the kernel's address: every instantiation has the same type,
+// so a flag per template instantiation of this function would be shared by all of them (the
+// H200 run refused the rings above 48 KB of every kernel but the first).
 template <typename Kernel>
 cudaError_t allow_ring(Kernel kernel, int bytes) {
   if (bytes <= 48 * 1024) return cudaSuccess;
   static std::mutex m;
-  static unsigned long long done = 0; // bit d: set on device d
+  static std::set<std::pair<int, const void*>> done;
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
   if (e != cudaSuccess) return e;
+  const std::pair<int, const void*> key{dev, reinterpret_cast<const void*>(kernel)};
   std::lock_guard<std::mutex> lock(m);
-  const unsigned long long bit = dev < 64 ? 1ull << dev : 0;
-  if (bit && (done & bit)) return cudaSuccess;
+  if (done.count(key)) return cudaSuccess;
   e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess) done |= bit;
+  if (e == cudaSuccess) done.insert(key);
   return e;
 }
 
