@@ -287,7 +287,7 @@ timing_sample gpu_timer::take(prepared& work) {
         s_->audit_pick.below(static_cast<std::uint64_t>(opt_.audit_every)) == 0));
   activity_tracer* tr = audit ? s_->tracer : nullptr;
   if (tr && !s_->always_traced) tr->acquire();
-  // Tags for this sample's flush, holding kernel, work and trailing probe (CUPTI correlation).
+  // Tags for this sample's holding kernel, work and trailing probe (CUPTI correlation).
   const std::uint64_t tag = (++s_->next_tag) * 4;
   const auto h0 = std::chrono::steady_clock::now();
   // Persisting lines exist only while a set-aside is configured (the work may configure one).
@@ -298,16 +298,12 @@ timing_sample gpu_timer::take(prepared& work) {
   *flag = 0;
   auto* probes = s_->probes.device()->data();
   counter_profiler* counters = s_->counters.get();
-  // The flush (new contents every sample: the blocking kernel advances its seed) under a tag of
-  // its own (never collected), then the blocking kernel launched on its own: with both in one
+  // The flush (new contents every sample: the blocking kernel advances its seed), untagged (its
+  // records are never collected), then the blocking kernel launched on its own: with both in one
   // graph, the H200 flagged single-stream work as starting before the window opened (CUPTI's
   // times of graph-node kernels cannot bound the window).
-  if (tr) tr->begin(tag);
   KG_CUDA_CHECK(cudaGraphLaunch(s_->prefix.get(), s));
-  if (tr) {
-    tr->end();
-    tr->begin(tag + 1);
-  }
+  if (tr) tr->begin(tag + 1);
   // The counters backend does not hold the stream. Its samples are per-kernel durations measured
   // on the GPU around each kernel, so launch gaps never enter them and the hold buys nothing;
   // and the range profiler hooks every launch between begin() and end(), where it may wait for

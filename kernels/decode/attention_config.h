@@ -82,25 +82,25 @@ struct named_attention_config {
   attention_config config;
 };
 inline constexpr named_attention_config attention_sweep_configs[] = {
-    {"default", default_attention_config()}, // target 16, min 64, tile 32, 3 stages, PDL
+    {"default", default_attention_config()}, // target 16, min 64, tile 32, 2 stages, PDL
     // stage 2 launched plainly: what the programmatic dependent launch hides
-    {"no-pdl", {16, 64, 1024, 32, 3, false}},
-    // pipeline depth: 1 or 3 tiles in flight while one is used (2 by default)
-    {"stages2", {16, 64, 1024, 32, 2, true}},
+    {"no-pdl", {16, 64, 1024, 32, 2, false}},
+    // pipeline depth: 2 or 3 tiles in flight while one is used (1 by default)
+    {"stages3", {16, 64, 1024, 32, 3, true}},
     {"stages4", {16, 64, 1024, 32, 4, true}},
     // how many chunks a sequence is cut into (b1 x 2048: 8, 32 or 64 blocks per kv head)
-    {"target8", {8, 64, 1024, 32, 3, true}},
-    {"target32", {32, 64, 1024, 32, 3, true}},
-    {"target64", {64, 32, 1024, 32, 3, true}},
+    {"target8", {8, 64, 1024, 32, 2, true}},
+    {"target32", {32, 64, 1024, 32, 2, true}},
+    {"target64", {64, 32, 1024, 32, 2, true}},
     // a longer minimum chunk: fewer, longer blocks for short sequences
-    {"min128", {16, 128, 1024, 32, 3, true}},
+    {"min128", {16, 128, 1024, 32, 2, true}},
     // 64-token tiles (twice the bytes per cp.async round, half the synchronizations)
     {"tile64-s2", {16, 64, 1024, 64, 2, true}},
     {"tile64-s3", {16, 64, 1024, 64, 3, true}},
     // the two best single changes of the first H200 sweep together
     {"t32-tile64-s2", {32, 64, 1024, 64, 2, true}},
     // the old split (a fixed 256 tokens, whatever the length) with the new stage 1
-    {"fixed256", {1, 256, 256, 32, 3, true}},
+    {"fixed256", {1, 256, 256, 32, 2, true}},
 };
 
 } // namespace kg::decode

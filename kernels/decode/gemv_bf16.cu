@@ -114,43 +114,109 @@ gemv_config heuristic_config(int batch, int n, int k) {
 }
 
 // Per Qwen3-4B projection: the row applies to batches up to max_batch (after the previous row of
-// the same shape). The fastest configuration of kg_bench_gemv_sweep on the H200 (2026-11-29,
-// copy bandwidth 4289 GB/s; each row's time and fraction as the sweep printed them).
+// the same shape). Batches 1 and 2: the fastest configuration of kg_bench_gemv_sweep on the H200
+// (2026-11-29, copy bandwidth 4289 GB/s; each row's time and fraction as the sweep printed them).
+// Batches 4 to 32: the tensor-core family. Its sweep so far covered the down projection only
+// (batch 8: 72.8% of the copy bandwidth against 24.7% for the best simt configuration, side by
+// side in one run); it reads each weight once whatever the batch, where simt re-reads weights per
+// 4 rows, so it is used for every projection from batch 4 where simt fell to 57% and below. The
+// other rows' simt figures are kept in the comments until a full sweep replaces them.
 struct table_row {
   int n, k, max_batch;
   gemv_config c; // rows_per_warp, warps_per_block, unroll, split_k
 };
 constexpr table_row config_table[] = {
-    {2560, 9728, 1, {2, 8, 2, 4}},    // down b1: 15.29 us, 76.0% of copy
-    {2560, 9728, 2, {1, 8, 2, 2}},    // down b2: 17.63 us, 65.9% of copy
-    {2560, 9728, 4, {4, 4, 2, 8}},    // down b4: 27.07 us, 43.0% of copy
-    {2560, 9728, 8, {2, 4, 2, 8}},    // down b8: 46.98 us, 24.8% of copy
-    {2560, 9728, 16, {2, 4, 2, 8}},   // down b16: 96.58 us, 12.1% of copy
-    {2560, 9728, 32, {1, 4, 8, 4}},   // down b32: 260.57 us, 4.5% of copy
-    {6144, 2560, 1, {2, 8, 2, 1}},    // qkv b1: 9.38 us, 78.3% of copy
-    {6144, 2560, 2, {1, 16, 2, 1}},   // qkv b2: 10.62 us, 69.1% of copy
-    {6144, 2560, 4, {1, 8, 2, 1}},    // qkv b4: 19.17 us, 38.3% of copy
-    {6144, 2560, 8, {2, 4, 2, 4}},    // qkv b8: 33.31 us, 22.1% of copy
-    {6144, 2560, 16, {2, 4, 2, 2}},   // qkv b16: 61.31 us, 12.1% of copy
-    {6144, 2560, 32, {1, 4, 4, 2}},   // qkv b32: 146.08 us, 5.1% of copy
-    {2560, 4096, 1, {2, 8, 2, 4}},    // o_proj b1: 8.38 us, 58.4% of copy
-    {2560, 4096, 2, {4, 8, 2, 4}},    // o_proj b2: 9.50 us, 51.5% of copy
-    {2560, 4096, 4, {1, 8, 2, 4}},    // o_proj b4: 16.35 us, 30.0% of copy
-    {2560, 4096, 8, {2, 4, 2, 8}},    // o_proj b8: 24.03 us, 20.4% of copy
-    {2560, 4096, 16, {2, 4, 2, 8}},   // o_proj b16: 46.78 us, 10.6% of copy
-    {2560, 4096, 32, {1, 4, 4, 4}},   // o_proj b32: 117.95 us, 4.2% of copy
-    {19456, 2560, 1, {2, 4, 2, 1}},   // gate_up b1: 24.22 us, 95.9% of copy
-    {19456, 2560, 2, {2, 8, 2, 1}},   // gate_up b2: 28.13 us, 82.6% of copy
-    {19456, 2560, 4, {1, 8, 2, 1}},   // gate_up b4: 41.89 us, 55.5% of copy
-    {19456, 2560, 8, {2, 4, 2, 1}},   // gate_up b8: 67.62 us, 34.5% of copy
-    {19456, 2560, 16, {2, 4, 2, 1}},  // gate_up b16: 124.80 us, 18.7% of copy
-    {19456, 2560, 32, {1, 8, 4, 1}},  // gate_up b32: 283.52 us, 8.3% of copy
-    {151936, 2560, 1, {4, 8, 2, 1}},  // lm_head b1: 172.80 us, 105.0% of copy
-    {151936, 2560, 2, {4, 8, 2, 1}},  // lm_head b2: 182.56 us, 99.4% of copy
-    {151936, 2560, 4, {4, 8, 2, 1}},  // lm_head b4: 207.07 us, 87.7% of copy
-    {151936, 2560, 8, {4, 8, 2, 1}},  // lm_head b8: 317.05 us, 57.4% of copy
-    {151936, 2560, 16, {2, 8, 2, 1}}, // lm_head b16: 629.53 us, 29.0% of copy
-    {151936, 2560, 32, {2, 8, 2, 1}}, // lm_head b32: 1259.19 us, 14.6% of copy
+    {2560, 9728, 1, {2, 8, 2, 4}}, // down b1: 15.29 us, 76.0% of copy
+    {2560, 9728, 2, {1, 8, 2, 2}}, // down b2: 17.63 us, 65.9% of copy
+    {2560,
+     9728,
+     4,
+     {16, 4, 2, 4, gemv_kind::mma}}, // down b4: mma, not swept (simt: 27.07 us, 43.0% of copy)
+    {2560,
+     9728,
+     8,
+     {16, 4, 2, 4, gemv_kind::mma}}, // down b8: mma 16.13 us, 72.8% of copy (simt 46.98 us, 24.7%)
+    {2560,
+     9728,
+     16,
+     {16, 4, 2, 4, gemv_kind::mma}}, // down b16: mma, not swept (simt: 96.58 us, 12.1% of copy)
+    {2560,
+     9728,
+     32,
+     {16, 4, 2, 4, gemv_kind::mma}}, // down b32: mma, not swept (simt: 260.57 us, 4.5% of copy)
+    {6144, 2560, 1, {2, 8, 2, 1}},   // qkv b1: 9.38 us, 78.3% of copy
+    {6144, 2560, 2, {1, 16, 2, 1}},  // qkv b2: 10.62 us, 69.1% of copy
+    {6144,
+     2560,
+     4,
+     {16, 4, 2, 4, gemv_kind::mma}}, // qkv b4: mma, not swept (simt: 19.17 us, 38.3% of copy)
+    {6144,
+     2560,
+     8,
+     {16, 4, 2, 4, gemv_kind::mma}}, // qkv b8: mma, not swept (simt: 33.31 us, 22.1% of copy)
+    {6144,
+     2560,
+     16,
+     {16, 4, 2, 4, gemv_kind::mma}}, // qkv b16: mma, not swept (simt: 61.31 us, 12.1% of copy)
+    {6144,
+     2560,
+     32,
+     {16, 4, 2, 4, gemv_kind::mma}}, // qkv b32: mma, not swept (simt: 146.08 us, 5.1% of copy)
+    {2560, 4096, 1, {2, 8, 2, 4}},   // o_proj b1: 8.38 us, 58.4% of copy
+    {2560, 4096, 2, {4, 8, 2, 4}},   // o_proj b2: 9.50 us, 51.5% of copy
+    {2560,
+     4096,
+     4,
+     {16, 4, 2, 4, gemv_kind::mma}}, // o_proj b4: mma, not swept (simt: 16.35 us, 30.0% of copy)
+    {2560,
+     4096,
+     8,
+     {16, 4, 2, 4, gemv_kind::mma}}, // o_proj b8: mma, not swept (simt: 24.03 us, 20.4% of copy)
+    {2560,
+     4096,
+     16,
+     {16, 4, 2, 4, gemv_kind::mma}}, // o_proj b16: mma, not swept (simt: 46.78 us, 10.6% of copy)
+    {2560,
+     4096,
+     32,
+     {16, 4, 2, 4, gemv_kind::mma}}, // o_proj b32: mma, not swept (simt: 117.95 us, 4.2% of copy)
+    {19456, 2560, 1, {2, 4, 2, 1}},  // gate_up b1: 24.22 us, 95.9% of copy
+    {19456, 2560, 2, {2, 8, 2, 1}},  // gate_up b2: 28.13 us, 82.6% of copy
+    {19456,
+     2560,
+     4,
+     {16, 4, 2, 4, gemv_kind::mma}}, // gate_up b4: mma, not swept (simt: 41.89 us, 55.5% of copy)
+    {19456,
+     2560,
+     8,
+     {16, 4, 2, 4, gemv_kind::mma}}, // gate_up b8: mma, not swept (simt: 67.62 us, 34.5% of copy)
+    {19456,
+     2560,
+     16,
+     {16, 4, 2, 4, gemv_kind::mma}}, // gate_up b16: mma, not swept (simt: 124.80 us, 18.7% of copy)
+    {19456,
+     2560,
+     32,
+     {16, 4, 2, 4, gemv_kind::mma}}, // gate_up b32: mma, not swept (simt: 283.52 us, 8.3% of copy)
+    {151936, 2560, 1, {4, 8, 2, 1}}, // lm_head b1: 172.80 us, 105.0% of copy
+    {151936, 2560, 2, {4, 8, 2, 1}}, // lm_head b2: 182.56 us, 99.4% of copy
+    {151936,
+     2560,
+     4,
+     {4, 8, 2, 1}}, // lm_head b4: 207.07 us, 87.7% of copy (simt kept: already high)
+    {151936,
+     2560,
+     8,
+     {16, 4, 2, 4, gemv_kind::mma}}, // lm_head b8: mma, not swept (simt: 317.05 us, 57.4% of copy)
+    {151936,
+     2560,
+     16,
+     {16, 4, 2, 4, gemv_kind::mma}}, // lm_head b16: mma, not swept (simt: 629.53 us, 29.0% of copy)
+    {151936,
+     2560,
+     32,
+     {16, 4, 2, 4,
+      gemv_kind::mma}}, // lm_head b32: mma, not swept (simt: 1259.19 us, 14.6% of copy)
 };
 
 } // namespace
