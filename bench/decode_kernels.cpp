@@ -32,6 +32,7 @@
 #include "oracles/task_oracles.h"
 #include "suite/candidate_compiler.h"
 #include "suite/task_catalog.h"
+#include "timing/copy_bandwidth.h"
 #include "timing/cuda_check.h"
 #include "timing/device_buffer.h"
 #include "timing/device_info.h"
@@ -127,16 +128,6 @@ row_result time_kernel(gpu_timer& timer, const task_def& task, kg_run_fn run,
   return r;
 }
 
-double copy_gbps(gpu_timer& timer, std::size_t bytes, double* us) {
-  device_buffer src(bytes), dst(bytes);
-  KG_CUDA_CHECK(cudaMemset(src.get(), 1, bytes));
-  const auto t = timer.measure([&](cudaStream_t s) {
-    KG_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, s));
-  });
-  *us = t.summary.median;
-  return 2.0 * static_cast<double>(bytes) / (t.summary.median * 1e-6) / 1e9;
-}
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -179,10 +170,10 @@ int main(int argc, char** argv) {
     runs.push_back(load_kernel(c));
   gpu_timer timer(o);
 
-  double us_big = 0, us_down = 0;
-  const double copy_big = copy_gbps(timer, std::size_t{1} << 30, &us_big);
-  const std::size_t down_bytes = 2560ull * 9728ull * 2ull;
-  const double copy_down = copy_gbps(timer, down_bytes, &us_down);
+  const auto big = measure_copy_bandwidth(timer, std::size_t{1} << 30);
+  const auto down = measure_copy_bandwidth(timer, 2560ull * 9728ull * 2ull);
+  const double copy_big = big.gbps, us_big = big.median_us, copy_down = down.gbps,
+               us_down = down.median_us;
   std::cout << std::fixed << std::setprecision(1) << "device: " << dev.name << ", timing backend "
             << timing_backend_name(o.backend) << "\n"
             << "copy bandwidth (read + write), device to device: 1 GiB " << copy_big << " GB/s ("

@@ -41,6 +41,7 @@
 
 #include "bench/gemv_reference.h"
 #include "kernels/decode/gemv_bf16.h"
+#include "timing/copy_bandwidth.h"
 #include "timing/cuda_check.h"
 #include "timing/device_buffer.h"
 #include "timing/device_info.h"
@@ -193,19 +194,6 @@ private:
   device_buffer buf_;
 };
 
-double copy_gbps(std::size_t bytes, double* us) {
-  timing_options o;
-  o.max_wall_seconds = 2.0;
-  gpu_timer timer(o);
-  device_buffer src(bytes), dst(bytes);
-  KG_CUDA_CHECK(cudaMemset(src.get(), 1, bytes));
-  const auto t = timer.measure([&](cudaStream_t s) {
-    KG_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, s));
-  });
-  *us = t.summary.median;
-  return 2.0 * static_cast<double>(bytes) / (t.summary.median * 1e-6) / 1e9;
-}
-
 float bf16_bits_to_float(std::uint16_t b) {
   const std::uint32_t u = static_cast<std::uint32_t>(b) << 16;
   float f;
@@ -349,8 +337,15 @@ int main(int argc, char** argv) {
     std::cerr << "kg_bench_gemv_sweep: no GPU: " << dev.reason << "\n";
     return 3;
   }
-  double copy_us = 0;
-  const double copy = copy_gbps(std::size_t{1} << 30, &copy_us);
+  double copy_us = 0, copy = 0;
+  {
+    timing_options co; // its own timer: the sweep's wall cap is too short for a 1 GiB copy
+    co.max_wall_seconds = 2.0;
+    gpu_timer copy_timer(co);
+    const auto c = measure_copy_bandwidth(copy_timer, std::size_t{1} << 30);
+    copy = c.gbps;
+    copy_us = c.median_us;
+  }
   timing_options o;
   o.max_wall_seconds = opt.max_wall;
   gpu_timer timer(o);
