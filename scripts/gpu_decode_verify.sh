@@ -7,7 +7,9 @@
 #   SWEEP_ARGS=...  SWEEP_TIMEOUT=s  NO_SWEEP=1  RUN_EVAL_TORCH=1  RUN_ENGINE=1
 #   RUN_ATTENTION=1: the decode kernels' GPU tests (split-KV attention in every configuration)
 #     and kg_bench_attention_sweep (ATTENTION_SWEEP_ARGS=..., ATTENTION_TIMEOUT=s)
-#   WORKLOADS="decode-qwen3-4b decode-colocated"  WORKLOAD_ARGS=...  WORKLOAD_TIMEOUT=s
+#   WORKLOADS="decode-qwen3-4b decode-colocated decode-colocated-training"  WORKLOAD_ARGS=...
+#     WORKLOAD_TIMEOUT=s (default 300: decode-colocated-training at its defaults needs ~8-10 min;
+#     shrink it with WORKLOAD_ARGS="--trace-seconds 4 --max-load-steps 16", docs/cli.md)
 set -uo pipefail
 source "$(dirname "$0")/gpu_build.sh"
 if [ -n "${TEST_FILTER:-}" ]; then
@@ -39,7 +41,8 @@ if [ -n "${RUN_ATTENTION:-}" ]; then
   grep -E '^device|^copy bandwidth|FAIL' "$logs/attention_sweep.txt" | head -20
   sed -n '/^fraction of copy/,$p' "$logs/attention_sweep.txt"
 fi
-# The decode workloads (WORKLOADS="decode-qwen3-4b decode-colocated"; WORKLOAD_ARGS for both).
+# The decode workloads (WORKLOADS="decode-qwen3-4b decode-colocated decode-colocated-training";
+# WORKLOAD_ARGS for every one).
 for w in ${WORKLOADS:-}; do
   timeout ${WORKLOAD_TIMEOUT:-300} ./suite/kernelgate workload run $w ${WORKLOAD_ARGS:-} \
     --out "$BUILD_DIR/workload-$w" >"$logs/workload_$w.txt" 2>&1

@@ -186,6 +186,47 @@ bootstrap_interval bootstrap_ratio_of_medians(std::span<const double> num,
   return finish(full_n / full_d, mn, jack, opt);
 }
 
+bootstrap_interval bootstrap_ratio_of_means(std::span<const double> num,
+                                            std::span<const double> den,
+                                            const bootstrap_options& opt) {
+  check(num, opt);
+  check(den, opt);
+  for (const double d : den)
+    if (!(d > 0)) throw std::invalid_argument("ratio of means needs positive denominators");
+  auto mean = [](std::span<const double> v) {
+    return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  };
+  // Each sample's resample means from its own stream (the same streams ratio_of_medians uses).
+  auto resample_means = [&](std::span<const double> x, rng& r) {
+    const auto n = static_cast<std::uint32_t>(x.size());
+    std::vector<double> out(static_cast<std::size_t>(opt.resamples));
+    for (double& m : out) {
+      double sum = 0;
+      for (std::uint32_t i = 0; i < n; ++i)
+        sum += x[draw(r, n)];
+      m = sum / static_cast<double>(n);
+    }
+    return out;
+  };
+  rng rn(opt.seed, stream_id("bootstrap-num")), rd(opt.seed, stream_id("bootstrap-den"));
+  auto mn = resample_means(num, rn);
+  const auto md = resample_means(den, rd);
+  for (std::size_t i = 0; i < mn.size(); ++i)
+    mn[i] /= md[i];
+  // Two-sample jackknife: leave one observation out of either sample.
+  const double full_n = mean(num), full_d = mean(den);
+  auto mean_without = [](std::span<const double> x, std::size_t skip, double full) {
+    const double n = static_cast<double>(x.size());
+    return (full * n - x[skip]) / (n - 1);
+  };
+  std::vector<double> jack;
+  for (std::size_t i = 0; i < num.size(); ++i)
+    jack.push_back(mean_without(num, i, full_n) / full_d);
+  for (std::size_t i = 0; i < den.size(); ++i)
+    jack.push_back(full_n / mean_without(den, i, full_d));
+  return finish(full_n / full_d, mn, jack, opt);
+}
+
 bootstrap_interval bootstrap_paired_ratio(std::span<const double> num, std::span<const double> den,
                                           const bootstrap_options& opt) {
   if (num.size() != den.size()) throw std::invalid_argument("paired samples differ in length");

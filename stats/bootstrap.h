@@ -42,6 +42,12 @@ bootstrap_interval bootstrap_mean(std::span<const double> x, const bootstrap_opt
 bootstrap_interval bootstrap_ratio_of_medians(std::span<const double> num,
                                               std::span<const double> den,
                                               const bootstrap_options& opt = {});
+// mean(num) / mean(den) for two independent samples, each resampled on its own (e.g. the
+// throughputs of a few repeated traces per configuration, where every repeat counts: a mean, not
+// a median, so one slow trace moves the estimate). den must be positive.
+bootstrap_interval bootstrap_ratio_of_means(std::span<const double> num,
+                                            std::span<const double> den,
+                                            const bootstrap_options& opt = {});
 // Paired measurements (e.g. ABBA blocks): the median of the per-pair ratios num[i] / den[i],
 // resampling pairs so that drift shared by both members of a pair cancels.
 bootstrap_interval bootstrap_paired_ratio(std::span<const double> num, std::span<const double> den,

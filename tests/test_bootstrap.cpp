@@ -120,3 +120,61 @@ TEST(decision, boundaries) {
   EXPECT_EQ(decide(0.98, 0.99, 0.0), decision::faster); // no minimum effect: any clear gap
   EXPECT_THROW(decide(1.1, 1.0), std::invalid_argument);
 }
+
+// Ratio of means of two independent samples (the co-located workload's fraction of solo over
+// repeated traces). Hand-computed: with den constant the replicates are the resampled means of
+// num, whose extremes are certain to hold more than 2.5% of 10000 resamples each, so the
+// percentile interval is exactly [min, max]; BCa's acceleration comes from the two-sample
+// jackknife of means.
+TEST(bootstrap, ratio_of_means_hand_computed) {
+  const std::vector<double> num3 = {10, 20, 30}, den2 = {4, 6};
+  EXPECT_DOUBLE_EQ(bootstrap_ratio_of_means(num3, den2).estimate, 20.0 / 5.0);
+
+  bootstrap_options pct;
+  pct.method = ci_method::percentile;
+  // Means of two draws from {1, 3}: 1, 2, 3 with chances 1/4, 1/2, 1/4; over den's mean 2.
+  const std::vector<double> a = {1, 3}, b = {2, 2};
+  const auto ab = bootstrap_ratio_of_means(a, b, pct);
+  EXPECT_DOUBLE_EQ(ab.estimate, 1.0);
+  EXPECT_DOUBLE_EQ(ab.lo, 0.5);
+  EXPECT_DOUBLE_EQ(ab.hi, 1.5);
+  // Means of three draws from {1, 2, 6}: 1 and 6 each with chance 1/27 (3.7% > 2.5%).
+  const std::vector<double> c = {1, 2, 6}, one = {1, 1};
+  const auto cp = bootstrap_ratio_of_means(c, one, pct);
+  EXPECT_DOUBLE_EQ(cp.estimate, 3.0);
+  EXPECT_DOUBLE_EQ(cp.lo, 1.0);
+  EXPECT_DOUBLE_EQ(cp.hi, 6.0);
+  // Jackknife: leave-one-out ratios 4, 3.5, 1.5 (num) and 3, 3 (den), mean 3; deviations -1,
+  // -0.5, 1.5, 0, 0: a = sum d^3 / (6 (sum d^2)^1.5) = 2.25 / (6 * 3.5^1.5).
+  const auto cb = bootstrap_ratio_of_means(c, one);
+  EXPECT_NEAR(cb.acceleration, 2.25 / (6.0 * std::pow(3.5, 1.5)), 1e-15);
+  EXPECT_GE(cb.lo, 1.0);
+  EXPECT_LE(cb.hi, 6.0);
+  EXPECT_LE(cb.lo, cb.estimate);
+  EXPECT_GE(cb.hi, cb.estimate);
+  // Symmetric leave-one-out deviations: no acceleration.
+  EXPECT_DOUBLE_EQ(bootstrap_ratio_of_means(a, b).acceleration, 0.0);
+
+  EXPECT_THROW(bootstrap_ratio_of_means(std::vector<double>{1}, b), std::invalid_argument);
+  EXPECT_THROW(bootstrap_ratio_of_means(a, std::vector<double>{1, 0}), std::invalid_argument);
+}
+
+TEST(bootstrap, ratio_of_means_reproducible_for_a_seed) {
+  rng r(3, 4);
+  std::vector<double> solo(5), shared(5);
+  for (auto& v : solo)
+    v = 2600 + 40 * r.normal();
+  for (auto& v : shared)
+    v = 1900 + 60 * r.normal();
+  const auto i1 = bootstrap_ratio_of_means(shared, solo),
+             i2 = bootstrap_ratio_of_means(shared, solo);
+  EXPECT_EQ(i1.lo, i2.lo);
+  EXPECT_EQ(i1.hi, i2.hi);
+  EXPECT_LT(i1.lo, i1.estimate);
+  EXPECT_GT(i1.hi, i1.estimate);
+  bootstrap_options other;
+  other.seed = 7;
+  const auto i3 = bootstrap_ratio_of_means(shared, solo, other);
+  EXPECT_EQ(i3.estimate, i1.estimate);
+  EXPECT_TRUE(i3.lo != i1.lo || i3.hi != i1.hi);
+}

@@ -201,6 +201,13 @@ TEST(cli, workload_run_gates_against_the_reference_and_writes_a_valid_result) {
   EXPECT_NE(r.out.find("lora-train-small"), std::string::npos);
   EXPECT_NE(r.out.find("lora-train-qwen3-4b"), std::string::npos);
   EXPECT_NE(r.out.find("decode-qwen3-4b"), std::string::npos);
+  {
+    // Its own line, marked GPU-only, its id set apart from the description.
+    const auto at = r.out.find("\ndecode-colocated-training ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    const auto line = r.out.substr(at + 1, r.out.find('\n', at + 1) - at - 1);
+    EXPECT_NE(line.find(" [GPU] "), std::string::npos) << line;
+  }
   const auto out = std::filesystem::temp_directory_path() / "kg-cli-workload";
   kg::remove_tree(out);
   r = run({"workload", "run", "lora-train-small", "--steps", "3", "--out", out.string()});
@@ -237,9 +244,29 @@ TEST(cli, workload_run_gates_against_the_reference_and_writes_a_valid_result) {
     r = run({"workload", "run", "decode-qwen3-4b"});
     EXPECT_EQ(r.rc, exit_code::unavailable);
     EXPECT_NE(r.err.find("needs a GPU"), std::string::npos) << r.err;
+    // Valid options, no GPU: one line, exit 3, before any LibTorch or green-context work.
+    r = run({"workload", "run", "decode-colocated-training", "--repeats", "3", "--max-load-steps",
+             "4", "--itl-limit-ms", "40", "--trace-seconds", "2.5"});
+    EXPECT_EQ(r.rc, exit_code::unavailable);
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("decode-colocated-training needs a GPU"), std::string::npos) << r.err;
   }
   r = run({"workload", "run", "decode-qwen3-4b", "--start-rps", "fast"});
   EXPECT_EQ(r.rc, exit_code::bad_input) << r.err;
+  // The co-located workload's options are checked before the GPU is looked for.
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--repeats", "1"},
+                                              {"--repeats", "101"},
+                                              {"--repeats", "2.5"},
+                                              {"--max-load-steps", "0"},
+                                              {"--itl-limit-ms", "0"},
+                                              {"--itl-limit-ms", "nan"},
+                                              {"--trace-seconds", "-1"}}) {
+    std::vector<std::string> a = {"workload", "run", "decode-colocated-training"};
+    a.insert(a.end(), bad.begin(), bad.end());
+    r = run(a);
+    EXPECT_EQ(r.rc, exit_code::bad_input) << bad[0] << " " << bad[1] << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+  }
   kg::remove_tree(out);
 }
 

@@ -6,6 +6,12 @@
 #include <stdexcept>
 
 #include <torch/torch.h>
+#include <torch/version.h>
+#if KG_TORCH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 namespace kg {
 namespace {
@@ -224,6 +230,40 @@ std::vector<lora_adapters> lora_trainer::adapters() const {
     out.push_back(std::move(a));
   }
   return out;
+}
+
+std::string torch_external_stream_unavailable() {
+#if KG_TORCH_CUDA
+  if (!torch::cuda::is_available()) return "LibTorch " TORCH_VERSION " sees no CUDA device";
+  return "";
+#else
+  return "LibTorch " TORCH_VERSION " was built without CUDA (no c10_cuda): it cannot run on a "
+         "CUDA stream of the caller's";
+#endif
+}
+
+void run_on_torch_stream(CUstream_st* stream, int device, const std::function<void()>& fn) {
+#if KG_TORCH_CUDA
+  if (const auto why = torch_external_stream_unavailable(); !why.empty())
+    throw std::runtime_error(why);
+  {
+    // As kernels/task_torch_refs.cpp times LibTorch on the timer's stream: the guard makes the
+    // external stream current for this thread only, so another thread's LibTorch work (none in
+    // the workloads today) would keep its own stream.
+    const c10::cuda::CUDAStreamGuard guard(
+        c10::cuda::getStreamFromExternal(stream, static_cast<c10::DeviceIndex>(device)));
+    try {
+      fn();
+    } catch (...) {
+      c10::cuda::CUDACachingAllocator::emptyCache();
+      throw;
+    }
+  }
+  c10::cuda::CUDACachingAllocator::emptyCache();
+#else
+  (void)stream, (void)device, (void)fn;
+  throw std::runtime_error(torch_external_stream_unavailable());
+#endif
 }
 
 } // namespace kg

@@ -7,11 +7,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "workloads/lora_model.h"
+
+// cudaStream_t is CUstream_st* (cuda_runtime_api.h); declared here so that this header stays free
+// of CUDA as well as of LibTorch.
+struct CUstream_st;
 
 namespace kg {
 
@@ -49,5 +54,18 @@ public:
 private:
   std::unique_ptr<impl> p_;
 };
+
+// Why LibTorch cannot queue its CUDA work on a stream of the caller's ("" when it can): this
+// LibTorch was built without CUDA (the CPU machines' 1.13), or it sees no CUDA device.
+std::string torch_external_stream_unavailable();
+
+// Runs `fn` on the calling thread with `stream` -- a CUDA stream of device `device`, a green
+// context's for instance -- as LibTorch's current CUDA stream of that thread, so the LibTorch work
+// `fn` queues (a lora_trainer built and stepped inside it) runs on that stream and so on its SMs.
+// Then LibTorch's cached device memory is released: its blocks were freed against `stream`, which
+// the caller may destroy next, and the memory is handed back for whatever runs after.
+// Throws std::runtime_error (torch_external_stream_unavailable's reason) where LibTorch has no
+// CUDA; rethrows whatever `fn` throws.
+void run_on_torch_stream(CUstream_st* stream, int device, const std::function<void()>& fn);
 
 } // namespace kg
