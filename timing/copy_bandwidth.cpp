@@ -17,4 +17,11 @@ copy_bandwidth measure_copy_bandwidth(gpu_timer& timer, std::size_t bytes) {
   return out;
 }
 
+copy_bandwidth measure_copy_bandwidth(std::size_t bytes) {
+  timing_options o;
+  o.max_wall_seconds = 2.0;
+  gpu_timer timer(o);
+  return measure_copy_bandwidth(timer, bytes);
+}
+
 } // namespace kg

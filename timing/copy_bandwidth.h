@@ -15,5 +15,8 @@ struct copy_bandwidth {
 };
 
 copy_bandwidth measure_copy_bandwidth(gpu_timer& timer, std::size_t bytes);
+// The same with a timer of its own (default options, a 2 s wall cap): for callers whose timer's
+// cap is too short for a 1 GiB copy.
+copy_bandwidth measure_copy_bandwidth(std::size_t bytes);
 
 } // namespace kg
