@@ -188,6 +188,34 @@ TEST(gpu_timing, cupti_activity_tracing_works_here) {
   ASSERT_NE(activity_tracer::instance(&why), nullptr) << why;
 }
 
+// The flush must leave the timed work cold: a copy whose source and destination (a quarter of L2
+// together) stay in L2 between samples without a flush runs clearly slower with one, since its
+// source then comes from DRAM.
+TEST(gpu_timing, the_flush_leaves_l2_cold_for_the_timed_work) {
+  KG_REQUIRE_GPU();
+  int device = 0, l2 = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device), cudaSuccess);
+  const std::size_t bytes = static_cast<std::size_t>(l2) / 8;
+  device_buffer src(bytes), dst(bytes);
+  ASSERT_EQ(cudaMemset(src.get(), 1, bytes), cudaSuccess);
+  double median_us[2] = {0, 0};
+  for (int flush = 0; flush < 2; ++flush) {
+    timing_options o;
+    o.flush_l2 = flush == 1;
+    o.max_wall_seconds = 2;
+    gpu_timer t(o);
+    const auto r = t.measure([&](cudaStream_t s) {
+      KG_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, s));
+    });
+    ASSERT_EQ(r.status, "TIMED") << r.status_reason;
+    median_us[flush] = r.summary.median;
+  }
+  std::cout << "copy of " << bytes / 1e6 << " MB (" << l2 / 1e6 << " MB L2): "
+            << median_us[0] << " us warm, " << median_us[1] << " us after the flush\n";
+  EXPECT_GT(median_us[1], 1.3 * median_us[0]);
+}
+
 // Red team: the work's real cost runs on a side stream that never joins the measuring stream, so
 // it starts while the measuring stream is held and the events around the call never see it.
 // The event backend must flag it; the CUPTI backend must time it.

@@ -27,17 +27,13 @@ void launch_blocking_kernel(const volatile int* flag, std::uint64_t timeout_ns, 
 void launch_clock_probe(clock_probe* out, std::uint64_t span_ns, cudaStream_t stream,
                         unsigned* flush_seq = nullptr);
 
-// Reads `bytes` of `buf` through L2. After the flush buffer is overwritten (new contents every
-// sample), this pass replaces the dirty lines the write left in L2 with clean ones, so the timed
-// work never pays for writing back the flush's data.
-void launch_l2_read_pass(const void* buf, std::size_t bytes, int* sink, int blocks,
-                         cudaStream_t stream);
-
-// The same flush in one launch (the harness's per-sample path): writes all `bytes` of `buf` with
-// contents derived from *seq (device memory; the blocking kernel advances it every sample, so a
-// launch captured once into a graph still writes new contents each time), then reads them back
-// so L2 is left holding clean lines. `blocks` should all be resident at once (a few per SM).
-void launch_l2_flush(void* buf, std::size_t bytes, const unsigned* seq, int* sink, int blocks,
+// The per-sample flush, two launches: write all `bytes` of `buf` (a multiple of 128, the buffer
+// 128-byte aligned) with contents derived from *seq (device memory; the blocking kernel advances
+// it every sample, so launches captured once into a graph still write new contents each time),
+// which evicts everything else from L2; then discard the buffer's lines, so L2 is left holding
+// nothing and the timed work pays no write-back of flush data. `blocks` should all be resident
+// at once (a few per SM).
+void launch_l2_flush(void* buf, std::size_t bytes, const unsigned* seq, int blocks,
                      cudaStream_t stream);
 
 // A kernel of known length: one thread per block spins until clock64() has advanced `cycles`.
