@@ -91,15 +91,19 @@ TEST(attention_config, max_chunks_bounds_every_length_up_to_max_context) {
   EXPECT_EQ(attention_max_chunks(d, 100), 2);
 }
 
-TEST(attention_config, workspace_covers_the_bound_and_the_default_overload_uses_the_default) {
+TEST(attention_config, workspace_covers_the_bound_and_the_rows_overload_covers_every_batch) {
   for (const auto& [name, c] : attention_sweep_configs) {
     SCOPED_TRACE(name);
     for (const int max_context : {1, 2048, 8192, 40960})
       EXPECT_EQ(attention_workspace_bytes(c, 8, 32, 8, 128, max_context),
                 std::size_t{8} * 32 * attention_max_chunks(c, max_context) * 130 * sizeof(float));
   }
-  EXPECT_EQ(attention_workspace_bytes(4, 32, 8, 128, 8192),
-            attention_workspace_bytes(default_attention_config(), 4, 32, 8, 128, 8192));
+  // Under pick_attention_config a row has at most 16 chunks of 8192 tokens below a batch of 4
+  // and 8 from 4 on, each chunk 32 heads x (128 + 2) floats: 4 rows need less than 3 (3 x 16 >
+  // 4 x 8 chunks), and 32 rows need 32 x 8.
+  EXPECT_EQ(attention_workspace_bytes(1, 32, 8, 128, 8192), std::size_t{1} * 16 * 32 * 130 * 4);
+  EXPECT_EQ(attention_workspace_bytes(4, 32, 8, 128, 8192), std::size_t{3} * 16 * 32 * 130 * 4);
+  EXPECT_EQ(attention_workspace_bytes(32, 32, 8, 128, 8192), std::size_t{32} * 8 * 32 * 130 * 4);
   attention_config bad = default_attention_config();
   bad.tile = 16;
   EXPECT_EQ(attention_workspace_bytes(bad, 4, 32, 8, 128, 8192), 0u);
@@ -144,4 +148,23 @@ TEST(attention_config, unsupported_configurations_and_shapes_are_refused_without
   EXPECT_EQ(
       launch_attention(q, 32 * 128 + 4, q, q, i, i, o, fake<void>(), 1, 32, 8, 128, 2048, nullptr),
       cudaErrorInvalidValue);
+}
+
+// What the engine launches is what the sweep times and the GPU tests check.
+TEST(attention_config, the_picked_configurations_are_supported_and_swept) {
+  auto same = [](const attention_config& a, const attention_config& b) {
+    return a.target_chunks == b.target_chunks && a.min_chunk == b.min_chunk &&
+           a.max_chunk == b.max_chunk && a.tile == b.tile && a.stages == b.stages && a.pdl == b.pdl;
+  };
+  for (int rows = 1; rows <= 32; ++rows) {
+    SCOPED_TRACE(rows);
+    const attention_config c = pick_attention_config(rows);
+    EXPECT_TRUE(attention_config_supported(c));
+    int found = 0;
+    for (const auto& [name, s] : attention_sweep_configs)
+      found += same(s, c) ? 1 : 0;
+    EXPECT_EQ(found, 1);
+  }
+  EXPECT_EQ(pick_attention_config(1).tile, 64);
+  EXPECT_EQ(pick_attention_config(8).target_chunks, 8);
 }

@@ -330,8 +330,8 @@ void check_attention(const attention_problem& p) {
           << "row " << r << " (length " << p.lengths[r]
           << ") gave other bits at another place in the batch";
   }
-  // launch_attention is the default configuration.
-  const auto via_default = dev.run(decode::default_attention_config(), order);
+  // launch_attention is pick_attention_config(rows).
+  const auto via_default = dev.run(decode::pick_attention_config(p.rows), order);
   std::vector<int> lengths = p.lengths, slots = p.slots;
   auto dq = upload(p.q), dl = upload(lengths), dsl = upload(slots);
   const std::size_t out_n = static_cast<std::size_t>(p.rows) * row_n;
@@ -342,7 +342,7 @@ void check_attention(const attention_problem& p) {
                                          nullptr));
   KG_CUDA_CHECK(cudaDeviceSynchronize());
   EXPECT_TRUE(download<std::uint16_t>(out, out_n) == via_default)
-      << "launch_attention differs from launch_attention_with(default_attention_config())";
+      << "launch_attention differs from launch_attention_with(pick_attention_config(rows))";
 }
 
 } // namespace

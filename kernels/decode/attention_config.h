@@ -1,7 +1,7 @@
 // How the split-KV decode attention (decode_kernels.h, launch_attention) cuts a sequence into
 // chunks and how stage 1 streams a chunk, as a small configuration so that bench/attention_sweep
 // can time several side by side and the tests can check each. The engine uses
-// default_attention_config() through launch_attention.
+// pick_attention_config(rows) through launch_attention.
 //
 // The split depends only on a row's length (never on the SM count or the other rows): a row of
 // length len is cut into chunks of attention_chunk_tokens(c, len) tokens, aiming at
@@ -34,13 +34,30 @@ struct attention_config {
   int min_chunk = 64;   // tokens; a multiple of tile
   int max_chunk = 1024; // tokens; a multiple of tile, >= min_chunk
   int tile = 32;        // tokens per pipeline stage (K and V tile in shared memory): 32 or 64
-  int stages = 3;       // tiles buffered in shared memory (stages - 1 in flight): 2, 3 or 4
+  int stages = 2;       // tiles buffered in shared memory (stages - 1 in flight): 2, 3 or 4
   bool pdl = true;      // stage 2 launched with programmatic dependent launch (overlaps its launch)
 };
 
-// The configuration launch_attention uses (and attention_workspace_bytes sizes for).
+// The sweep's baseline: every other configuration of attention_sweep_configs varies it.
 constexpr attention_config default_attention_config() {
   return attention_config{};
+}
+
+// The configuration launch_attention uses for a batch of `rows`: a function of the batch alone
+// (one CUDA graph per batch size holds one launch), never of the SMs. From the H200 sweep of
+// 2026-12-01 (fractions of the copy bandwidth, the L2 left empty before each sample):
+//  - batch 1: 64-token tiles, 16 chunks: ctx 2048 18.0% (10.88 us; the baseline 16.0%, torch
+//    SDPA 15%), ctx 8192 40.9% (baseline 30.8%);
+//  - batch 8 and 32: 8 chunks of 32-token tiles: b8 ctx 8192 85.5% (73.31 us; baseline 74.1%,
+//    SDPA 78%), b32 ctx 2048 77.1% (baseline 65.9%), b8 ctx 512 32.4% (baseline 29.0%).
+// Batches 2 and 4 were not swept; the switch at 4 follows the GEMV table's.
+constexpr attention_config pick_attention_config(int rows) {
+  attention_config c;
+  if (rows >= 4)
+    c.target_chunks = 8;
+  else
+    c.tile = 64;
+  return c;
 }
 
 // Whether launch_attention_with accepts the configuration (the rules above).
@@ -88,13 +105,15 @@ inline constexpr named_attention_config attention_sweep_configs[] = {
     // pipeline depth: 2 or 3 tiles in flight while one is used (1 by default)
     {"stages3", {16, 64, 1024, 32, 3, true}},
     {"stages4", {16, 64, 1024, 32, 4, true}},
-    // how many chunks a sequence is cut into (b1 x 2048: 8, 32 or 64 blocks per kv head)
+    // how many chunks a sequence is cut into (b1 x 2048: 8, 32 or 64 blocks per kv head);
+    // target8 is pick_attention_config's for batches of 4 and more
     {"target8", {8, 64, 1024, 32, 2, true}},
     {"target32", {32, 64, 1024, 32, 2, true}},
     {"target64", {64, 32, 1024, 32, 2, true}},
     // a longer minimum chunk: fewer, longer blocks for short sequences
     {"min128", {16, 128, 1024, 32, 2, true}},
-    // 64-token tiles (twice the bytes per cp.async round, half the synchronizations)
+    // 64-token tiles (twice the bytes per cp.async round, half the synchronizations);
+    // tile64-s2 is pick_attention_config's below a batch of 4
     {"tile64-s2", {16, 64, 1024, 64, 2, true}},
     {"tile64-s3", {16, 64, 1024, 64, 3, true}},
     // the two best single changes of the first H200 sweep together

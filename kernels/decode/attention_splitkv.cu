@@ -1,3 +1,4 @@
+#include <algorithm>
 // Split-KV decode attention over the per-sequence KV cache (decode_kernels.h has the contract,
 // attention_config.h how a sequence is split).
 //
@@ -439,8 +440,12 @@ std::size_t attention_workspace_bytes(const attention_config& c, int rows, int q
 
 std::size_t attention_workspace_bytes(int rows, int q_heads, int kv_heads, int head_dim,
                                       int max_context) {
-  return attention_workspace_bytes(default_attention_config(), rows, q_heads, kv_heads, head_dim,
-                                   max_context);
+  // The engine's graphs (one per batch size 1..rows) share one workspace.
+  std::size_t most = 0;
+  for (int r = 1; r <= rows; ++r)
+    most = std::max(most, attention_workspace_bytes(pick_attention_config(r), r, q_heads, kv_heads,
+                                                    head_dim, max_context));
+  return most;
 }
 
 cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16* q,
@@ -480,8 +485,8 @@ cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
                              const int* slots, const int* lengths, __nv_bfloat16* out,
                              void* workspace, int rows, int q_heads, int kv_heads, int head_dim,
                              int max_context, cudaStream_t s) {
-  return launch_attention_with(default_attention_config(), q, q_row_stride, k_cache, v_cache, slots,
-                               lengths, out, workspace, rows, q_heads, kv_heads, head_dim,
+  return launch_attention_with(pick_attention_config(rows), q, q_row_stride, k_cache, v_cache,
+                               slots, lengths, out, workspace, rows, q_heads, kv_heads, head_dim,
                                max_context, s);
 }
 

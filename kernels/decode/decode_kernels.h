@@ -77,9 +77,10 @@ cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_
 // head, chunk); chunks beyond a row's length write nothing and are never read. Stage 2 merges a
 // row's chunks in chunk order. The grid depends on rows and max_context only.
 // Supported: head_dim 64 or 128, group (q_heads / kv_heads) 1, 2, 4 or 8.
-// launch_attention uses default_attention_config(); the workspace must hold
+// launch_attention uses pick_attention_config(rows); the workspace must hold
 // attention_workspace_bytes for the configuration used (the bound over every length up to
-// max_context).
+// max_context). The overload without a configuration gives the most any batch of 1..rows rows
+// needs under pick_attention_config, so one workspace serves every batch size up to rows.
 std::size_t attention_workspace_bytes(int rows, int q_heads, int kv_heads, int head_dim,
                                       int max_context);
 cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
