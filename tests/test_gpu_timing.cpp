@@ -211,8 +211,8 @@ TEST(gpu_timing, the_flush_leaves_l2_cold_for_the_timed_work) {
     ASSERT_EQ(r.status, "TIMED") << r.status_reason;
     median_us[flush] = r.summary.median;
   }
-  std::cout << "copy of " << bytes / 1e6 << " MB (" << l2 / 1e6 << " MB L2): "
-            << median_us[0] << " us warm, " << median_us[1] << " us after the flush\n";
+  std::cout << "copy of " << bytes / 1e6 << " MB (" << l2 / 1e6 << " MB L2): " << median_us[0]
+            << " us warm, " << median_us[1] << " us after the flush\n";
   EXPECT_GT(median_us[1], 1.3 * median_us[0]);
 }
 
