@@ -114,110 +114,48 @@ gemv_config heuristic_config(int batch, int n, int k) {
 }
 
 // Per Qwen3-4B projection: the row applies to batches up to max_batch (after the previous row of
-// the same shape). Batches 1 and 2: the fastest configuration of kg_bench_gemv_sweep on the H200
-// (2026-11-29, copy bandwidth 4289 GB/s; each row's time and fraction as the sweep printed them).
-// Batches 4 to 32: the tensor-core family. Its sweep so far covered the down projection only
-// (batch 8: 72.8% of the copy bandwidth against 24.7% for the best simt configuration, side by
-// side in one run); it reads each weight once whatever the batch, where simt re-reads weights per
-// 4 rows, so it is used for every projection from batch 4 where simt fell to 57% and below. The
-// other rows' simt figures are kept in the comments until a full sweep replaces them.
+// the same shape). Each row is the fastest configuration of the full kg_bench_gemv_sweep on the
+// H200 (2026-12-01, copy bandwidth 4286.5 GB/s, the L2 left empty before each sample; every
+// simt, bulk and mma configuration side by side in one run), with its time and fraction as the
+// sweep printed them and each family's best.
 struct table_row {
   int n, k, max_batch;
-  gemv_config c; // rows_per_warp, warps_per_block, unroll, split_k
+  gemv_config c; // rows_per_warp, warps_per_block, unroll, split_k, kind
 };
+// clang-format off
 constexpr table_row config_table[] = {
-    {2560, 9728, 1, {2, 8, 2, 4}}, // down b1: 15.29 us, 76.0% of copy
-    {2560, 9728, 2, {1, 8, 2, 2}}, // down b2: 17.63 us, 65.9% of copy
-    {2560,
-     9728,
-     4,
-     {16, 4, 2, 4, gemv_kind::mma}}, // down b4: mma, not swept (simt: 27.07 us, 43.0% of copy)
-    {2560,
-     9728,
-     8,
-     {16, 4, 2, 4, gemv_kind::mma}}, // down b8: mma 16.13 us, 72.8% of copy (simt 46.98 us, 24.7%)
-    {2560,
-     9728,
-     16,
-     {16, 4, 2, 4, gemv_kind::mma}}, // down b16: mma, not swept (simt: 96.58 us, 12.1% of copy)
-    {2560,
-     9728,
-     32,
-     {16, 4, 2, 4, gemv_kind::mma}}, // down b32: mma, not swept (simt: 260.57 us, 4.5% of copy)
-    {6144, 2560, 1, {2, 8, 2, 1}},   // qkv b1: 9.38 us, 78.3% of copy
-    {6144, 2560, 2, {1, 16, 2, 1}},  // qkv b2: 10.62 us, 69.1% of copy
-    {6144,
-     2560,
-     4,
-     {16, 4, 2, 4, gemv_kind::mma}}, // qkv b4: mma, not swept (simt: 19.17 us, 38.3% of copy)
-    {6144,
-     2560,
-     8,
-     {16, 4, 2, 4, gemv_kind::mma}}, // qkv b8: mma, not swept (simt: 33.31 us, 22.1% of copy)
-    {6144,
-     2560,
-     16,
-     {16, 4, 2, 4, gemv_kind::mma}}, // qkv b16: mma, not swept (simt: 61.31 us, 12.1% of copy)
-    {6144,
-     2560,
-     32,
-     {16, 4, 2, 4, gemv_kind::mma}}, // qkv b32: mma, not swept (simt: 146.08 us, 5.1% of copy)
-    {2560, 4096, 1, {2, 8, 2, 4}},   // o_proj b1: 8.38 us, 58.4% of copy
-    {2560, 4096, 2, {4, 8, 2, 4}},   // o_proj b2: 9.50 us, 51.5% of copy
-    {2560,
-     4096,
-     4,
-     {16, 4, 2, 4, gemv_kind::mma}}, // o_proj b4: mma, not swept (simt: 16.35 us, 30.0% of copy)
-    {2560,
-     4096,
-     8,
-     {16, 4, 2, 4, gemv_kind::mma}}, // o_proj b8: mma, not swept (simt: 24.03 us, 20.4% of copy)
-    {2560,
-     4096,
-     16,
-     {16, 4, 2, 4, gemv_kind::mma}}, // o_proj b16: mma, not swept (simt: 46.78 us, 10.6% of copy)
-    {2560,
-     4096,
-     32,
-     {16, 4, 2, 4, gemv_kind::mma}}, // o_proj b32: mma, not swept (simt: 117.95 us, 4.2% of copy)
-    {19456, 2560, 1, {2, 4, 2, 1}},  // gate_up b1: 24.22 us, 95.9% of copy
-    {19456, 2560, 2, {2, 8, 2, 1}},  // gate_up b2: 28.13 us, 82.6% of copy
-    {19456,
-     2560,
-     4,
-     {16, 4, 2, 4, gemv_kind::mma}}, // gate_up b4: mma, not swept (simt: 41.89 us, 55.5% of copy)
-    {19456,
-     2560,
-     8,
-     {16, 4, 2, 4, gemv_kind::mma}}, // gate_up b8: mma, not swept (simt: 67.62 us, 34.5% of copy)
-    {19456,
-     2560,
-     16,
-     {16, 4, 2, 4, gemv_kind::mma}}, // gate_up b16: mma, not swept (simt: 124.80 us, 18.7% of copy)
-    {19456,
-     2560,
-     32,
-     {16, 4, 2, 4, gemv_kind::mma}}, // gate_up b32: mma, not swept (simt: 283.52 us, 8.3% of copy)
-    {151936, 2560, 1, {4, 8, 2, 1}}, // lm_head b1: 172.80 us, 105.0% of copy
-    {151936, 2560, 2, {4, 8, 2, 1}}, // lm_head b2: 182.56 us, 99.4% of copy
-    {151936,
-     2560,
-     4,
-     {4, 8, 2, 1}}, // lm_head b4: 207.07 us, 87.7% of copy (simt kept: already high)
-    {151936,
-     2560,
-     8,
-     {16, 4, 2, 4, gemv_kind::mma}}, // lm_head b8: mma, not swept (simt: 317.05 us, 57.4% of copy)
-    {151936,
-     2560,
-     16,
-     {16, 4, 2, 4, gemv_kind::mma}}, // lm_head b16: mma, not swept (simt: 629.53 us, 29.0% of copy)
-    {151936,
-     2560,
-     32,
-     {16, 4, 2, 4,
-      gemv_kind::mma}}, // lm_head b32: mma, not swept (simt: 1259.19 us, 14.6% of copy)
+    {2560, 9728, 1, {16, 4, 2, 4, gemv_kind::mma}}, // down b1: 15.20 us, 76.5% of copy; simt 76.3% bulk 67.4% mma 76.5%
+    {2560, 9728, 2, {16, 4, 2, 4, gemv_kind::mma}}, // down b2: 15.42 us, 75.4% of copy; simt 67.2% bulk 56.6% mma 75.4%
+    {2560, 9728, 4, {16, 4, 2, 4, gemv_kind::mma}}, // down b4: 15.55 us, 74.9% of copy; simt 39.0% bulk 39.2% mma 74.9%
+    {2560, 9728, 8, {16, 4, 2, 4, gemv_kind::mma}}, // down b8: 15.71 us, 74.2% of copy; simt 24.8% bulk 22.1% mma 74.2%
+    {2560, 9728, 16, {16, 16, 2, 1, gemv_kind::mma}}, // down b16: 22.21 us, 52.7% of copy; simt 11.8% bulk - mma 52.7%
+    {2560, 9728, 32, {16, 4, 2, 2, gemv_kind::mma}}, // down b32: 26.62 us, 44.3% of copy; simt 4.4% bulk - mma 44.3%
+    {6144, 2560, 1, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b1: 9.79 us, 75.0% of copy; simt 74.3% bulk 66.5% mma 75.0%
+    {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2: 9.76 us, 75.3% of copy; simt 70.6% bulk 59.0% mma 75.3%
+    {6144, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b4: 9.86 us, 74.6% of copy; simt 38.3% bulk 38.1% mma 74.6%
+    {6144, 2560, 8, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b8: 9.92 us, 74.3% of copy; simt 21.6% bulk 19.5% mma 74.3%
+    {6144, 2560, 16, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b16: 13.09 us, 56.6% of copy; simt 11.9% bulk - mma 56.6%
+    {6144, 2560, 32, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b32: 16.03 us, 46.6% of copy; simt 5.1% bulk - mma 46.6%
+    {2560, 4096, 1, {2, 8, 2, 4}}, // o_proj b1: 8.22 us, 59.5% of copy; simt 59.5% bulk 50.5% mma 58.6%
+    {2560, 4096, 2, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b2: 8.48 us, 57.8% of copy; simt 51.9% bulk 42.2% mma 57.8%
+    {2560, 4096, 4, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b4: 8.64 us, 56.8% of copy; simt 29.9% bulk 30.7% mma 56.8%
+    {2560, 4096, 8, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b8: 8.96 us, 54.9% of copy; simt 20.2% bulk 15.9% mma 54.9%
+    {2560, 4096, 16, {16, 4, 4, 1, gemv_kind::mma}}, // o_proj b16: 11.71 us, 42.2% of copy; simt 10.3% bulk - mma 42.2%
+    {2560, 4096, 32, {16, 4, 2, 1, gemv_kind::mma}}, // o_proj b32: 14.78 us, 33.8% of copy; simt 4.2% bulk - mma 33.8%
+    {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1: 24.80 us, 93.7% of copy; simt 93.7% bulk 78.5% mma 88.8%
+    {19456, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b2: 26.46 us, 87.9% of copy; simt 83.9% bulk 70.6% mma 87.9%
+    {19456, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b4: 26.62 us, 87.4% of copy; simt 56.0% bulk 50.9% mma 87.4%
+    {19456, 2560, 8, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b8: 26.91 us, 86.7% of copy; simt 33.9% bulk 31.1% mma 86.7%
+    {19456, 2560, 16, {16, 4, 4, 1, gemv_kind::mma}}, // gate_up b16: 36.64 us, 63.9% of copy; simt 17.6% bulk - mma 63.9%
+    {19456, 2560, 32, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b32: 54.75 us, 43.0% of copy; simt 8.3% bulk - mma 43.0%
+    {151936, 2560, 1, {4, 8, 2, 1}}, // lm_head b1: 173.41 us, 104.7% of copy; simt 104.7% bulk 81.4% mma 86.9%
+    {151936, 2560, 2, {4, 8, 2, 1}}, // lm_head b2: 182.53 us, 99.5% of copy; simt 99.5% bulk 79.0% mma 87.3%
+    {151936, 2560, 4, {4, 8, 2, 1}}, // lm_head b4: 207.26 us, 87.7% of copy; simt 87.7% bulk 65.2% mma 87.0%
+    {151936, 2560, 8, {16, 8, 2, 1, gemv_kind::mma}}, // lm_head b8: 211.92 us, 85.9% of copy; simt 57.9% bulk 43.5% mma 85.9%
+    {151936, 2560, 16, {16, 8, 2, 1, gemv_kind::mma}}, // lm_head b16: 290.77 us, 62.8% of copy; simt 26.7% bulk - mma 62.8%
+    {151936, 2560, 32, {16, 8, 2, 1, gemv_kind::mma}}, // lm_head b32: 434.33 us, 42.3% of copy; simt 12.0% bulk - mma 42.3%
 };
+// clang-format on
 
 } // namespace
 
