@@ -1,4 +1,3 @@
-#include <algorithm>
 // Split-KV decode attention over the per-sequence KV cache (decode_kernels.h has the contract,
 // attention_config.h how a sequence is split).
 //
@@ -13,7 +12,7 @@
 //  - Bytes in flight: K and V tiles of `tile` tokens stream into shared memory with cp.async
 //    (16 bytes a thread, L1 bypassed: every byte is read once), `stages - 1` tiles ahead of the
 //    one being used, so a block keeps 2 x (stages - 1) x tile x head_dim x 2 bytes outstanding
-//    (32 KiB for the default 32 tokens x 128 dims x 3 stages) while it computes.
+//    (16 KiB for 32 tokens x 128 dims x 2 stages) while it computes.
 //  - No per-token serial work: in the score phase 4 threads share a token's dot product (32
 //    dimensions each for head_dim 128; the 4 partial sums meet by two shuffles per tile, not per
 //    token), a tile's maximum is taken once per query head, the running softmax state is
@@ -37,6 +36,7 @@
 //
 // Every order of summation is fixed by the lengths and the configuration alone, no atomics:
 // the bits do not depend on which SMs run the blocks or where a row sits in the batch.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
