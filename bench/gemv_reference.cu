@@ -40,7 +40,49 @@ __global__ void reference_kernel(const __nv_bfloat16* x, const __nv_bfloat16* w,
   y[static_cast<std::size_t>(b) * n + r] = acc;
 }
 
+// Grid-stride over 16-byte chunks, UNROLL independent loads per thread per step.
+template <int UNROLL>
+__global__ void __launch_bounds__(256)
+    read_kernel(const uint4* p, std::size_t chunks, unsigned* sink) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * 256;
+  unsigned acc = 0;
+  std::size_t i = static_cast<std::size_t>(blockIdx.x) * 256 + threadIdx.x;
+  for (; i + (UNROLL - 1) * stride < chunks; i += UNROLL * stride) {
+    uint4 v[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      v[u] = __ldcs(p + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  for (; i < chunks; i += stride) {
+    const uint4 v = __ldcs(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  for (int o = 16; o > 0; o /= 2)
+    acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
+  if (threadIdx.x == 0) sink[blockIdx.x] = acc;
+}
+
 } // namespace
+
+void read_stream(const void* p, std::size_t bytes, unsigned* sink, int blocks, int unroll,
+                 cudaStream_t s) {
+  const auto* q = static_cast<const uint4*>(p);
+  const std::size_t chunks = bytes / 16;
+  switch (unroll) {
+  case 4:
+    read_kernel<4><<<blocks, 256, 0, s>>>(q, chunks, sink);
+    break;
+  case 8:
+    read_kernel<8><<<blocks, 256, 0, s>>>(q, chunks, sink);
+    break;
+  default:
+    read_kernel<16><<<blocks, 256, 0, s>>>(q, chunks, sink);
+  }
+  KG_CUDA_CHECK(cudaGetLastError());
+}
 
 void fill_bf16_hash(__nv_bfloat16* p, std::size_t count, std::uint32_t seed, float scale,
                     cudaStream_t s) {

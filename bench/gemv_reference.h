@@ -20,4 +20,11 @@ void fill_bf16_hash(__nv_bfloat16* p, std::size_t count, std::uint32_t seed, flo
 void gemv_reference_f32(const __nv_bfloat16* x, const __nv_bfloat16* w, float* y, int batch, int n,
                         int k, cudaStream_t s);
 
+// The read ceiling of a weight: reads `bytes` (a multiple of 16, p 16-byte aligned) once,
+// contiguously, with `blocks` x 256 threads each keeping `unroll` (4, 8 or 16) 16-byte loads in
+// flight, and xors them into sink[block] (so no load is dead code). No arithmetic beyond that:
+// what any GEMV of this weight could at best reach. Throws kg::cuda_error if the launch fails.
+void read_stream(const void* p, std::size_t bytes, unsigned* sink, int blocks, int unroll,
+                 cudaStream_t s);
+
 } // namespace kg

@@ -19,8 +19,15 @@
 // first and the three best of those are then re-timed with 4 and 16 warps per block (where the
 // family has them). lm_head is timed with a handful of configurations only.
 //
-//   kg_bench_gemv_sweep [--quick] [--full] [--list] [--max-wall S]
+//   kg_bench_gemv_sweep [--quick] [--full] [--list] [--max-wall S] [--shapes a,b] [--batches 1,8]
+//                       [--cluster 0|1|both]
 //     --quick   the down projection at batch 1 and 8 only (every family)
+//     --no-ceiling  skip each weight's read-ceiling rows (a plain contiguous read of it)
+//     --kinds   simt, bulk, mma, sweep (a comma list): time only these families (and the
+//               table's current configuration)
+//     --shapes  down, qkv, o_proj, gate_up, lm_head (a comma list); --batches 1..32 (a list)
+//     --cluster  split-K simt and mma configurations with the workspace finish (0), the cluster
+//               finish (1, gemv_config::cluster) or both (default)
 //     --list    print the configurations that would be timed, and their number (no GPU needed)
 //     --max-wall S   wall-clock cap per configuration's timing (default 0.15 s)
 // Exit: 0 all checks passed, 1 a configuration was wrong or failed, 2 bad usage, 3 no GPU.
@@ -60,9 +67,23 @@ struct shape_def {
 struct sweep_options {
   bool quick = false, full = false, list = false;
   double max_wall = 0.15;
+  std::vector<std::string> shapes;    // --shapes: these projections only
+  std::vector<int> batches;           // --batches: these batch sizes only
+  std::vector<int> clusters = {0, 1}; // --cluster 0|1|both
+  bool no_ceiling = false;            // --no-ceiling: skip the read-ceiling rows
+  std::vector<std::string> kinds;     // --kinds: these families only (the table's row always)
 };
 
-// "simt rpw2 u2 w8 s4", "bulk rpw2 st4 w8 s2" (st: ring stages), "mma u4 w8 s2".
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// "simt rpw2 u2 w8 s4", "bulk rpw2 st4 w8 s2" (st: ring stages), "mma u4 w8 s2", "sweep g264
+// u2 w16 s1" (g: the grid), " cl" for the cluster finish.
 std::string config_name(const gemv_config& c) {
   std::ostringstream o;
   o << gemv_kind_name(c.kind) << " ";
@@ -76,23 +97,29 @@ std::string config_name(const gemv_config& c) {
   case gemv_kind::mma:
     o << "u" << c.unroll;
     break;
+  case gemv_kind::sweep:
+    o << "g" << 132 * c.rows_per_warp << " u" << c.unroll;
+    break;
   }
   o << " w" << c.warps_per_block << " s" << c.split_k;
+  if (c.cluster) o << " cl";
   return o.str();
 }
 
-// pick_gemv_config's table spelling: {rows_per_warp, warps_per_block, unroll, split_k[, kind]}.
+// pick_gemv_config's table spelling: {rows_per_warp, warps_per_block, unroll, split_k[, kind[,
+// cluster]]}.
 std::string table_config(const gemv_config& c) {
   std::ostringstream o;
   o << "{" << c.rows_per_warp << ", " << c.warps_per_block << ", " << c.unroll << ", " << c.split_k;
-  if (c.kind != gemv_kind::simt) o << ", gemv_kind::" << gemv_kind_name(c.kind);
+  if (c.kind != gemv_kind::simt || c.cluster) o << ", gemv_kind::" << gemv_kind_name(c.kind);
+  if (c.cluster) o << ", " << c.cluster;
   o << "}";
   return o.str();
 }
 
 bool same(const gemv_config& a, const gemv_config& b) {
   return a.kind == b.kind && a.rows_per_warp == b.rows_per_warp && a.unroll == b.unroll &&
-         a.warps_per_block == b.warps_per_block && a.split_k == b.split_k;
+         a.warps_per_block == b.warps_per_block && a.split_k == b.split_k && a.cluster == b.cluster;
 }
 
 // Batch rows one launch takes (launch_gemv_bf16's batch groups, gemv_bf16.h).
@@ -102,13 +129,17 @@ int batch_group(const gemv_config& c) {
     return std::min(8, 32 / c.rows_per_warp);
   case gemv_kind::mma:
     return 32;
+  case gemv_kind::sweep:
+    return 2;
   default:
     return 32 / c.rows_per_warp;
   }
 }
 
-// Rows of one block (the mma family's warps share one 16-row tile).
-int block_rows(const gemv_config& c) {
+// Rows of one block (the mma family's warps share one 16-row tile; a sweep block computes about
+// n / grid rows).
+int block_rows(const gemv_config& c, int n) {
+  if (c.kind == gemv_kind::sweep) return (n + 132 * c.rows_per_warp - 1) / (132 * c.rows_per_warp);
   return c.kind == gemv_kind::mma ? c.rows_per_warp : c.rows_per_warp * c.warps_per_block;
 }
 
@@ -130,14 +161,19 @@ bool worth_timing(const gemv_config& c, const shape_def& s, int batch, int sm_co
   case gemv_kind::mma:
     if (c.split_k > 1 && slice_chunks < 8.0 * c.unroll * c.warps_per_block) return false;
     break;
+  case gemv_kind::sweep:
+    break;
   }
-  const long long tiles = (s.n + block_rows(c) - 1) / block_rows(c);
+  const long long tiles = (s.n + block_rows(c, s.n) - 1) / block_rows(c, s.n);
   const long long warps = tiles * c.warps_per_block;
   return c.split_k == 1 || warps * (c.split_k / 2) < 64LL * sm_count;
 }
 
-// The first pass: warps_per_block 8 (or every supported configuration with --full).
-std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count, bool full) {
+// The first pass: warps_per_block 8 (or every supported configuration with --full), each split-K
+// simt and mma configuration with each cluster setting in `clusters`.
+std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count, bool full,
+                                    const std::vector<int>& clusters,
+                                    const std::vector<std::string>& kinds) {
   std::vector<gemv_config> out;
   auto add = [&](const gemv_config& c) {
     for (const auto& o : out)
@@ -153,12 +189,19 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
       if (batch <= batch_group(c) && gemv_config_supported(c, batch, s.n, s.k)) add(c);
     return out;
   }
-  auto consider = [&](const gemv_config& c) {
-    if (!gemv_config_supported(c, batch, s.n, s.k)) return;
+  auto consider = [&](gemv_config c) {
+    if (!kinds.empty() &&
+        std::find(kinds.begin(), kinds.end(), gemv_kind_name(c.kind)) == kinds.end())
+      return;
     // mma: every warps_per_block in the first pass (its warps split K, so the count matters
     // more than elsewhere, and the family has only five (unroll, warps) pairs).
-    if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma) return;
-    if (full || worth_timing(c, s, batch, sm_count)) add(c);
+    if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma && c.kind != gemv_kind::sweep)
+      return;
+    for (int cl : clusters) {
+      c.cluster = cl;
+      if (!gemv_config_supported(c, batch, s.n, s.k)) continue;
+      if (full || worth_timing(c, s, batch, sm_count)) add(c);
+    }
   };
   for (int split : {1, 2, 4, 8})
     for (int wpb : {4, 8, 16})
@@ -169,6 +212,11 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
         }
         consider({16, wpb, unroll, split, gemv_kind::mma});
       }
+  // sweep: every (grid, rows in flight, warps per block); batch 1 and 2 only.
+  for (int grid : {1, 2, 3, 4})
+    for (int unroll : {1, 2, 4})
+      for (int wpb : {8, 16})
+        consider({grid, wpb, unroll, 1, gemv_kind::sweep});
   return out;
 }
 
@@ -281,7 +329,8 @@ void print_row(const shape_def& s, int batch, const measured& m, const std::stri
 }
 
 int usage() {
-  std::cerr << "usage: kg_bench_gemv_sweep [--quick] [--full] [--list] [--max-wall S]\n";
+  std::cerr << "usage: kg_bench_gemv_sweep [--quick] [--full] [--list] [--max-wall S] "
+               "[--shapes a,b] [--batches 1,8] [--cluster 0|1|both] [--kinds a,b] [--no-ceiling]\n";
   return 2;
 }
 
@@ -298,9 +347,29 @@ int main(int argc, char** argv) {
       opt.full = true;
     else if (a == "--list")
       opt.list = true;
+    else if (a == "--no-ceiling")
+      opt.no_ceiling = true;
+    else if (a == "--kinds" && i + 1 < argc)
+      opt.kinds = split_list(argv[++i]);
     else if (a == "--max-wall" && i + 1 < argc)
       opt.max_wall = std::atof(argv[++i]);
-    else
+    else if (a == "--shapes" && i + 1 < argc)
+      opt.shapes = split_list(argv[++i]);
+    else if (a == "--batches" && i + 1 < argc) {
+      for (const auto& b : split_list(argv[++i])) {
+        const int v = std::atoi(b.c_str());
+        if (v < 1 || v > 32) return usage();
+        opt.batches.push_back(v);
+      }
+    } else if (a == "--cluster" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      if (v == "0" || v == "1")
+        opt.clusters = {std::stoi(v)};
+      else if (v == "both")
+        opt.clusters = {0, 1};
+      else
+        return usage();
+    } else
       return usage();
   }
   std::vector<shape_def> shapes = {{"down", 2560, 9728},
@@ -313,13 +382,27 @@ int main(int argc, char** argv) {
     shapes.resize(1);
     batches = {1, 8};
   }
+  if (!opt.shapes.empty()) {
+    std::vector<shape_def> kept;
+    for (const auto& name : opt.shapes) {
+      const auto it = std::find_if(shapes.begin(), shapes.end(),
+                                   [&](const shape_def& s) { return s.name == name; });
+      if (it == shapes.end()) {
+        std::cerr << "kg_bench_gemv_sweep: unknown shape '" << name << "'\n";
+        return 2;
+      }
+      kept.push_back(*it);
+    }
+    shapes = kept;
+  }
+  if (!opt.batches.empty()) batches = opt.batches;
   const int max_batch = *std::max_element(batches.begin(), batches.end());
 
   if (opt.list) { // the first pass as it would run on an H200 (132 SMs), plus 2 x 3 re-timings
     std::size_t total = 0;
     for (const auto& s : shapes)
       for (int b : batches) {
-        const auto cs = first_pass(s, b, 132, opt.full);
+        const auto cs = first_pass(s, b, 132, opt.full, opt.clusters, opt.kinds);
         const std::size_t second = opt.full || s.few_configs ? 0 : 6;
         total += cs.size() + second;
         std::cout << s.name << " b" << b << ": " << cs.size() << " + " << second << ":";
@@ -354,8 +437,29 @@ int main(int argc, char** argv) {
   std::vector<std::pair<std::pair<const shape_def*, int>, measured>> best;
   // The highest bandwidth per (shape, batch) and family, GB/s: how the families compare.
   std::map<std::pair<std::pair<const shape_def*, int>, int>, double> family_best;
+  // The same per split-K finish: 0 none (split_k 1), 1 workspace, 2 cluster.
+  std::map<std::pair<std::pair<const shape_def*, int>, int>, double> finish_best;
+  device_buffer sink(4096 * sizeof(unsigned));
   for (const auto& s : shapes) {
     shape_data d(s, max_batch);
+    // The weight's read ceiling: one contiguous read of it (bench/gemv_reference.h), as a
+    // fraction of the same copy bandwidth -- what no GEMV of this weight can beat.
+    if (!opt.no_ceiling)
+      for (const int blocks : {528, 1056, 2112})
+        for (const int unroll : {4, 8, 16}) {
+          const std::size_t bytes = static_cast<std::size_t>(s.n) * s.k * 2;
+          const auto t = timer.measure([&](cudaStream_t st) {
+            read_stream(d.w.get(), bytes, static_cast<unsigned*>(sink.get()), blocks, unroll, st);
+          });
+          const double gbps = bytes / (t.summary.median * 1e-6) / 1e9;
+          std::cout << std::left << std::setw(9) << s.name << std::right << std::setw(6) << "-"
+                    << "  " << std::left << std::setw(22)
+                    << ("read " + std::to_string(blocks) + "x256 u" + std::to_string(unroll))
+                    << std::right << std::fixed << std::setprecision(2) << std::setw(10)
+                    << t.summary.median << std::setw(20) << "" << std::setprecision(1)
+                    << std::setw(9) << gbps << std::setw(8) << 100.0 * gbps / copy
+                    << "%  read ceiling\n";
+        }
     for (int batch : batches) {
       d.compute_reference(s, batch);
       const double min_bytes =
@@ -387,7 +491,7 @@ int main(int argc, char** argv) {
         print_row(s, batch, m, check, copy);
         done.push_back(m);
       };
-      for (const auto& c : first_pass(s, batch, dev.sm_count, opt.full))
+      for (const auto& c : first_pass(s, batch, dev.sm_count, opt.full, opt.clusters, opt.kinds))
         run_one(c);
       if (!opt.full && !s.few_configs) { // the three best with 4 and 16 warps per block
         std::vector<measured> top;
@@ -415,24 +519,37 @@ int main(int argc, char** argv) {
         if (m.ok) {
           double& f = family_best[{{&s, batch}, static_cast<int>(m.c.kind)}];
           f = std::max(f, m.gbps);
+          double& p = finish_best[{{&s, batch}, m.c.split_k == 1 ? 0 : 1 + m.c.cluster}];
+          p = std::max(p, m.gbps);
         }
     }
   }
 
   std::cout << "\nbest configuration per (shape, batch), as rows of pick_gemv_config's table\n"
-               "({n, k, max_batch, {rows_per_warp, warps_per_block, unroll, split_k[, kind]}};\n"
+               "({n, k, max_batch, {rows_per_warp, warps_per_block, unroll, split_k[, kind[, "
+               "cluster]]}};\n"
                "the comment: its time, its fraction of the copy bandwidth, and the best of each\n"
-               "family as a fraction of copy):\n";
+               "family and by split-K finish -- s1 no split, ws workspace, cl cluster -- as a\n"
+               "fraction of copy):\n";
   for (const auto& [key, m] : best) {
     const auto& [s, batch] = key;
     std::ostringstream families;
-    for (const gemv_kind k : {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma}) {
+    for (const gemv_kind k : {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep}) {
       const auto it = family_best.find({{s, batch}, static_cast<int>(k)});
       families << " " << gemv_kind_name(k) << " ";
       if (it == family_best.end())
         families << "-";
       else
         families << std::fixed << std::setprecision(1) << 100.0 * it->second / copy << "%";
+    }
+    for (const int f : {0, 1, 2}) {
+      const auto it = finish_best.find({{s, batch}, f});
+      if (it != finish_best.end())
+        families << " "
+                 << (f == 0   ? "s1"
+                     : f == 1 ? "ws"
+                              : "cl")
+                 << " " << std::fixed << std::setprecision(1) << 100.0 * it->second / copy << "%";
     }
     std::cout << "    {" << s->n << ", " << s->k << ", " << batch << ", " << table_config(m.c)
               << "}, // " << s->name << " b" << batch << ": " << std::fixed << std::setprecision(2)

@@ -51,6 +51,10 @@ TEST(gemv_config, picks_supported_configurations_for_every_qwen3_shape_and_batch
         EXPECT_EQ(c.rows_per_warp, 16);
         EXPECT_TRUE(in(c.unroll, {2, 4}));
         break;
+      case gemv_kind::sweep: // one launch per 2 batch rows: only worth it at batch 1 and 2
+        EXPECT_LE(batch, 2);
+        EXPECT_EQ(c.split_k, 1);
+        break;
       }
       EXPECT_TRUE(gemv_config_supported(c, batch, n, k));
     }
@@ -137,6 +141,24 @@ TEST(gemv_config, unsupported_requests_return_invalid_value_without_touching_the
             cudaErrorInvalidValue); // split K without a workspace
   EXPECT_TRUE(gemv_config_supported({16, 16, 2, 8, mma}, 32, 64, 256));
   EXPECT_TRUE(gemv_config_supported({16, 8, 4, 1, mma}, 1, 64, 256));
+  // The cluster finish: 0 or 1, split K only, simt and mma only; it needs no workspace.
+  EXPECT_EQ(launch({1, 8, 2, 2, gemv_kind::simt, 2}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({1, 8, 2, 1, gemv_kind::simt, 1}), cudaErrorInvalidValue); // no split
+  EXPECT_EQ(launch({1, 8, 4, 2, bulk, 1}), cudaErrorInvalidValue);
+  EXPECT_TRUE(gemv_config_supported({1, 8, 2, 2, gemv_kind::simt, 1}, 4, 64, 256));
+  EXPECT_FALSE(gemv_config_supported({16, 8, 2, 8, mma, 1}, 4, 64, 256));
+  EXPECT_EQ(gemv_workspace_bytes({2, 8, 2, 8, gemv_kind::simt, 1}, 4, 64, 256), 0u);
+  // The sweep family: a grid of 132 x 1..4 blocks; 1, 2 or 4 rows in flight; 8 or 16 warps; no
+  // split; at most 8 chunks of a row per thread.
+  constexpr auto sweep = gemv_kind::sweep;
+  EXPECT_EQ(launch({5, 8, 2, 1, sweep}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({2, 8, 3, 1, sweep}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({2, 4, 2, 1, sweep}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({2, 8, 2, 2, sweep}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({2, 8, 2, 1, sweep, 1}), cudaErrorInvalidValue);
+  EXPECT_TRUE(gemv_config_supported({2, 8, 4, 1, sweep}, 1, 64, 8 * 2048));   // 8 per thread
+  EXPECT_FALSE(gemv_config_supported({2, 8, 4, 1, sweep}, 1, 64, 8 * 2049));  // 9 per thread
+  EXPECT_TRUE(gemv_config_supported({4, 16, 1, 1, sweep}, 33, 64, 8 * 4096)); // 17 launches
   // An unknown kind.
   EXPECT_EQ(launch({1, 8, 2, 1, static_cast<gemv_kind>(7)}), cudaErrorInvalidValue);
   // More than 65536 row tiles cannot split K (the counters have a fixed place and size).

@@ -280,6 +280,38 @@ TEST(gpu_decode_engine, graph_replay_is_bit_identical_to_eager_and_repeats) {
   EXPECT_EQ(e.graphs_captured(), 2);
 }
 
+// Programmatic launches (the engine's default) only let a kernel start before the one ahead has
+// finished; each waits for its predecessor before touching memory, so eager and graph steps in
+// either mode give one bit pattern. A kernel that read its input early would read the previous
+// step's activations (a different token and position here) and differ.
+TEST(gpu_decode_engine, programmatic_and_plain_launches_give_identical_logits) {
+  KG_REQUIRE_GPU();
+  cuda_stream s;
+  const auto c = tiny_decode_engine_config();
+  ASSERT_TRUE(c.programmatic_launch);
+  decode_engine e(c, s.get());
+  const auto in = prefill_rows(e, {9, 1000, 0, 256, 255, 77, 600, 1});
+  const int n = static_cast<int>(in.tokens.size());
+  std::vector<std::uint16_t> got[2][2]; // [programmatic][graph]
+  for (const bool pl : {true, false}) {
+    e.set_programmatic_launch(pl);
+    EXPECT_EQ(e.config().programmatic_launch, pl);
+    for (const bool graph : {false, true}) {
+      // A different step first, so stale activations would show.
+      std::vector<int> other = in.tokens;
+      for (auto& t : other)
+        t = (t + 17) % static_cast<int>(c.model.vocab);
+      e.step(other, in.positions, in.slots, !graph);
+      e.step(in.tokens, in.positions, in.slots, !graph);
+      got[pl][graph] = e.logits_bits(n);
+    }
+    EXPECT_EQ(e.graphs_captured(), 1) << "each mode keeps its own graph";
+  }
+  EXPECT_SAME_BITS(got[0][0], got[1][0], "eager: plain vs programmatic");
+  EXPECT_SAME_BITS(got[0][0], got[0][1], "plain: eager vs graph");
+  EXPECT_SAME_BITS(got[0][0], got[1][1], "plain eager vs programmatic graph");
+}
+
 TEST(gpu_decode_engine, qwen3_4b_logits_identical_on_a_green_partition_and_the_whole_gpu) {
   KG_REQUIRE_GPU();
   std::string why;

@@ -2,11 +2,13 @@
 // visible message where no CUDA device exists): every supported configuration of every family
 // (simt, bulk, mma) against an fp64 host oracle on odd shapes (row tails, K slices of odd length,
 // partial batch groups), and bitwise identical output across runs, split K included.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -15,6 +17,7 @@
 
 #include "kernels/decode/gemv_bf16.h"
 #include "timing/cuda_check.h"
+#include "timing/cuda_raii.h"
 #include "timing/device_buffer.h"
 
 using namespace kg;
@@ -77,11 +80,15 @@ struct problem {
   }
 };
 
+__nv_bfloat16* bf16(device_buffer& b) {
+  return static_cast<__nv_bfloat16*>(b.get());
+}
+
 std::string name(const gemv_config& c) {
   return std::string(gemv_kind_name(c.kind)) + ", rows_per_warp " +
          std::to_string(c.rows_per_warp) + ", unroll " + std::to_string(c.unroll) +
          ", warps_per_block " + std::to_string(c.warps_per_block) + ", split_k " +
-         std::to_string(c.split_k);
+         std::to_string(c.split_k) + (c.cluster ? ", cluster finish" : "");
 }
 
 // `c` on `p` against the oracle, then once more for bitwise identity.
@@ -101,9 +108,10 @@ void check_config(problem& p, const gemv_config& c, void* ws) {
   EXPECT_EQ(p.run(c, ws), y) << "two runs differ bitwise";
 }
 
-// Every supported configuration of `kind` on `p`, through one workspace zero-filled once (the
-// interface promises it serves every configuration and family in turn). Returns how many.
-int check_family(problem& p, gemv_kind kind) {
+// Every supported configuration of `kind` on `p` with the given cluster setting, through one
+// workspace zero-filled once (the interface promises it serves every configuration and family in
+// turn). Returns how many.
+int check_family(problem& p, gemv_kind kind, int cluster = 0) {
   device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
   KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
   int checked = 0;
@@ -111,7 +119,7 @@ int check_family(problem& p, gemv_kind kind) {
     for (int rpw : {1, 2, 4, 16})
       for (int unroll : {2, 4, 8})
         for (int wpb : {4, 8, 16}) {
-          const gemv_config c{rpw, wpb, unroll, split, kind};
+          const gemv_config c{rpw, wpb, unroll, split, kind, cluster};
           if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
           EXPECT_LE(gemv_workspace_bytes(c, p.batch, p.n, p.k), ws.size());
           check_config(p, c, ws.get());
@@ -121,8 +129,10 @@ int check_family(problem& p, gemv_kind kind) {
 }
 
 void check_all_configs(problem& p) {
-  // 4 split_k x 8 (rows_per_warp, unroll) x 3 warps_per_block
+  // 4 split_k x 8 (rows_per_warp, unroll) x 3 warps_per_block; with the cluster finish, the
+  // three split_k above 1 (on the empty K slices of the larger splits too)
   EXPECT_EQ(check_family(p, gemv_kind::simt), 96);
+  EXPECT_EQ(check_family(p, gemv_kind::simt, 1), 72);
 }
 
 } // namespace
@@ -171,14 +181,103 @@ TEST(gpu_gemv, bulk_and_mma_families_match_the_oracle_and_repeat_bitwise) {
     // 4 split_k x (3 rows_per_warp x 3 stages x 2 warps_per_block - 4 rings above 96 KB: 16
     // rows x 8 stages twice, 32 rows x 4 and 8 stages)
     EXPECT_EQ(check_family(p, gemv_kind::bulk), 4 * 14);
-    // 4 split_k x (unroll 2: 3 warps_per_block, unroll 4: 2)
+    // 4 split_k x (unroll 2: 3 warps_per_block, unroll 4: 2); the cluster finish is simt's only
     EXPECT_EQ(check_family(p, gemv_kind::mma), 4 * 5);
+    EXPECT_EQ(check_family(p, gemv_kind::mma, 1), 0);
+    EXPECT_EQ(check_family(p, gemv_kind::bulk, 1), 0);
   }
   // Many row tiles and stages: 8 * 1333 elements = 10.4 stages of 1 KB per row, odd n.
   for (int batch : {1, 8}) {
     problem p(batch, 517, 8 * 1333);
     check_family(p, gemv_kind::bulk);
     check_family(p, gemv_kind::mma);
+  }
+}
+
+// The sweep family, every configuration: n below the grid (blocks with no row), odd n (blocks
+// with a row fewer, rows not a multiple of the ring), K not a multiple of a block's pass (masked
+// chunks), up to 8 chunks per thread (k / 8 = 2048 with 8 warps), batch 1, 2 and 3 (two
+// launches), against the oracle and bitwise repeatable.
+TEST(gpu_gemv, the_sweep_family_matches_the_oracle_and_repeats_bitwise) {
+  KG_REQUIRE_GPU();
+  int checked = 0;
+  for (const auto& [n, k] : {std::pair{37, 8 * 53}, std::pair{1517, 8 * 1333},
+                             std::pair{300, 8 * 2048}, std::pair{2560, 9728}})
+    for (int batch : {1, 2, 3}) {
+      problem p(batch, n, k);
+      for (int grid : {1, 2, 3, 4})
+        for (int unroll : {1, 2, 4})
+          for (int wpb : {8, 16}) {
+            const gemv_config c{grid, wpb, unroll, 1, gemv_kind::sweep};
+            if (!gemv_config_supported(c, batch, n, k)) continue;
+            check_config(p, c, nullptr);
+            ++checked;
+          }
+    }
+  EXPECT_EQ(checked, 4 * 3 * 24); // every one supported on these shapes
+}
+
+// The cluster finish adds the same slice sums in the same order as the workspace finish: the
+// same bits, launch after launch, with thousands of clusters in flight.
+TEST(gpu_gemv, the_cluster_finish_gives_the_workspace_finish_bits) {
+  KG_REQUIRE_GPU();
+  for (int batch : {1, 8}) {
+    problem p(batch, 4099, 8 * 1216);
+    for (const gemv_config c : {gemv_config{2, 4, 2, 2}, gemv_config{2, 8, 2, 4},
+                                gemv_config{1, 4, 4, 2}, gemv_config{4, 8, 2, 8}}) {
+      device_buffer ws(gemv_workspace_bytes(c, p.batch, p.n, p.k));
+      KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+      const auto want = p.run(c, ws.get());
+      gemv_config cl = c;
+      cl.cluster = 1;
+      EXPECT_EQ(gemv_workspace_bytes(cl, p.batch, p.n, p.k), 0u);
+      for (int i = 0; i < 5; ++i)
+        ASSERT_EQ(p.run(cl, nullptr), want) << name(cl) << ", batch " << batch << ": run " << i + 1
+                                            << " differs from the workspace finish";
+    }
+  }
+}
+
+// A programmatic launch (the decode step's) changes when a GEMV may start, never what it reads:
+// chained behind a kernel that writes its x, every family gives the plain launch's bits. The
+// producer here is another GEMV writing x (batch rows of the next one's input), so a GEMV that
+// read x before its predecessor finished would see the poisoned (NaN) x of the previous round.
+TEST(gpu_gemv, a_programmatic_launch_reads_x_only_after_the_kernel_ahead_has_written_it) {
+  KG_REQUIRE_GPU();
+  const int batch = 4, k = 8 * 160, n = 8 * 160; // y of the first is x of the second: n == k
+  problem first(batch, n, 8 * 301), second(batch, 517, k);
+  for (const gemv_config c :
+       {gemv_config{2, 8, 2, 4}, gemv_config{1, 8, 4, 2, gemv_kind::simt, 1},
+        gemv_config{16, 4, 2, 1, gemv_kind::mma}, gemv_config{16, 4, 2, 4, gemv_kind::mma},
+        gemv_config{2, 16, 2, 1, gemv_kind::sweep}, gemv_config{2, 8, 2, 2, gemv_kind::bulk}}) {
+    device_buffer ws(std::max(gemv_workspace_bytes(c, batch, n, 8 * 301),
+                              gemv_workspace_bytes(c, batch, 517, k)) +
+                     16);
+    KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+    device_buffer y2(static_cast<std::size_t>(batch) * 517 * 2);
+    std::vector<std::uint16_t> want;
+    for (const bool programmatic : {false, true}) {
+      cuda_stream s;
+      for (int round = 0; round < 4; ++round) {
+        // x of the second GEMV poisoned, then written by the first, then read by the second.
+        KG_CUDA_CHECK(cudaMemsetAsync(second.dx.get(), 0xff, second.dx.size(), s.get()));
+        ASSERT_EQ(launch_gemv_bf16(bf16(first.dx), bf16(first.dw), bf16(second.dx), batch, n,
+                                   8 * 301, c, ws.get(), s.get(), programmatic),
+                  cudaSuccess);
+        ASSERT_EQ(launch_gemv_bf16(bf16(second.dx), bf16(second.dw), bf16(y2), batch, 517, k, c,
+                                   ws.get(), s.get(), programmatic),
+                  cudaSuccess);
+      }
+      KG_CUDA_CHECK(cudaStreamSynchronize(s.get()));
+      std::vector<std::uint16_t> got(static_cast<std::size_t>(batch) * 517);
+      KG_CUDA_CHECK(cudaMemcpy(got.data(), y2.get(), got.size() * 2, cudaMemcpyDeviceToHost));
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_FALSE(std::isnan(from_bf16_bits(got[i]))) << name(c) << ": y[" << i << "] is NaN";
+      if (!programmatic)
+        want = got;
+      else
+        EXPECT_EQ(got, want) << name(c) << ": programmatic launches changed the bits";
+    }
   }
 }
 

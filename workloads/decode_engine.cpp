@@ -127,6 +127,7 @@ decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
   gemv_work_ = device_buffer(gemv_bytes);
   if (gemv_bytes) KG_CUDA_CHECK(cudaMemsetAsync(gemv_work_.get(), 0, gemv_bytes, stream_));
   graphs_.resize(static_cast<std::size_t>(B) + 1);
+  other_mode_graphs_.resize(graphs_.size());
   KG_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
@@ -167,7 +168,7 @@ void decode_engine::prefill(int slot, int context) {
 
 void decode_engine::gemv(const bf16* x, const bf16* w, bf16* y, int batch, int n, int k) {
   KG_CUDA_CHECK(launch_gemv_bf16(x, w, y, batch, n, k, pick_gemv_config(batch, n, k),
-                                 gemv_work_.get(), stream_));
+                                 gemv_work_.get(), stream_, c_.programmatic_launch));
 }
 
 void decode_engine::enqueue(int batch) {
@@ -177,34 +178,36 @@ void decode_engine::enqueue(int batch) {
             hq = static_cast<int>(m.q_heads), hk = static_cast<int>(m.kv_heads),
             qkv = static_cast<int>(sizes_.qkv_width);
   const float eps = static_cast<float>(m.rms_eps);
+  const bool pl = c_.programmatic_launch;
+  // The first kernel follows the inputs' copy, not a kernel: a plain launch.
   KG_CUDA_CHECK(decode::launch_embedding_gather(embedding_, d_tokens_, hidden_, batch, H, stream_));
   for (int l = 0; l < static_cast<int>(m.layers); ++l) {
     const auto& w = layers_[static_cast<std::size_t>(l)];
     // The previous layer's MLP output joins the residual stream here (none before layer 0).
     KG_CUDA_CHECK(decode::launch_add_rmsnorm(l ? mlp_out_ : nullptr, hidden_, w.input_norm, normed_,
-                                             batch, H, eps, stream_));
+                                             batch, H, eps, stream_, pl));
     gemv(normed_, w.qkv, qkv_, batch, qkv, H);
     bf16* kc = const_cast<bf16*>(k_cache(l));
     bf16* vc = const_cast<bf16*>(v_cache(l));
     // q/k head norms, RoPE and the K/V append in one launch (bit-identical to the four separate
     // kernels: tests/test_gpu_decode_kernels.cpp).
-    KG_CUDA_CHECK(decode::launch_qk_norm_rope_append(qkv_, batch, qkv, hq, hk, D, w.q_norm,
-                                                     w.k_norm, eps, d_positions_, m.rope_theta,
-                                                     d_slots_, kc, vc, c_.max_context, stream_));
+    KG_CUDA_CHECK(decode::launch_qk_norm_rope_append(
+        qkv_, batch, qkv, hq, hk, D, w.q_norm, w.k_norm, eps, d_positions_, m.rope_theta, d_slots_,
+        kc, vc, c_.max_context, stream_, pl));
     KG_CUDA_CHECK(decode::launch_attention(qkv_, qkv, kc, vc, d_slots_, d_lengths_, attn_,
                                            attn_work_.get(), batch, hq, hk, D, c_.max_context,
-                                           stream_));
+                                           stream_, pl));
     gemv(attn_, w.o_proj, o_out_, batch, H, hq * D);
-    KG_CUDA_CHECK(
-        decode::launch_add_rmsnorm(o_out_, hidden_, w.post_norm, normed_, batch, H, eps, stream_));
+    KG_CUDA_CHECK(decode::launch_add_rmsnorm(o_out_, hidden_, w.post_norm, normed_, batch, H, eps,
+                                             stream_, pl));
     gemv(normed_, w.gate_up, gate_up_, batch, 2 * I, H);
-    KG_CUDA_CHECK(decode::launch_silu_gate_mul(gate_up_, act_out_, batch, I, stream_));
+    KG_CUDA_CHECK(decode::launch_silu_gate_mul(gate_up_, act_out_, batch, I, stream_, pl));
     gemv(act_out_, w.down, mlp_out_, batch, H, I);
   }
-  KG_CUDA_CHECK(
-      decode::launch_add_rmsnorm(mlp_out_, hidden_, final_norm_, normed_, batch, H, eps, stream_));
+  KG_CUDA_CHECK(decode::launch_add_rmsnorm(mlp_out_, hidden_, final_norm_, normed_, batch, H, eps,
+                                           stream_, pl));
   gemv(normed_, embedding_, logits_, batch, V, H);
-  KG_CUDA_CHECK(decode::launch_argmax(logits_, d_next_, batch, V, stream_));
+  KG_CUDA_CHECK(decode::launch_argmax(logits_, d_next_, batch, V, stream_, pl));
 }
 
 void decode_engine::capture_all() {
@@ -217,6 +220,12 @@ void decode_engine::capture_all() {
     exec->adopt(cap.end());
     g = std::move(exec);
   }
+}
+
+void decode_engine::set_programmatic_launch(bool on) {
+  if (on == c_.programmatic_launch) return;
+  c_.programmatic_launch = on;
+  graphs_.swap(other_mode_graphs_);
 }
 
 int decode_engine::graphs_captured() const {

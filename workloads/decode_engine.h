@@ -58,7 +58,12 @@ public:
             const std::vector<int>& slots, bool eager = false);
   // Captures the graphs of batch sizes 1..max_batch now (else each is captured on first use).
   void capture_all();
-  int graphs_captured() const;
+  int graphs_captured() const; // in the current launch mode
+
+  // Switches config().programmatic_launch: later steps launch the kernels (and capture graphs)
+  // that way. Each mode keeps its own graphs, so switching back and forth (the side-by-side
+  // step timing of decode-qwen3-4b) captures each graph once.
+  void set_programmatic_launch(bool on);
 
   // Read back after the last step (these wait for the stream).
   std::vector<int> next_tokens(int batch) const;
@@ -88,7 +93,8 @@ private:
       *logits_;
   int *d_tokens_, *d_positions_, *d_lengths_, *d_slots_, *d_next_;
   std::vector<int> staging_;
-  std::vector<std::unique_ptr<cuda_graph_exec>> graphs_; // index: batch size
+  std::vector<std::unique_ptr<cuda_graph_exec>> graphs_;            // index: batch size
+  std::vector<std::unique_ptr<cuda_graph_exec>> other_mode_graphs_; // the other launch mode's
 };
 
 // Copies n bf16 values to the host as bit patterns (waits for `s`).

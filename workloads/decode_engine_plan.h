@@ -20,6 +20,11 @@ struct decode_engine_config {
   // a projection of a unit-RMS input comes out at RMS ~0.02 sqrt(K) (1.0 for K = 2560), so the
   // activations stay O(1) and finite through 36 layers.
   float weight_sd = 0.02f;
+  // Each kernel of the step after the first is a programmatic dependent of the one ahead
+  // (kernels/decode/programmatic_launch.cuh): its launch overlaps the kernel ahead's tail. The
+  // same kernels and bits either way; false gives plain launches (decode-qwen3-4b times both,
+  // docs/cli.md; decode_engine::set_programmatic_launch switches).
+  bool programmatic_launch = true;
 };
 
 // 2 layers, hidden 256, 4 q heads / 2 kv heads of 64, intermediate 512, vocab 1000; batch 8,

@@ -41,6 +41,7 @@
 #include <cstdint>
 
 #include "kernels/decode/decode_kernels.h"
+#include "kernels/decode/programmatic_launch.cuh"
 
 namespace kg::decode {
 namespace {
@@ -131,7 +132,10 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
   extern __shared__ __align__(16) unsigned char smem[];
   // Stage 2 may be scheduled once every block here has started (it waits for this grid's
   // completion before reading anything): hides its launch. A no-op without a dependent launch.
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+  pdl::allow_dependents();
+  // Launched as a programmatic dependent itself (the decode step), q and the appended K/V are
+  // read only once the kernel ahead has completed.
+  pdl::wait();
   const int c = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
   const int len = a.lengths[b];
   const int chunk = attention_chunk_tokens(a.cfg, len);
@@ -340,7 +344,7 @@ template <int head_dim, int group>
 __global__ void merge_chunks(const attention_call a) {
   // Launched as a programmatic dependent of stage 1 (config.pdl) this waits for stage 1's
   // completion and memory; launched plainly it returns at once.
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+  pdl::wait();
   constexpr int stride = head_dim + 2;
   const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x, hk = h / group, g = h % group;
   const int chunks = attention_chunks(a.cfg, a.lengths[b]);
@@ -358,70 +362,55 @@ __global__ void merge_chunks(const attention_call a) {
     oo = fmaf(s[2 + d], f, oo);
   }
   a.out[(static_cast<std::size_t>(b) * a.q_heads + h) * head_dim + d] = __float2bfloat16(oo / ll);
+  pdl::allow_dependents(); // the o projection: scheduled once the GPU has drained
 }
 
 template <int head_dim, int group, int tile, int stages>
-cudaError_t launch_typed(const attention_call& a, cudaStream_t s) {
+cudaError_t launch_typed(const attention_call& a, cudaStream_t s, bool programmatic) {
   using L = stage1_layout<head_dim, group, tile, stages>;
   auto* k1 = attend_chunks<head_dim, group, tile, stages>;
   // Above 48 KiB of dynamic shared memory a kernel must opt in; set on every launch (cheap, and
   // allowed while a stream is being captured).
   cudaError_t e = cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize, L::bytes);
   if (e != cudaSuccess) return e;
-  k1<<<dim3(a.max_chunks, a.kv_heads, a.rows), threads, L::bytes, s>>>(a);
-  if ((e = cudaGetLastError()) != cudaSuccess) return e;
-  cudaLaunchConfig_t lc{};
-  lc.gridDim = dim3(a.q_heads, a.rows);
-  lc.blockDim = dim3(head_dim);
-  lc.dynamicSmemBytes = 0;
-  lc.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  lc.attrs = attr;
-  lc.numAttrs = a.cfg.pdl ? 1 : 0;
-  e = cudaLaunchKernelEx(&lc, merge_chunks<head_dim, group>, a);
-  if (e == cudaErrorNotSupported && lc.numAttrs) {
-    // A driver or stream that refuses programmatic dependent launch gets a plain one: the same
-    // kernel and bits, only the launch gap is not hidden. (The error is not sticky.)
-    (void)cudaGetLastError();
-    lc.numAttrs = 0;
-    e = cudaLaunchKernelEx(&lc, merge_chunks<head_dim, group>, a);
-  }
-  return e != cudaSuccess ? e : cudaGetLastError();
+  e = pdl::launch(k1, dim3(a.max_chunks, a.kv_heads, a.rows), dim3(threads), L::bytes, s,
+                  programmatic, 1u, a);
+  if (e != cudaSuccess) return e;
+  return pdl::launch(merge_chunks<head_dim, group>, dim3(a.q_heads, a.rows), dim3(head_dim), 0, s,
+                     a.cfg.pdl || programmatic, 1u, a);
 }
 
 template <int head_dim, int group, int tile>
-cudaError_t launch_stages(const attention_call& a, cudaStream_t s) {
+cudaError_t launch_stages(const attention_call& a, cudaStream_t s, bool programmatic) {
   switch (a.cfg.stages) {
   case 2:
-    return launch_typed<head_dim, group, tile, 2>(a, s);
+    return launch_typed<head_dim, group, tile, 2>(a, s, programmatic);
   case 3:
-    return launch_typed<head_dim, group, tile, 3>(a, s);
+    return launch_typed<head_dim, group, tile, 3>(a, s, programmatic);
   case 4:
-    return launch_typed<head_dim, group, tile, 4>(a, s);
+    return launch_typed<head_dim, group, tile, 4>(a, s, programmatic);
   default:
     return cudaErrorInvalidValue;
   }
 }
 
 template <int head_dim, int group>
-cudaError_t launch_tile(const attention_call& a, cudaStream_t s) {
-  return a.cfg.tile == 32 ? launch_stages<head_dim, group, 32>(a, s)
-                          : launch_stages<head_dim, group, 64>(a, s);
+cudaError_t launch_tile(const attention_call& a, cudaStream_t s, bool programmatic) {
+  return a.cfg.tile == 32 ? launch_stages<head_dim, group, 32>(a, s, programmatic)
+                          : launch_stages<head_dim, group, 64>(a, s, programmatic);
 }
 
 template <int head_dim>
-cudaError_t launch_group(const attention_call& a, cudaStream_t s) {
+cudaError_t launch_group(const attention_call& a, cudaStream_t s, bool programmatic) {
   switch (a.q_heads / a.kv_heads) {
   case 1:
-    return launch_tile<head_dim, 1>(a, s);
+    return launch_tile<head_dim, 1>(a, s, programmatic);
   case 2:
-    return launch_tile<head_dim, 2>(a, s);
+    return launch_tile<head_dim, 2>(a, s, programmatic);
   case 4:
-    return launch_tile<head_dim, 4>(a, s);
+    return launch_tile<head_dim, 4>(a, s, programmatic);
   case 8:
-    return launch_tile<head_dim, 8>(a, s);
+    return launch_tile<head_dim, 8>(a, s, programmatic);
   default:
     return cudaErrorInvalidValue;
   }
@@ -453,7 +442,7 @@ cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16
                                   const __nv_bfloat16* v_cache, const int* slots,
                                   const int* lengths, __nv_bfloat16* out, void* workspace, int rows,
                                   int q_heads, int kv_heads, int head_dim, int max_context,
-                                  cudaStream_t s) {
+                                  cudaStream_t s, bool programmatic) {
   if (!attention_config_supported(c) || rows < 1 || kv_heads < 1 || q_heads < kv_heads ||
       q_heads % kv_heads || max_context < 1 || q_row_stride % 8 ||
       reinterpret_cast<std::uintptr_t>(q) % 16 || reinterpret_cast<std::uintptr_t>(k_cache) % 16 ||
@@ -477,17 +466,18 @@ cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16
   a.max_chunks = attention_max_chunks(c, max_context);
   a.scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)) * log2e);
   a.cfg = c;
-  return head_dim == 64 ? launch_group<64>(a, s) : launch_group<128>(a, s);
+  return head_dim == 64 ? launch_group<64>(a, s, programmatic)
+                        : launch_group<128>(a, s, programmatic);
 }
 
 cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
                              const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache,
                              const int* slots, const int* lengths, __nv_bfloat16* out,
                              void* workspace, int rows, int q_heads, int kv_heads, int head_dim,
-                             int max_context, cudaStream_t s) {
+                             int max_context, cudaStream_t s, bool programmatic) {
   return launch_attention_with(pick_attention_config(rows), q, q_row_stride, k_cache, v_cache,
                                slots, lengths, out, workspace, rows, q_heads, kv_heads, head_dim,
-                               max_context, s);
+                               max_context, s, programmatic);
 }
 
 } // namespace kg::decode

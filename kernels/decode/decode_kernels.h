@@ -17,7 +17,9 @@
 // writes slot slots[b].
 //
 // Every launch returns cudaErrorInvalidValue for a shape it does not support, else the launch's
-// error (cudaGetLastError).
+// error (cudaGetLastError). `programmatic` (the decode step's kernels): launched as a programmatic
+// dependent of the kernel ahead in the stream (programmatic_launch.cuh); each kernel lets its
+// successor be scheduled at its start and waits for its predecessor before touching memory.
 #pragma once
 
 #include <cstddef>
@@ -35,7 +37,7 @@ namespace kg::decode {
 // in float32, cast to bf16, multiply by the bf16 weight). hidden is updated in place.
 cudaError_t launch_add_rmsnorm(const __nv_bfloat16* delta, __nv_bfloat16* hidden,
                                const __nv_bfloat16* weight, __nv_bfloat16* out, int rows, int cols,
-                               float eps, cudaStream_t s);
+                               float eps, cudaStream_t s, bool programmatic = false);
 
 // Per-head RMSNorm in place: for each row b and head h < heads, the head_dim elements at
 // x + b * row_stride + h * head_dim are normalized as launch_add_rmsnorm does, with the shared
@@ -67,7 +69,8 @@ cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_
                                        const __nv_bfloat16* q_weight, const __nv_bfloat16* k_weight,
                                        float eps, const int* positions, double theta,
                                        const int* slots, __nv_bfloat16* k_cache,
-                                       __nv_bfloat16* v_cache, int max_context, cudaStream_t s);
+                                       __nv_bfloat16* v_cache, int max_context, cudaStream_t s,
+                                       bool programmatic = false);
 
 // Split-KV decode attention, GQA: out[b, h] = softmax(q[b, h] . K[slot, h / group, :len] / sqrt(D))
 // V[slot, h / group, :len], len = lengths[b] (1..max_context). q: q_heads x head_dim per row at
@@ -87,7 +90,7 @@ cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
                              const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache,
                              const int* slots, const int* lengths, __nv_bfloat16* out,
                              void* workspace, int rows, int q_heads, int kv_heads, int head_dim,
-                             int max_context, cudaStream_t s);
+                             int max_context, cudaStream_t s, bool programmatic = false);
 // The same with an explicit configuration (bench/attention_sweep, the tests); an unsupported one
 // (attention_config_supported) returns cudaErrorInvalidValue.
 std::size_t attention_workspace_bytes(const attention_config& c, int rows, int q_heads,
@@ -97,19 +100,21 @@ cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16
                                   const __nv_bfloat16* v_cache, const int* slots,
                                   const int* lengths, __nv_bfloat16* out, void* workspace, int rows,
                                   int q_heads, int kv_heads, int head_dim, int max_context,
-                                  cudaStream_t s);
+                                  cudaStream_t s, bool programmatic = false);
 
 // out[b, i] = bf16(silu(g) * u), g = gate_up[b, i], u = gate_up[b, inter + i] (gate rows first,
 // as the fused gate_up projection lays them out); silu in float32.
 cudaError_t launch_silu_gate_mul(const __nv_bfloat16* gate_up, __nv_bfloat16* out, int rows,
-                                 int inter, cudaStream_t s);
+                                 int inter, cudaStream_t s, bool programmatic = false);
 
 // out[b, :] = table[tokens[b], :] (cols a multiple of 8).
 cudaError_t launch_embedding_gather(const __nv_bfloat16* table, const int* tokens,
-                                    __nv_bfloat16* out, int rows, int cols, cudaStream_t s);
+                                    __nv_bfloat16* out, int rows, int cols, cudaStream_t s,
+                                    bool programmatic = false);
 
 // out[b] = the first index of the maximum of x[b, :cols] (greedy decoding; NaNs never win).
-cudaError_t launch_argmax(const __nv_bfloat16* x, int* out, int rows, int cols, cudaStream_t s);
+cudaError_t launch_argmax(const __nv_bfloat16* x, int* out, int rows, int cols, cudaStream_t s,
+                          bool programmatic = false);
 
 // Deterministic pseudo-random bf16: x[i] = mean + sd * u_i with u_i uniform of unit variance
 // (range +-sqrt(3)) from a counter hash of (seed, stream_id, i): the same values on any device

@@ -26,7 +26,10 @@ bool in(int v, std::initializer_list<int> set) {
 }
 
 bool supported(const gemv_config& c) {
-  if (!in(c.split_k, {1, 2, 4, 8})) return false;
+  if (!in(c.split_k, {1, 2, 4, 8}) || !in(c.cluster, {0, 1})) return false;
+  // Clusters of the split blocks (at most 8, the portable cluster size): the simt family only
+  // (the mma family's registers decide its waves: gemv_bf16_mma.cu).
+  if (c.cluster && (c.split_k == 1 || c.kind != gemv_kind::simt)) return false;
   switch (c.kind) {
   case gemv_kind::simt:
     // More than 16 weight loads in flight per lane buys nothing and spills registers.
@@ -41,6 +44,9 @@ bool supported(const gemv_config& c) {
     // unroll x warps_per_block <= 32: the pipelined weights then fit the registers (no spills).
     return c.rows_per_warp == 16 && in(c.unroll, {2, 4}) && in(c.warps_per_block, {4, 8, 16}) &&
            c.unroll * c.warps_per_block <= 32;
+  case gemv_kind::sweep:
+    return in(c.rows_per_warp, {1, 2, 3, 4}) && in(c.unroll, {1, 2, 4}) &&
+           in(c.warps_per_block, {8, 16}) && c.split_k == 1 && !c.cluster;
   }
   return false;
 }
@@ -50,7 +56,9 @@ long long tile_rows(const gemv_config& c) {
   return c.kind == gemv_kind::mma ? c.rows_per_warp : c.rows_per_warp * c.warps_per_block;
 }
 
+// Blocks of a launch per K slice: the sweep family's grid is fixed (132 x rows_per_warp).
 long long row_tiles(const gemv_config& c, int n) {
+  if (c.kind == gemv_kind::sweep) return gemv_detail::sweep_grid_unit * c.rows_per_warp;
   return (n + tile_rows(c) - 1) / tile_rows(c);
 }
 
@@ -63,6 +71,8 @@ int max_group(const gemv_config& c) {
     return 32 / c.rows_per_warp < 8 ? 32 / c.rows_per_warp : 8;
   case gemv_kind::mma:
     return 32;
+  case gemv_kind::sweep:
+    return 2;
   default:
     return 32 / c.rows_per_warp;
   }
@@ -80,6 +90,8 @@ cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int b
   if (c.kind == gemv_kind::bulk)
     return gemv_detail::launch_gemv_bulk(a, bg, c.rows_per_warp, c.unroll, c.warps_per_block,
                                          blocks, s);
+  if (c.kind == gemv_kind::sweep)
+    return gemv_detail::launch_gemv_sweep(a, bg, c.unroll, c.warps_per_block, blocks, s);
   if (c.kind == gemv_kind::mma) // 8-column batch tiles: 1, 2 or 4
     return gemv_detail::launch_gemv_mma(a,
                                         bg <= 8    ? 1
@@ -114,36 +126,40 @@ gemv_config heuristic_config(int batch, int n, int k) {
 }
 
 // Per Qwen3-4B projection: the row applies to batches up to max_batch (after the previous row of
-// the same shape). Each row is the fastest configuration of the full kg_bench_gemv_sweep on the
-// H200 (2026-12-01, copy bandwidth 4286.5 GB/s, the L2 left empty before each sample; every
-// simt, bulk and mma configuration side by side in one run), with its time and fraction as the
-// sweep printed them and each family's best.
+// the same shape). Each row is the fastest configuration of a kg_bench_gemv_sweep run on the H200
+// (the L2 left empty before each sample), with its time and fraction of the copy bandwidth as
+// the sweep printed them and the best of each family timed. Rows without a mark: the full sweep
+// of 2026-12-01 (copy 4286.5 GB/s; simt, bulk, mma side by side). [A]: a later run, --shapes
+// down,qkv,o_proj,gate_up --batches 1,2, every family (the sweep family then in a first form,
+// rows per block instead of a fixed grid; the simt kernel as now; copy 4284.8 GB/s). [B]: the
+// same shapes and batches, the sweep family as now (every grid, unroll, warps) and each shape's
+// previous table row (copy 4256.8 GB/s).
 struct table_row {
   int n, k, max_batch;
   gemv_config c; // rows_per_warp, warps_per_block, unroll, split_k, kind
 };
 // clang-format off
 constexpr table_row config_table[] = {
-    {2560, 9728, 1, {16, 4, 2, 4, gemv_kind::mma}}, // down b1: 15.20 us, 76.5% of copy; simt 76.3% bulk 67.4% mma 76.5%
-    {2560, 9728, 2, {16, 4, 2, 4, gemv_kind::mma}}, // down b2: 15.42 us, 75.4% of copy; simt 67.2% bulk 56.6% mma 75.4%
+    {2560, 9728, 1, {2, 8, 2, 1, gemv_kind::sweep}}, // down b1: 13.12 us, 89.2% of copy; mma 77.3% sweep 89.2% [B]
+    {2560, 9728, 2, {2, 8, 1, 1, gemv_kind::sweep}}, // down b2: 14.46 us, 81.0% of copy; mma 76.9% sweep 81.0% [B]
     {2560, 9728, 4, {16, 4, 2, 4, gemv_kind::mma}}, // down b4: 15.55 us, 74.9% of copy; simt 39.0% bulk 39.2% mma 74.9%
     {2560, 9728, 8, {16, 4, 2, 4, gemv_kind::mma}}, // down b8: 15.71 us, 74.2% of copy; simt 24.8% bulk 22.1% mma 74.2%
     {2560, 9728, 16, {16, 16, 2, 1, gemv_kind::mma}}, // down b16: 22.21 us, 52.7% of copy; simt 11.8% bulk - mma 52.7%
     {2560, 9728, 32, {16, 4, 2, 2, gemv_kind::mma}}, // down b32: 26.62 us, 44.3% of copy; simt 4.4% bulk - mma 44.3%
-    {6144, 2560, 1, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b1: 9.79 us, 75.0% of copy; simt 74.3% bulk 66.5% mma 75.0%
-    {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2: 9.76 us, 75.3% of copy; simt 70.6% bulk 59.0% mma 75.3%
+    {6144, 2560, 1, {2, 8, 2, 1}}, // qkv b1: 9.31 us, 78.9% of copy; simt 78.9% bulk 65.2% mma 73.8% sweep 75.8% [A]
+    {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2: 9.79 us, 75.5% of copy; mma 75.5% sweep 68.4% [B]
     {6144, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b4: 9.86 us, 74.6% of copy; simt 38.3% bulk 38.1% mma 74.6%
     {6144, 2560, 8, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b8: 9.92 us, 74.3% of copy; simt 21.6% bulk 19.5% mma 74.3%
     {6144, 2560, 16, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b16: 13.09 us, 56.6% of copy; simt 11.9% bulk - mma 56.6%
     {6144, 2560, 32, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b32: 16.03 us, 46.6% of copy; simt 5.1% bulk - mma 46.6%
-    {2560, 4096, 1, {2, 8, 2, 4}}, // o_proj b1: 8.22 us, 59.5% of copy; simt 59.5% bulk 50.5% mma 58.6%
-    {2560, 4096, 2, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b2: 8.48 us, 57.8% of copy; simt 51.9% bulk 42.2% mma 57.8%
+    {2560, 4096, 1, {4, 16, 1, 1, gemv_kind::sweep}}, // o_proj b1: 6.85 us, 72.0% of copy; simt 59.9% sweep 72.0% [B]
+    {2560, 4096, 2, {4, 8, 2, 1, gemv_kind::sweep}}, // o_proj b2: 7.04 us, 70.1% of copy; mma 59.1% sweep 70.1% [B]
     {2560, 4096, 4, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b4: 8.64 us, 56.8% of copy; simt 29.9% bulk 30.7% mma 56.8%
     {2560, 4096, 8, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b8: 8.96 us, 54.9% of copy; simt 20.2% bulk 15.9% mma 54.9%
     {2560, 4096, 16, {16, 4, 4, 1, gemv_kind::mma}}, // o_proj b16: 11.71 us, 42.2% of copy; simt 10.3% bulk - mma 42.2%
     {2560, 4096, 32, {16, 4, 2, 1, gemv_kind::mma}}, // o_proj b32: 14.78 us, 33.8% of copy; simt 4.2% bulk - mma 33.8%
-    {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1: 24.80 us, 93.7% of copy; simt 93.7% bulk 78.5% mma 88.8%
-    {19456, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b2: 26.46 us, 87.9% of copy; simt 83.9% bulk 70.6% mma 87.9%
+    {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1: 23.71 us, 98.7% of copy; simt 98.7% sweep 91.3% [B]
+    {19456, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b2: 26.50 us, 88.4% of copy; mma 88.4% sweep 82.1% [B]
     {19456, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b4: 26.62 us, 87.4% of copy; simt 56.0% bulk 50.9% mma 87.4%
     {19456, 2560, 8, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b8: 26.91 us, 86.7% of copy; simt 33.9% bulk 31.1% mma 86.7%
     {19456, 2560, 16, {16, 4, 4, 1, gemv_kind::mma}}, // gate_up b16: 36.64 us, 63.9% of copy; simt 17.6% bulk - mma 63.9%
@@ -167,6 +183,8 @@ const char* gemv_kind_name(gemv_kind k) {
     return "bulk";
   case gemv_kind::mma:
     return "mma";
+  case gemv_kind::sweep:
+    return "sweep";
   }
   return "?";
 }
@@ -179,25 +197,28 @@ gemv_config pick_gemv_config(int batch, int n, int k) {
 
 bool gemv_config_supported(const gemv_config& c, int batch, int n, int k) {
   if (!supported(c) || batch <= 0 || n <= 0 || k <= 0 || k % 8 != 0) return false;
+  if (c.kind == gemv_kind::sweep && k / 8 > 8 * 32 * c.warps_per_block) return false;
   const long long tiles = row_tiles(c, n);
-  return tiles * c.split_k <= 0x7fffffffLL && (c.split_k == 1 || tiles <= max_split_tiles);
+  return tiles * c.split_k <= 0x7fffffffLL &&
+         (c.split_k == 1 || c.cluster || tiles <= max_split_tiles);
 }
 
 std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k) {
   (void)k; // the partials hold whole output rows; K only sets how much each slice sums
-  if (c.split_k <= 1 || batch <= 0 || n <= 0) return 0;
+  if (c.split_k <= 1 || c.cluster || batch <= 0 || n <= 0) return 0;
   return counter_bytes + static_cast<std::size_t>(c.split_k) * batch * n * sizeof(float);
 }
 
 cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                              int batch, int n, int k, const gemv_config& c, void* workspace,
-                             cudaStream_t s) {
+                             cudaStream_t s, bool programmatic) {
   if (!gemv_config_supported(c, batch, n, k) || !x || !w || !y) return cudaErrorInvalidValue;
   // 16-byte loads of every row: the bases must be 16-byte aligned (k % 8 == 0 does the rest).
   if (reinterpret_cast<std::uintptr_t>(x) % 16 != 0 ||
       reinterpret_cast<std::uintptr_t>(w) % 16 != 0)
     return cudaErrorInvalidValue;
-  if (c.split_k > 1 && (!workspace || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0))
+  const bool needs_workspace = c.split_k > 1 && !c.cluster;
+  if (needs_workspace && (!workspace || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0))
     return cudaErrorInvalidValue;
   const long long tiles = row_tiles(c, n);
 
@@ -206,11 +227,13 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
   a.n = n;
   a.k8 = k / 8;
   a.split = c.split_k;
+  a.cluster = c.cluster;
+  a.programmatic = programmatic;
   // Slices of an even number of chunks, so a slice starts on a 32-byte sector (the mma family's
   // lanes load chunk pairs from a slice's start).
   const int per_slice = (a.k8 + c.split_k - 1) / c.split_k;
   a.slice_len = (per_slice + 1) / 2 * 2;
-  if (c.split_k > 1) {
+  if (needs_workspace) {
     a.counters = static_cast<unsigned*>(workspace);
     a.slice_stride = static_cast<long long>(batch) * n;
   }
@@ -222,7 +245,7 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
     a.x = x + static_cast<std::size_t>(b0) * k;
     a.y = y + static_cast<std::size_t>(b0) * n;
     a.nb = nb;
-    if (c.split_k > 1)
+    if (needs_workspace)
       a.partial = reinterpret_cast<float*>(static_cast<char*>(workspace) + counter_bytes) +
                   static_cast<std::size_t>(b0) * n;
     const cudaError_t e = launch_group(a, next_pow2(nb), c, blocks, s);

@@ -28,7 +28,12 @@ namespace kg {
 //         The block's warps_per_block warps split the block's K slice between them (interleaved
 //         steps) and their tiles are summed in warp order through shared memory; rows_per_warp must
 //         be 16 (the m16 tile).
-enum class gemv_kind : int { simt = 0, bulk = 1, mma = 2 };
+//   sweep: batch 1 and 2. A fixed grid of 132 x rows_per_warp blocks (here rows_per_warp is the
+//         grid's size in units of 132); block b computes whole rows b, b + grid, ... one after
+//         another, so the grid reads one contiguous window of the weight at a time, as a plain
+//         read does; each thread keeps its columns' x in registers; `unroll` rows in flight per
+//         thread (gemv_bf16_sweep.cu).
+enum class gemv_kind : int { simt = 0, bulk = 1, mma = 2, sweep = 3 };
 
 struct gemv_config {
   int rows_per_warp = 1;   // output rows one warp computes (its x loads serve all of them)
@@ -37,9 +42,14 @@ struct gemv_config {
                            // stages; mma: 64-element steps loaded ahead per lane
   int split_k = 1;         // K cut into this many slices; > 1 needs a workspace
   gemv_kind kind = gemv_kind::simt;
+  // 1 (split_k > 1, simt only): the split_k blocks of a row tile run as one thread-block
+  // cluster and add their partial sums through distributed shared memory, in slice order (the
+  // bits of the workspace finish), instead of through L2 with a fence, a counter and a re-read
+  // by the last block: that tail costs the down projection ~1 us of its 15. No workspace.
+  int cluster = 0;
 };
 
-// "simt", "bulk" or "mma".
+// "simt", "bulk", "mma" or "sweep".
 const char* gemv_kind_name(gemv_kind k);
 
 // The configuration the decode engine uses for this shape: one launch_gemv_bf16 accepts for
@@ -49,10 +59,10 @@ gemv_config pick_gemv_config(int batch, int n, int k);
 // Whether launch_gemv_bf16 accepts this configuration and shape (the rules below).
 bool gemv_config_supported(const gemv_config& c, int batch, int n, int k);
 
-// Bytes of workspace a configuration needs (0 when split_k == 1). The workspace must hold this
-// many bytes and be zero-filled once before its first use; every launch leaves it ready for the
-// next, whatever configuration and shape that one has (one workspace can serve every projection
-// in turn). Launches that may run concurrently need separate workspaces.
+// Bytes of workspace a configuration needs (0 when split_k == 1 or cluster). The workspace must
+// hold this many bytes and be zero-filled once before its first use; every launch leaves it ready
+// for the next, whatever configuration and shape that one has (one workspace can serve every
+// projection in turn). Launches that may run concurrently need separate workspaces.
 std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 
 // Queues y = x w^T on `s`. x: [batch, k], w: [n, k], y: [batch, n], all dense row-major; k must
@@ -65,10 +75,16 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //         most 96 KB; batch group min(8, 32 / rows_per_warp).
 //   mma:  rows_per_warp 16; unroll 2, 4; warps_per_block 4, 8, 16 with unroll x
 //         warps_per_block <= 32 (registers); batch group 32.
+//   sweep: rows_per_warp (grid / 132) 1, 2, 3, 4; unroll 1, 2, 4; warps_per_block 8, 16 with
+//         k / 8 <= 8 x 32 x warps_per_block (at most 8 chunks per thread); split_k 1; batch
+//         group 2.
+//   cluster 0 or 1 (1: simt with split_k 2, 4 or 8).
 // Returns cudaErrorInvalidValue for anything else (before touching the device), else the
-// launch's error.
+// launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`
+// (programmatic_launch.cuh): its launch overlaps that kernel's tail, and it reads and writes
+// nothing before that kernel has completed. Not for a kernel timed alone behind an L2 flush.
 cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                              int batch, int n, int k, const gemv_config& c, void* workspace,
-                             cudaStream_t s);
+                             cudaStream_t s, bool programmatic = false);
 
 } // namespace kg

@@ -94,6 +94,7 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bulk_kernel(const gemv_args a) 
       mbar_init(&full[p], 1);
     mbar_init_fence();
   }
+  gemv_prologue();
   __syncthreads();
 
   // Warp 0 only. Rows past n are not copied (their slot rows hold stale bytes, whose sums are
@@ -172,8 +173,7 @@ cudaError_t launch_bulk_one(const gemv_args& a, int blocks, cudaStream_t s) {
     auto kernel = gemv_bulk_kernel<BG, RPW, WPB, STAGES>;
     const cudaError_t e = allow_ring(kernel, bytes);
     if (e != cudaSuccess) return e;
-    kernel<<<blocks, WPB * 32, bytes, s>>>(a);
-    return cudaGetLastError();
+    return pdl::launch(kernel, dim3(blocks), dim3(WPB * 32), bytes, s, a.programmatic, 1u, a);
   }
 }
 

@@ -1,5 +1,6 @@
 // The simt GEMV kernel behind launch_gemv_bf16 (kernels/decode/gemv_bf16.h), included by the
-// three gemv_bf16_rpw*.cu files, and the pieces the bulk family shares with it (gemv_bf16_bulk.cu).
+// three gemv_bf16_rpw*.cu files, and the pieces the other families share with it (the prologue,
+// loads, unpacking, reductions and split-K finishes).
 //
 // A block of WPB warps owns a tile of WPB * RPW consecutive rows and one of the `split` K slices
 // (block index = tile * split + slice, so a tile's slices are dispatched together and its last
@@ -20,6 +21,7 @@
 #include <cuda_bf16.h>
 
 #include "kernels/decode/gemv_bf16_launch.h"
+#include "kernels/decode/programmatic_launch.cuh"
 
 namespace kg::gemv_detail {
 
@@ -30,6 +32,54 @@ __device__ __forceinline__ uint4 load_stream(const uint4* p) {
       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
       : "l"(p));
   return v;
+}
+
+// The start of every GEMV kernel (a programmatic launch: programmatic_launch.cuh): nothing is
+// read before the kernel ahead has completed; the next kernel (always a small one) may then be
+// scheduled, its few blocks waiting behind these.
+__device__ __forceinline__ void gemv_prologue() {
+  pdl::wait();
+  pdl::allow_dependents();
+}
+
+// Distributed shared memory of the block's cluster (cluster split K).
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n"
+               "barrier.cluster.wait.acquire.aligned;\n" ::
+                   : "memory");
+}
+
+// The float at `local` (this block's shared memory) in the cluster's block of rank `rank`.
+__device__ __forceinline__ float load_cluster(const float* local, unsigned rank) {
+  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
+
+// Cluster split K: `part` (shared, [COLS][TILE_ROWS]: batch row b, tile row r at b * TILE_ROWS +
+// r) holds this block's slice sums for its tile, and the tile's split blocks are one cluster of
+// a.split blocks, rank = slice (blockIdx.x % split). After the cluster barrier (release/acquire:
+// every block's part is visible), block s finishes the outputs i with i % split == s, adding the
+// slices in slice order -- finish_split_k's order and so its bits. The second barrier keeps each
+// block's shared memory alive until the others have read it. Every thread must call it.
+template <int TILE_ROWS, int COLS>
+__device__ __forceinline__ void finish_cluster(const gemv_args& a, const float* part, int tile,
+                                               int slice) {
+  cluster_sync();
+  for (int j = static_cast<int>(threadIdx.x);; j += static_cast<int>(blockDim.x)) {
+    const int i = j * a.split + slice;
+    if (i >= TILE_ROWS * COLS) break;
+    const int b = i / TILE_ROWS, row = tile * TILE_ROWS + i % TILE_ROWS;
+    if (b >= a.nb || row >= a.n) continue;
+    float sum = 0.0f;
+    for (int s = 0; s < a.split; ++s)
+      sum += load_cluster(part + i, static_cast<unsigned>(s));
+    a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
+  }
+  cluster_sync();
 }
 
 // bf16 -> f32 is exact: the bf16 bits are the top half of the float. Element 2i is the low half
@@ -99,10 +149,12 @@ __device__ __forceinline__ void finish_split_k(const gemv_args& a, int tile, int
 
 // A warp's rows row0 .. row0 + RPW: reduce each accumulator over the lanes (fixed xor butterfly,
 // every lane gets the sum) and spread the stores over the lanes; y directly without split K,
-// else this slice's partials.
+// else this slice's partials: to `part` (shared, [BG][tile rows], row0 - tile_row0 the warp's
+// first) for cluster split K, else to the workspace.
 template <int BG, int RPW>
-__device__ __forceinline__ void store_warp_rows(const gemv_args& a, const float (&acc)[RPW][BG],
-                                                int row0, int lane, int slice) {
+__device__ __forceinline__ void
+store_warp_rows(const gemv_args& a, const float (&acc)[RPW][BG], int row0, int lane, int slice,
+                float* part = nullptr, int tile_row0 = 0, int tile_rows = 0) {
 #pragma unroll
   for (int r = 0; r < RPW; ++r)
 #pragma unroll
@@ -112,6 +164,8 @@ __device__ __forceinline__ void store_warp_rows(const gemv_args& a, const float 
       if (lane != (r * BG + b) % 32 || b >= a.nb || row >= a.n) continue;
       if (a.split == 1)
         a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(v);
+      else if (part)
+        part[b * tile_rows + row - tile_row0] = v;
       else
         a.partial[slice * a.slice_stride + static_cast<long long>(b) * a.n + row] = v;
     }
@@ -130,6 +184,8 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) 
   for (int r = 0; r < RPW; ++r) // rows past n read row 0 (never stored): no branch in the loop
     wrow[r] = reinterpret_cast<const uint4*>(a.w) +
               static_cast<std::size_t>(row0 + r < a.n ? row0 + r : 0) * a.k8;
+
+  gemv_prologue();
 
   float acc[RPW][BG];
 #pragma unroll
@@ -162,14 +218,20 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) 
     }
   }
 
+  if (a.cluster) {
+    __shared__ float part[BG * WPB * RPW];
+    store_warp_rows<BG, RPW>(a, acc, row0, lane, slice, part, tile * WPB * RPW, WPB * RPW);
+    finish_cluster<WPB * RPW, BG>(a, part, tile, slice);
+    return;
+  }
   store_warp_rows<BG, RPW>(a, acc, row0, lane, slice);
   if (a.split > 1) finish_split_k(a, tile, WPB * RPW);
 }
 
 template <int BG, int RPW, int UNROLL, int WPB>
 cudaError_t launch_one(const gemv_args& a, int blocks, cudaStream_t s) {
-  gemv_bf16_kernel<BG, RPW, UNROLL, WPB><<<blocks, WPB * 32, 0, s>>>(a);
-  return cudaGetLastError();
+  return pdl::launch(gemv_bf16_kernel<BG, RPW, UNROLL, WPB>, dim3(blocks), dim3(WPB * 32), 0, s,
+                     a.programmatic, a.cluster ? static_cast<unsigned>(a.split) : 1u, a);
 }
 
 template <int BG, int RPW, int UNROLL>

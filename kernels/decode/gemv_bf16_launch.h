@@ -1,6 +1,6 @@
 // Internal to kernels/decode/gemv_bf16*.cu: the arguments of one GEMV launch (one batch group)
-// and the launchers: the simt family's per rows_per_warp, the bulk and the mma family's, each
-// compiled in its own TU so the ~200 kernel instantiations build in parallel.
+// and the launchers: the simt family's per rows_per_warp, the bulk, mma and sweep families', each
+// compiled in its own TU so the ~250 kernel instantiations build in parallel.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -17,9 +17,11 @@ struct gemv_args {
   long long slice_stride = 0;   // floats between two slices' partials
   int nb = 0;                   // valid batch rows in this group (<= the template's group)
   int n = 0;
-  int k8 = 0;        // k / 8: 16-byte chunks per row
-  int split = 1;     // K slices
-  int slice_len = 0; // chunks per slice (the last one may be shorter or empty)
+  int k8 = 0;                // k / 8: 16-byte chunks per row
+  int split = 1;             // K slices
+  int slice_len = 0;         // chunks per slice (the last one may be shorter or empty)
+  int cluster = 0;           // gemv_config::cluster: the split blocks of a tile are one cluster
+  bool programmatic = false; // launch attribute only (programmatic_launch.cuh)
 };
 
 // Queues one batch group. bg: the batch group size the kernel is compiled for (power of two,
@@ -50,5 +52,11 @@ constexpr int bulk_max_ring_bytes = 96 * 1024; // two blocks per SM still fit (2
 // (1, 2 or 4, >= ceil(nb / 8)).
 cudaError_t launch_gemv_mma(const gemv_args& a, int nt, int unroll, int warps_per_block, int blocks,
                             cudaStream_t s);
+
+// The sweep family (gemv_bf16_sweep.cu): bg 1 or 2; unroll 1, 2 or 4 rows in flight; blocks:
+// the fixed grid (132 x the configuration's rows_per_warp).
+cudaError_t launch_gemv_sweep(const gemv_args& a, int bg, int unroll, int warps_per_block,
+                              int blocks, cudaStream_t s);
+constexpr int sweep_grid_unit = 132; // the H200's SM count, as a constant
 
 } // namespace kg::gemv_detail

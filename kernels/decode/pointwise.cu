@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/decode/decode_kernels.h"
+#include "kernels/decode/programmatic_launch.cuh"
 
 namespace kg::decode {
 namespace {
@@ -11,23 +12,29 @@ constexpr int threads = 256;
 
 __global__ void silu_gate_kernel(const __nv_bfloat16* __restrict__ gu,
                                  __nv_bfloat16* __restrict__ y, int rows, int inter) {
+  // Programmatic launches (programmatic_launch.cuh): wait first, let the next kernel (a GEMV)
+  // be scheduled at the end. A thread that returns early counts as having allowed it.
+  pdl::wait();
   const int t = blockIdx.x * threads + threadIdx.x;
   if (t >= rows * inter) return;
   const int b = t / inter, i = t % inter;
   const std::size_t row = static_cast<std::size_t>(b) * 2 * inter;
   const float g = __bfloat162float(gu[row + i]), u = __bfloat162float(gu[row + inter + i]);
   y[t] = __float2bfloat16(g / (1.0f + expf(-g)) * u);
+  pdl::allow_dependents();
 }
 
 // Thread per 16 bytes of an output row.
 __global__ void gather_kernel(const __nv_bfloat16* __restrict__ table, const int* __restrict__ tok,
                               __nv_bfloat16* __restrict__ out, int rows, int cols) {
+  pdl::wait();
   const int vecs = cols / 8;
   const int t = blockIdx.x * threads + threadIdx.x;
   if (t >= rows * vecs) return;
   const int b = t / vecs, e = (t % vecs) * 8;
   *reinterpret_cast<uint4*>(out + static_cast<std::size_t>(b) * cols + e) =
       *reinterpret_cast<const uint4*>(table + static_cast<std::size_t>(tok[b]) * cols + e);
+  pdl::allow_dependents();
 }
 
 constexpr int argmax_threads = 1024;
@@ -45,6 +52,7 @@ __global__ void argmax_kernel(const __nv_bfloat16* __restrict__ x, int* __restri
                               int cols) {
   __shared__ float sv[argmax_threads / 32];
   __shared__ int si[argmax_threads / 32];
+  pdl::wait(); // the last kernel of a step: nothing follows it programmatically
   const __nv_bfloat16* row = x + static_cast<std::size_t>(blockIdx.x) * cols;
   float best = -INFINITY;
   int at = cols; // loses every tie; stays when the row is all NaN or -inf
@@ -127,25 +135,27 @@ int fill_blocks(std::size_t n) {
 } // namespace
 
 cudaError_t launch_silu_gate_mul(const __nv_bfloat16* gate_up, __nv_bfloat16* out, int rows,
-                                 int inter, cudaStream_t s) {
+                                 int inter, cudaStream_t s, bool programmatic) {
   if (rows < 1 || inter < 1 || !gate_up || !out) return cudaErrorInvalidValue;
   const int n = rows * inter;
-  silu_gate_kernel<<<(n + threads - 1) / threads, threads, 0, s>>>(gate_up, out, rows, inter);
-  return cudaGetLastError();
+  return pdl::launch(silu_gate_kernel, dim3((n + threads - 1) / threads), dim3(threads), 0, s,
+                     programmatic, 1u, gate_up, out, rows, inter);
 }
 
 cudaError_t launch_embedding_gather(const __nv_bfloat16* table, const int* tokens,
-                                    __nv_bfloat16* out, int rows, int cols, cudaStream_t s) {
+                                    __nv_bfloat16* out, int rows, int cols, cudaStream_t s,
+                                    bool programmatic) {
   if (rows < 1 || cols < 8 || cols % 8 || !table || !tokens || !out) return cudaErrorInvalidValue;
   const int n = rows * cols / 8;
-  gather_kernel<<<(n + threads - 1) / threads, threads, 0, s>>>(table, tokens, out, rows, cols);
-  return cudaGetLastError();
+  return pdl::launch(gather_kernel, dim3((n + threads - 1) / threads), dim3(threads), 0, s,
+                     programmatic, 1u, table, tokens, out, rows, cols);
 }
 
-cudaError_t launch_argmax(const __nv_bfloat16* x, int* out, int rows, int cols, cudaStream_t s) {
+cudaError_t launch_argmax(const __nv_bfloat16* x, int* out, int rows, int cols, cudaStream_t s,
+                          bool programmatic) {
   if (rows < 1 || cols < 1 || !x || !out) return cudaErrorInvalidValue;
-  argmax_kernel<<<rows, argmax_threads, 0, s>>>(x, out, cols);
-  return cudaGetLastError();
+  return pdl::launch(argmax_kernel, dim3(rows), dim3(argmax_threads), 0, s, programmatic, 1u, x,
+                     out, cols);
 }
 
 cudaError_t launch_fill_uniform(__nv_bfloat16* x, std::size_t n, std::uint64_t seed,

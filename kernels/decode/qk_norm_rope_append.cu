@@ -10,6 +10,7 @@
 
 #include "kernels/decode/decode_kernels.h"
 #include "kernels/decode/decode_math.cuh"
+#include "kernels/decode/programmatic_launch.cuh"
 
 namespace kg::decode {
 namespace {
@@ -24,6 +25,9 @@ __global__ void prologue_kernel(__nv_bfloat16* __restrict__ qkv, int rows, std::
                                 const int* __restrict__ slots, __nv_bfloat16* __restrict__ kc,
                                 __nv_bfloat16* __restrict__ vc, int max_context) {
   constexpr int head_dim = per_lane * 32, half = per_lane / 2;
+  // A programmatic launch: qkv is read once the GEMV is done; the attention after it is allowed
+  // at the end (programmatic_launch.cuh), and a warp that returns early counts as having allowed.
+  pdl::wait();
   const int heads = q_heads + 2 * kv_heads;
   const int warp = blockIdx.x * warps + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp >= rows * heads) return;
@@ -68,6 +72,7 @@ __global__ void prologue_kernel(__nv_bfloat16* __restrict__ qkv, int rows, std::
 #pragma unroll
   for (int t = 0; t < per_lane; ++t)
     cache[at + lane + 32 * t] = out[t];
+  pdl::allow_dependents();
 }
 
 } // namespace
@@ -77,7 +82,8 @@ cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_
                                        const __nv_bfloat16* q_weight, const __nv_bfloat16* k_weight,
                                        float eps, const int* positions, double theta,
                                        const int* slots, __nv_bfloat16* k_cache,
-                                       __nv_bfloat16* v_cache, int max_context, cudaStream_t s) {
+                                       __nv_bfloat16* v_cache, int max_context, cudaStream_t s,
+                                       bool programmatic) {
   if (rows < 1 || q_heads < 1 || kv_heads < 1 || !qkv || !q_weight || !k_weight || !positions ||
       !slots || !k_cache || !v_cache || max_context < 1 || !(theta > 1))
     return cudaErrorInvalidValue;
@@ -85,19 +91,16 @@ cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_
   const double log_theta = std::log(theta);
   switch (head_dim) {
   case 64:
-    prologue_kernel<2><<<blocks, warps * 32, 0, s>>>(qkv, rows, row_stride, q_heads, kv_heads,
-                                                     q_weight, k_weight, eps, positions, log_theta,
-                                                     slots, k_cache, v_cache, max_context);
-    break;
+    return pdl::launch(prologue_kernel<2>, dim3(blocks), dim3(warps * 32), 0, s, programmatic, 1u,
+                       qkv, rows, row_stride, q_heads, kv_heads, q_weight, k_weight, eps, positions,
+                       log_theta, slots, k_cache, v_cache, max_context);
   case 128:
-    prologue_kernel<4><<<blocks, warps * 32, 0, s>>>(qkv, rows, row_stride, q_heads, kv_heads,
-                                                     q_weight, k_weight, eps, positions, log_theta,
-                                                     slots, k_cache, v_cache, max_context);
-    break;
+    return pdl::launch(prologue_kernel<4>, dim3(blocks), dim3(warps * 32), 0, s, programmatic, 1u,
+                       qkv, rows, row_stride, q_heads, kv_heads, q_weight, k_weight, eps, positions,
+                       log_theta, slots, k_cache, v_cache, max_context);
   default:
     return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
 }
 
 } // namespace kg::decode

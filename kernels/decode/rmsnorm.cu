@@ -3,6 +3,7 @@
 // the same bits whatever SM runs the block.
 #include "kernels/decode/decode_kernels.h"
 #include "kernels/decode/decode_math.cuh"
+#include "kernels/decode/programmatic_launch.cuh"
 
 namespace kg::decode {
 namespace {
@@ -18,6 +19,7 @@ __global__ void add_rmsnorm_kernel(const __nv_bfloat16* __restrict__ delta,
                                    const __nv_bfloat16* __restrict__ w,
                                    __nv_bfloat16* __restrict__ out, int cols, float eps) {
   __shared__ float partial[norm_threads / 32];
+  pdl::wait(); // a programmatic launch: nothing is read before the kernel ahead is done
   const std::size_t base = static_cast<std::size_t>(blockIdx.x) * cols;
   float ss = 0.0f;
   for (int c = threadIdx.x; c < cols; c += norm_threads) {
@@ -38,6 +40,7 @@ __global__ void add_rmsnorm_kernel(const __nv_bfloat16* __restrict__ delta,
   const float inv = inv_rms(total, cols, eps);
   for (int c = threadIdx.x; c < cols; c += norm_threads)
     out[base + c] = scale_round(__bfloat162float(hidden[base + c]), inv, w[c]);
+  pdl::allow_dependents(); // at the end: the next GEMV then spreads over an idle GPU
 }
 
 // One warp per (row, head); lane j holds elements j, j + 32, ... of the head.
@@ -68,10 +71,10 @@ __global__ void head_rmsnorm_kernel(__nv_bfloat16* __restrict__ x, int rows,
 
 cudaError_t launch_add_rmsnorm(const __nv_bfloat16* delta, __nv_bfloat16* hidden,
                                const __nv_bfloat16* weight, __nv_bfloat16* out, int rows, int cols,
-                               float eps, cudaStream_t s) {
+                               float eps, cudaStream_t s, bool programmatic) {
   if (rows < 1 || cols < 1 || !hidden || !weight || !out) return cudaErrorInvalidValue;
-  add_rmsnorm_kernel<<<rows, norm_threads, 0, s>>>(delta, hidden, weight, out, cols, eps);
-  return cudaGetLastError();
+  return pdl::launch(add_rmsnorm_kernel, dim3(rows), dim3(norm_threads), 0, s, programmatic, 1u,
+                     delta, hidden, weight, out, cols, eps);
 }
 
 cudaError_t launch_head_rmsnorm(__nv_bfloat16* x, int rows, std::int64_t row_stride, int heads,
