@@ -9,9 +9,10 @@
 // each run) for bitwise identity. One row per configuration is printed as it is measured; the
 // end prints the best configuration per (shape, batch) as rows of pick_gemv_config's table.
 //
-// Three configuration families are timed side by side (gemv_kind, gemv_bf16.h): simt (weights
-// through registers, float32 FMAs), bulk (cp.async.bulk ring in shared memory) and mma (tensor
-// cores, weights as the A operand).
+// Five configuration families are timed side by side (gemv_kind, gemv_bf16.h): simt (weights
+// through registers, float32 FMAs), bulk (cp.async.bulk ring in shared memory), mma (tensor
+// cores, weights as the A operand), sweep (a fixed grid computing whole rows, batch 1-2) and
+// tsweep (tensor cores over the sweep's fixed grid, batch up to 8).
 //
 // Pruning (off with --full): configurations that need several launches for the batch, those
 // whose lanes, blocks or warps would get less than one unrolled step per K slice, and split-K
@@ -23,7 +24,7 @@
 //                       [--cluster 0|1|both]
 //     --quick   the down projection at batch 1 and 8 only (every family)
 //     --no-ceiling  skip each weight's read-ceiling rows (a plain contiguous read of it)
-//     --kinds   simt, bulk, mma, sweep (a comma list): time only these families (and the
+//     --kinds   simt, bulk, mma, sweep, tsweep (a comma list): time only these families (and the
 //               table's current configuration)
 //     --shapes  down, qkv, o_proj, gate_up, lm_head (a comma list); --batches 1..32 (a list)
 //     --cluster  split-K simt and mma configurations with the workspace finish (0), the cluster
@@ -98,6 +99,7 @@ std::string config_name(const gemv_config& c) {
     o << "u" << c.unroll;
     break;
   case gemv_kind::sweep:
+  case gemv_kind::tsweep:
     o << "g" << 132 * c.rows_per_warp << " u" << c.unroll;
     break;
   }
@@ -131,15 +133,21 @@ int batch_group(const gemv_config& c) {
     return 32;
   case gemv_kind::sweep:
     return 2;
+  case gemv_kind::tsweep:
+    return 8;
   default:
     return 32 / c.rows_per_warp;
   }
 }
 
 // Rows of one block (the mma family's warps share one 16-row tile; a sweep block computes about
-// n / grid rows).
+// n / grid rows, a tile-sweep block about 16 x ceil(tiles / row lanes)).
 int block_rows(const gemv_config& c, int n) {
   if (c.kind == gemv_kind::sweep) return (n + 132 * c.rows_per_warp - 1) / (132 * c.rows_per_warp);
+  if (c.kind == gemv_kind::tsweep) {
+    const int lanes = 132 * c.rows_per_warp / c.split_k;
+    return 16 * (((n + 15) / 16 + lanes - 1) / lanes);
+  }
   return c.kind == gemv_kind::mma ? c.rows_per_warp : c.rows_per_warp * c.warps_per_block;
 }
 
@@ -163,6 +171,8 @@ bool worth_timing(const gemv_config& c, const shape_def& s, int batch, int sm_co
     break;
   case gemv_kind::sweep:
     break;
+  case gemv_kind::tsweep: // its grid is fixed: every split is worth a look
+    return true;
   }
   const long long tiles = (s.n + block_rows(c, s.n) - 1) / block_rows(c, s.n);
   const long long warps = tiles * c.warps_per_block;
@@ -195,7 +205,8 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
       return;
     // mma: every warps_per_block in the first pass (its warps split K, so the count matters
     // more than elsewhere, and the family has only five (unroll, warps) pairs).
-    if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma && c.kind != gemv_kind::sweep)
+    if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma && c.kind != gemv_kind::sweep &&
+        c.kind != gemv_kind::tsweep)
       return;
     for (int cl : clusters) {
       c.cluster = cl;
@@ -217,6 +228,12 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
     for (int unroll : {1, 2, 4})
       for (int wpb : {8, 16})
         consider({grid, wpb, unroll, 1, gemv_kind::sweep});
+  // tsweep: every (grid, split, tiles in flight, warps per block); batch up to 8.
+  for (int grid : {1, 2, 3, 4})
+    for (int split : {1, 2, 4, 8})
+      for (int unroll : {1, 2})
+        for (int wpb : {4, 8, 16})
+          consider({grid, wpb, unroll, split, gemv_kind::tsweep});
   return out;
 }
 
@@ -534,7 +551,8 @@ int main(int argc, char** argv) {
   for (const auto& [key, m] : best) {
     const auto& [s, batch] = key;
     std::ostringstream families;
-    for (const gemv_kind k : {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep}) {
+    for (const gemv_kind k :
+         {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep, gemv_kind::tsweep}) {
       const auto it = family_best.find({{s, batch}, static_cast<int>(k)});
       families << " " << gemv_kind_name(k) << " ";
       if (it == family_best.end())

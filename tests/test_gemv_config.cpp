@@ -55,6 +55,10 @@ TEST(gemv_config, picks_supported_configurations_for_every_qwen3_shape_and_batch
         EXPECT_LE(batch, 2);
         EXPECT_EQ(c.split_k, 1);
         break;
+      case gemv_kind::tsweep: // one launch per 8 batch rows
+        EXPECT_LE(batch, 8);
+        EXPECT_EQ(132 * c.rows_per_warp % c.split_k, 0);
+        break;
       }
       EXPECT_TRUE(gemv_config_supported(c, batch, n, k));
     }
@@ -159,6 +163,24 @@ TEST(gemv_config, unsupported_requests_return_invalid_value_without_touching_the
   EXPECT_TRUE(gemv_config_supported({2, 8, 4, 1, sweep}, 1, 64, 8 * 2048));   // 8 per thread
   EXPECT_FALSE(gemv_config_supported({2, 8, 4, 1, sweep}, 1, 64, 8 * 2049));  // 9 per thread
   EXPECT_TRUE(gemv_config_supported({4, 16, 1, 1, sweep}, 33, 64, 8 * 4096)); // 17 launches
+  // The tile-sweep family: a grid of 132 x 1..4 blocks divisible by the split; 1 or 2 tiles in
+  // flight; 4, 8 or 16 warps; N = ceil(slice chunks / (4 x warps)) <= 8 and unroll x N <= 8.
+  constexpr auto tsweep = gemv_kind::tsweep;
+  EXPECT_EQ(launch({5, 8, 1, 1, tsweep}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({1, 8, 4, 1, tsweep}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({1, 2, 1, 1, tsweep}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({1, 8, 1, 8, tsweep}), cudaErrorInvalidValue);       // 132 blocks in 8 slices
+  EXPECT_TRUE(gemv_config_supported({2, 8, 1, 8, tsweep}, 4, 64, 256)); // 264 of them
+  EXPECT_EQ(launch({1, 8, 1, 2, tsweep, 1}), cudaErrorInvalidValue);
+  // down (k / 8 = 1216): slices of 304 chunks over 16 warps are 4.75 -> 5 per lane; over 8
+  // warps 9.5 -> 10 (too many); one slice over 16 warps 19.
+  EXPECT_TRUE(gemv_config_supported({1, 16, 1, 4, tsweep}, 8, 2560, 9728));
+  EXPECT_FALSE(gemv_config_supported({1, 16, 2, 4, tsweep}, 8, 2560, 9728)); // 2 x 5 > 8
+  EXPECT_FALSE(gemv_config_supported({1, 8, 1, 4, tsweep}, 8, 2560, 9728));
+  EXPECT_FALSE(gemv_config_supported({1, 16, 1, 1, tsweep}, 8, 2560, 9728));
+  // qkv (k / 8 = 320) in one slice over 16 warps: 5 per lane, so one tile in flight only.
+  EXPECT_TRUE(gemv_config_supported({1, 16, 1, 1, tsweep}, 8, 6144, 2560));
+  EXPECT_FALSE(gemv_config_supported({1, 16, 2, 1, tsweep}, 8, 6144, 2560));
   // An unknown kind.
   EXPECT_EQ(launch({1, 8, 2, 1, static_cast<gemv_kind>(7)}), cudaErrorInvalidValue);
   // More than 65536 row tiles cannot split K (the counters have a fixed place and size).

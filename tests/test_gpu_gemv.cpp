@@ -217,6 +217,38 @@ TEST(gpu_gemv, the_sweep_family_matches_the_oracle_and_repeats_bitwise) {
   EXPECT_EQ(checked, 4 * 3 * 24); // every one supported on these shapes
 }
 
+// The tile-sweep family, every configuration: n not a multiple of 16 (a tile with rows past n)
+// and below the grid's row lanes (blocks with no tile), K slices not a multiple of a block's pass
+// (masked chunks), up to 8 chunks per lane, every split (row lanes sharing tiles, the per-lane
+// counter), batch 1, 3, 8 and 9 (two launches), through one workspace zero-filled once, against
+// the oracle and bitwise repeatable.
+TEST(gpu_gemv, the_tile_sweep_family_matches_the_oracle_and_repeats_bitwise) {
+  KG_REQUIRE_GPU();
+  int checked = 0;
+  for (const auto& [n, k] : {std::pair{37, 8 * 53}, std::pair{1517, 8 * 1333},
+                             std::pair{300, 8 * 2048}, std::pair{2560, 9728}})
+    for (int batch : {1, 3, 8, 9}) {
+      problem p(batch, n, k);
+      device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
+      KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+      int here = 0;
+      for (int grid : {1, 2, 3, 4})
+        for (int split : {1, 2, 4, 8})
+          for (int unroll : {1, 2})
+            for (int wpb : {4, 8, 16}) {
+              const gemv_config c{grid, wpb, unroll, split, gemv_kind::tsweep};
+              if (!gemv_config_supported(c, batch, n, k)) continue;
+              check_config(p, c, ws.get());
+              ++here;
+            }
+      EXPECT_GT(here, 0) << n << "x" << k << " batch " << batch << ": no configuration";
+      checked += here;
+    }
+  // The down projection's candidates at batch 8 are among them (kg_bench_gemv_sweep times them).
+  EXPECT_TRUE(gemv_config_supported({1, 16, 1, 4, gemv_kind::tsweep}, 8, 2560, 9728));
+  EXPECT_GT(checked, 100);
+}
+
 // The cluster finish adds the same slice sums in the same order as the workspace finish: the
 // same bits, launch after launch, with thousands of clusters in flight.
 TEST(gpu_gemv, the_cluster_finish_gives_the_workspace_finish_bits) {
@@ -249,7 +281,8 @@ TEST(gpu_gemv, a_programmatic_launch_reads_x_only_after_the_kernel_ahead_has_wri
   for (const gemv_config c :
        {gemv_config{2, 8, 2, 4}, gemv_config{1, 8, 4, 2, gemv_kind::simt, 1},
         gemv_config{16, 4, 2, 1, gemv_kind::mma}, gemv_config{16, 4, 2, 4, gemv_kind::mma},
-        gemv_config{2, 16, 2, 1, gemv_kind::sweep}, gemv_config{2, 8, 2, 2, gemv_kind::bulk}}) {
+        gemv_config{2, 16, 2, 1, gemv_kind::sweep}, gemv_config{2, 8, 2, 2, gemv_kind::bulk},
+        gemv_config{1, 16, 1, 1, gemv_kind::tsweep}, gemv_config{2, 8, 2, 4, gemv_kind::tsweep}}) {
     device_buffer ws(std::max(gemv_workspace_bytes(c, batch, n, 8 * 301),
                               gemv_workspace_bytes(c, batch, 517, k)) +
                      16);

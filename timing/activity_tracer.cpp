@@ -80,7 +80,7 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(rec);
-        r.a = {k->start, k->end, k->streamId, 0};
+        r.a = {k->start, k->end, k->streamId, 0, k->name};
         r.correlation = k->correlationId;
         s.activities.push_back(r);
         break;

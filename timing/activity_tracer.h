@@ -17,6 +17,9 @@ struct gpu_activity {
   std::uint64_t start_ns = 0, end_ns = 0; // CUPTI timestamps (one clock for all activities)
   std::uint32_t stream_id = 0;
   std::uint64_t tag = 0; // the id pushed around the API call that launched it
+  // A kernel's (mangled) name, owned by CUPTI and shared by every record of that kernel; null for
+  // memcpys and memsets.
+  const char* name = nullptr;
 };
 
 // CUPTI's activity API is per process (one set of buffer callbacks), so the tracer is too: the

@@ -196,7 +196,7 @@ void decode_engine::enqueue(int batch) {
         kc, vc, c_.max_context, stream_, pl));
     KG_CUDA_CHECK(decode::launch_attention(qkv_, qkv, kc, vc, d_slots_, d_lengths_, attn_,
                                            attn_work_.get(), batch, hq, hk, D, c_.max_context,
-                                           stream_, pl));
+                                           stream_, pl, /*appended_last=*/true));
     gemv(attn_, w.o_proj, o_out_, batch, H, hq * D);
     KG_CUDA_CHECK(decode::launch_add_rmsnorm(o_out_, hidden_, w.post_norm, normed_, batch, H, eps,
                                              stream_, pl));

@@ -34,7 +34,8 @@ namespace kg::decode {
 
 // hidden = bf16(hidden + delta) (skipped when delta is null), then
 // out = bf16(weight * bf16(hidden * rsqrt(mean(hidden^2) + eps))): Qwen3/HF rounding (normalize
-// in float32, cast to bf16, multiply by the bf16 weight). hidden is updated in place.
+// in float32, cast to bf16, multiply by the bf16 weight). hidden is updated in place. cols a
+// multiple of 8, at most 8192, every pointer 16-byte aligned.
 cudaError_t launch_add_rmsnorm(const __nv_bfloat16* delta, __nv_bfloat16* hidden,
                                const __nv_bfloat16* weight, __nv_bfloat16* out, int rows, int cols,
                                float eps, cudaStream_t s, bool programmatic = false);
@@ -80,6 +81,10 @@ cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_
 // head, chunk); chunks beyond a row's length write nothing and are never read. Stage 2 merges a
 // row's chunks in chunk order. The grid depends on rows and max_context only.
 // Supported: head_dim 64 or 128, group (q_heads / kv_heads) 1, 2, 4 or 8.
+// appended_last (with programmatic): the kernel ahead writes nothing the attention reads but q
+// and each row's last position (lengths[b] - 1) of its K and V cache slot (the decode step's
+// append), so the rest of the first K/V tiles is loaded before the programmatic wait, overlapping
+// that kernel; the last position is loaded after it.
 // launch_attention uses pick_attention_config(rows); the workspace must hold
 // attention_workspace_bytes for the configuration used (the bound over every length up to
 // max_context). The overload without a configuration gives the most any batch of 1..rows rows
@@ -90,7 +95,8 @@ cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
                              const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache,
                              const int* slots, const int* lengths, __nv_bfloat16* out,
                              void* workspace, int rows, int q_heads, int kv_heads, int head_dim,
-                             int max_context, cudaStream_t s, bool programmatic = false);
+                             int max_context, cudaStream_t s, bool programmatic = false,
+                             bool appended_last = false);
 // The same with an explicit configuration (bench/attention_sweep, the tests); an unsupported one
 // (attention_config_supported) returns cudaErrorInvalidValue.
 std::size_t attention_workspace_bytes(const attention_config& c, int rows, int q_heads,
@@ -100,7 +106,8 @@ cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16
                                   const __nv_bfloat16* v_cache, const int* slots,
                                   const int* lengths, __nv_bfloat16* out, void* workspace, int rows,
                                   int q_heads, int kv_heads, int head_dim, int max_context,
-                                  cudaStream_t s, bool programmatic = false);
+                                  cudaStream_t s, bool programmatic = false,
+                                  bool appended_last = false);
 
 // out[b, i] = bf16(silu(g) * u), g = gate_up[b, i], u = gate_up[b, inter + i] (gate rows first,
 // as the fused gate_up projection lays them out); silu in float32.

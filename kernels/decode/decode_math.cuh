@@ -14,6 +14,26 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// 8 bf16 (a 16-byte chunk) to float32 and back (round to nearest even); element 2i is the low
+// half of word i.
+__device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
+  const unsigned u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = __uint_as_float(u[i] << 16);
+    f[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
+  }
+}
+__device__ __forceinline__ uint4 pack8(const float (&f)[8]) {
+  unsigned u[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const __nv_bfloat162 p = __floats2bfloat162_rn(f[2 * i], f[2 * i + 1]);
+    u[i] = *reinterpret_cast<const unsigned*>(&p);
+  }
+  return make_uint4(u[0], u[1], u[2], u[3]);
+}
+
 // 1 / RMS of a vector whose sum of squares is ss over n elements.
 __device__ __forceinline__ float inv_rms(float ss, int n, float eps) {
   return rsqrtf(__fadd_rn(__fdiv_rn(ss, static_cast<float>(n)), eps));

@@ -47,6 +47,10 @@ bool supported(const gemv_config& c) {
   case gemv_kind::sweep:
     return in(c.rows_per_warp, {1, 2, 3, 4}) && in(c.unroll, {1, 2, 4}) &&
            in(c.warps_per_block, {8, 16}) && c.split_k == 1 && !c.cluster;
+  case gemv_kind::tsweep:
+    return in(c.rows_per_warp, {1, 2, 3, 4}) && in(c.unroll, {1, 2}) &&
+           in(c.warps_per_block, {4, 8, 16}) && !c.cluster &&
+           gemv_detail::sweep_grid_unit * c.rows_per_warp % c.split_k == 0;
   }
   return false;
 }
@@ -56,9 +60,12 @@ long long tile_rows(const gemv_config& c) {
   return c.kind == gemv_kind::mma ? c.rows_per_warp : c.rows_per_warp * c.warps_per_block;
 }
 
-// Blocks of a launch per K slice: the sweep family's grid is fixed (132 x rows_per_warp).
+// Blocks of a launch per K slice: the sweep family's grid is fixed (132 x rows_per_warp), and so
+// is the tile sweep's, split included (its row lanes).
 long long row_tiles(const gemv_config& c, int n) {
   if (c.kind == gemv_kind::sweep) return gemv_detail::sweep_grid_unit * c.rows_per_warp;
+  if (c.kind == gemv_kind::tsweep)
+    return gemv_detail::sweep_grid_unit * c.rows_per_warp / c.split_k;
   return (n + tile_rows(c) - 1) / tile_rows(c);
 }
 
@@ -73,9 +80,18 @@ int max_group(const gemv_config& c) {
     return 32;
   case gemv_kind::sweep:
     return 2;
+  case gemv_kind::tsweep:
+    return 8;
   default:
     return 32 / c.rows_per_warp;
   }
+}
+
+// Chunks per K slice as launch_gemv_bf16 cuts them: even, so a slice starts on a 32-byte sector
+// (the mma family's lanes load chunk pairs from a slice's start).
+int slice_chunks(int k8, int split) {
+  const int per_slice = (k8 + split - 1) / split;
+  return (per_slice + 1) / 2 * 2;
 }
 
 int next_pow2(int v) {
@@ -92,6 +108,8 @@ cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int b
                                          blocks, s);
   if (c.kind == gemv_kind::sweep)
     return gemv_detail::launch_gemv_sweep(a, bg, c.unroll, c.warps_per_block, blocks, s);
+  if (c.kind == gemv_kind::tsweep)
+    return gemv_detail::launch_gemv_tsweep(a, c.unroll, c.warps_per_block, blocks, s);
   if (c.kind == gemv_kind::mma) // 8-column batch tiles: 1, 2 or 4
     return gemv_detail::launch_gemv_mma(a,
                                         bg <= 8    ? 1
@@ -133,7 +151,9 @@ gemv_config heuristic_config(int batch, int n, int k) {
 // down,qkv,o_proj,gate_up --batches 1,2, every family (the sweep family then in a first form,
 // rows per block instead of a fixed grid; the simt kernel as now; copy 4284.8 GB/s). [B]: the
 // same shapes and batches, the sweep family as now (every grid, unroll, warps) and each shape's
-// previous table row (copy 4256.8 GB/s).
+// previous table row (copy 4256.8 GB/s). [C]: --shapes down,qkv,o_proj,gate_up --batches 1,8
+// --kinds tsweep (the tile-sweep family, every grid, split, unroll and warps, beside each shape's
+// table row).
 struct table_row {
   int n, k, max_batch;
   gemv_config c; // rows_per_warp, warps_per_block, unroll, split_k, kind
@@ -161,7 +181,7 @@ constexpr table_row config_table[] = {
     {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1: 23.71 us, 98.7% of copy; simt 98.7% sweep 91.3% [B]
     {19456, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b2: 26.50 us, 88.4% of copy; mma 88.4% sweep 82.1% [B]
     {19456, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b4: 26.62 us, 87.4% of copy; simt 56.0% bulk 50.9% mma 87.4%
-    {19456, 2560, 8, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b8: 26.91 us, 86.7% of copy; simt 33.9% bulk 31.1% mma 86.7%
+    {19456, 2560, 8, {1, 16, 1, 1, gemv_kind::tsweep}}, // gate_up b8: 26.59 us, 87.7% of copy; mma 86.1% tsweep 87.7% [C]
     {19456, 2560, 16, {16, 4, 4, 1, gemv_kind::mma}}, // gate_up b16: 36.64 us, 63.9% of copy; simt 17.6% bulk - mma 63.9%
     {19456, 2560, 32, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b32: 54.75 us, 43.0% of copy; simt 8.3% bulk - mma 43.0%
     {151936, 2560, 1, {4, 8, 2, 1}}, // lm_head b1: 173.41 us, 104.7% of copy; simt 104.7% bulk 81.4% mma 86.9%
@@ -185,6 +205,8 @@ const char* gemv_kind_name(gemv_kind k) {
     return "mma";
   case gemv_kind::sweep:
     return "sweep";
+  case gemv_kind::tsweep:
+    return "tsweep";
   }
   return "?";
 }
@@ -198,6 +220,11 @@ gemv_config pick_gemv_config(int batch, int n, int k) {
 bool gemv_config_supported(const gemv_config& c, int batch, int n, int k) {
   if (!supported(c) || batch <= 0 || n <= 0 || k <= 0 || k % 8 != 0) return false;
   if (c.kind == gemv_kind::sweep && k / 8 > 8 * 32 * c.warps_per_block) return false;
+  if (c.kind == gemv_kind::tsweep) {
+    const int chunks =
+        gemv_detail::tsweep_chunks_per_lane(slice_chunks(k / 8, c.split_k), c.warps_per_block);
+    if (chunks > 8 || chunks * c.unroll > 8) return false;
+  }
   const long long tiles = row_tiles(c, n);
   return tiles * c.split_k <= 0x7fffffffLL &&
          (c.split_k == 1 || c.cluster || tiles <= max_split_tiles);
@@ -229,10 +256,7 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
   a.split = c.split_k;
   a.cluster = c.cluster;
   a.programmatic = programmatic;
-  // Slices of an even number of chunks, so a slice starts on a 32-byte sector (the mma family's
-  // lanes load chunk pairs from a slice's start).
-  const int per_slice = (a.k8 + c.split_k - 1) / c.split_k;
-  a.slice_len = (per_slice + 1) / 2 * 2;
+  a.slice_len = slice_chunks(a.k8, c.split_k);
   if (needs_workspace) {
     a.counters = static_cast<unsigned*>(workspace);
     a.slice_stride = static_cast<long long>(batch) * n;

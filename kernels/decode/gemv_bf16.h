@@ -33,7 +33,12 @@ namespace kg {
 //         another, so the grid reads one contiguous window of the weight at a time, as a plain
 //         read does; each thread keeps its columns' x in registers; `unroll` rows in flight per
 //         thread (gemv_bf16_sweep.cu).
-enum class gemv_kind : int { simt = 0, bulk = 1, mma = 2, sweep = 3 };
+//   tsweep: batch up to 8, tensor cores over the sweep's access pattern. A fixed grid of 132 x
+//         rows_per_warp blocks in (grid / split_k) row lanes of split_k blocks; block b takes K
+//         slice b % split_k of the 16-row tiles r, r + lanes, ... (r = b / split_k), one tile
+//         after another, its warps side by side over the slice, each lane's x chunks in
+//         registers; `unroll` (1, 2) tiles in flight (gemv_bf16_tsweep.cu).
+enum class gemv_kind : int { simt = 0, bulk = 1, mma = 2, sweep = 3, tsweep = 4 };
 
 struct gemv_config {
   int rows_per_warp = 1;   // output rows one warp computes (its x loads serve all of them)
@@ -49,7 +54,7 @@ struct gemv_config {
   int cluster = 0;
 };
 
-// "simt", "bulk", "mma" or "sweep".
+// "simt", "bulk", "mma", "sweep" or "tsweep".
 const char* gemv_kind_name(gemv_kind k);
 
 // The configuration the decode engine uses for this shape: one launch_gemv_bf16 accepts for
@@ -78,6 +83,10 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //   sweep: rows_per_warp (grid / 132) 1, 2, 3, 4; unroll 1, 2, 4; warps_per_block 8, 16 with
 //         k / 8 <= 8 x 32 x warps_per_block (at most 8 chunks per thread); split_k 1; batch
 //         group 2.
+//   tsweep: rows_per_warp (grid / 132) 1, 2, 3, 4 with the grid a multiple of split_k;
+//         unroll 1, 2; warps_per_block 4, 8, 16; N = ceil(slice chunks / (4 x warps_per_block))
+//         chunks per lane with N <= 8 and unroll x N <= 8 (registers), slice chunks = ceil(k / 8
+//         / split_k) rounded up to even; batch group 8.
 //   cluster 0 or 1 (1: simt with split_k 2, 4 or 8).
 // Returns cudaErrorInvalidValue for anything else (before touching the device), else the
 // launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`

@@ -34,6 +34,12 @@ __device__ __forceinline__ uint4 load_stream(const uint4* p) {
   return v;
 }
 
+// An L2 prefetch of the 16 bytes at p: issued before gemv_prologue, it starts a weight's DRAM
+// read while the kernel ahead is still running (the weights never depend on it).
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 // The start of every GEMV kernel (a programmatic launch: programmatic_launch.cuh): nothing is
 // read before the kernel ahead has completed; the next kernel (always a small one) may then be
 // scheduled, its few blocks waiting behind these.
@@ -82,6 +88,16 @@ __device__ __forceinline__ void finish_cluster(const gemv_args& a, const float* 
   cluster_sync();
 }
 
+// One m16n8k16 tensor-core mma, bf16 in, float32 accumulate: c += A B, A the 16 x 16 fragment
+// (a0..a3), B the 16 x 8 one (b0, b1) in the PTX fragment layouts.
+__device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
+                                         unsigned a3, unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
 // bf16 -> f32 is exact: the bf16 bits are the top half of the float. Element 2i is the low half
 // of word i (little-endian).
 __device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
@@ -121,22 +137,27 @@ __device__ __forceinline__ void fma_chunk(const uint4 (&wv)[RPW], const uint4* _
   }
 }
 
-// Split K, after every thread of the block has stored its partials: the tile's last block to
-// finish sums the slices in slice order (whichever block that is, the sum is the same). The fence
-// makes this block's partials visible device-wide before its arrival is counted. Every thread of
-// the block must call it.
-__device__ __forceinline__ void finish_split_k(const gemv_args& a, int tile, int tile_rows) {
+// Split K, after every thread of the block has stored its partials: whether this block is the
+// last of the `a.split` blocks counted on `counter` (a tile's slices). The fence makes this
+// block's partials visible device-wide before its arrival is counted, the second one orders the
+// counter observation before the last block reads the others' partials. Every thread of the block
+// must call it; the last block must then reset the counter (end_split_k).
+__device__ __forceinline__ bool last_of_split(const gemv_args& a, int counter) {
   __shared__ bool is_last;
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0)
-    is_last = atomicAdd(a.counters + tile, 1u) == static_cast<unsigned>(a.split - 1);
+    is_last = atomicAdd(a.counters + counter, 1u) == static_cast<unsigned>(a.split - 1);
   __syncthreads();
-  if (!is_last) return;
-  __threadfence(); // order the counter observation before the partial reads below
-  for (int t = static_cast<int>(threadIdx.x); t < tile_rows * a.nb;
-       t += static_cast<int>(blockDim.x)) {
-    const int b = t / tile_rows, row = tile * tile_rows + t % tile_rows;
+  if (is_last) __threadfence();
+  return is_last;
+}
+
+// The last block's part: y of rows [row0, row0 + rows) = the slices' partials summed in slice
+// order (whichever block does it, the sum is the same).
+__device__ __forceinline__ void sum_slices(const gemv_args& a, int row0, int rows) {
+  for (int t = static_cast<int>(threadIdx.x); t < rows * a.nb; t += static_cast<int>(blockDim.x)) {
+    const int b = t / rows, row = row0 + t % rows;
     if (row >= a.n) continue;
     const float* p = a.partial + static_cast<long long>(b) * a.n + row;
     float sum = 0.0f;
@@ -144,7 +165,18 @@ __device__ __forceinline__ void finish_split_k(const gemv_args& a, int tile, int
       sum += __ldcg(p + s * a.slice_stride); // L2: other SMs wrote these, L1 may be stale
     a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
   }
-  if (threadIdx.x == 0) a.counters[tile] = 0; // ready for the next launch on this workspace
+}
+
+// Leaves the counter at 0 for the next launch on this workspace.
+__device__ __forceinline__ void end_split_k(const gemv_args& a, int counter) {
+  if (threadIdx.x == 0) a.counters[counter] = 0;
+}
+
+// Split K for a block of one tile: the tile's last block to finish sums its rows.
+__device__ __forceinline__ void finish_split_k(const gemv_args& a, int tile, int tile_rows) {
+  if (!last_of_split(a, tile)) return;
+  sum_slices(a, tile * tile_rows, tile_rows);
+  end_split_k(a, tile);
 }
 
 // A warp's rows row0 .. row0 + RPW: reduce each accumulator over the lanes (fixed xor butterfly,
@@ -184,6 +216,15 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) 
   for (int r = 0; r < RPW; ++r) // rows past n read row 0 (never stored): no branch in the loop
     wrow[r] = reinterpret_cast<const uint4*>(a.w) +
               static_cast<std::size_t>(row0 + r < a.n ? row0 + r : 0) * a.k8;
+  // The first step's weights head for L2 before the wait: under a programmatic launch this
+  // kernel is scheduled while the small kernel ahead runs.
+  if (row0 < a.n)
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+      if (begin + lane + 32 * u < end)
+#pragma unroll
+        for (int r = 0; r < RPW; ++r)
+          prefetch_l2(wrow[r] + begin + lane + 32 * u);
 
   gemv_prologue();
 

@@ -59,4 +59,11 @@ cudaError_t launch_gemv_sweep(const gemv_args& a, int bg, int unroll, int warps_
                               int blocks, cudaStream_t s);
 constexpr int sweep_grid_unit = 132; // the H200's SM count, as a constant
 
+// The tile-sweep family (gemv_bf16_tsweep.cu): batch group 8; unroll 1 or 2 tiles in flight;
+// blocks: the fixed grid (132 x rows_per_warp, split included).
+cudaError_t launch_gemv_tsweep(const gemv_args& a, int unroll, int warps_per_block, int blocks,
+                               cudaStream_t s);
+// Chunks per lane of a slice of slice_len chunks (the kernel's N).
+int tsweep_chunks_per_lane(int slice_len, int warps_per_block);
+
 } // namespace kg::gemv_detail

@@ -21,14 +21,6 @@
 namespace kg::gemv_detail {
 namespace {
 
-__device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1, unsigned a2,
-                                         unsigned a3, unsigned b0, unsigned b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
-      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 constexpr int mma_rows = 16;
 constexpr int step_chunks = 8; // 16-byte chunks of a row per 64-element step (two per lane)
 
@@ -96,6 +88,17 @@ __global__ void __launch_bounds__(WPB * 32) gemv_mma_kernel(const gemv_args a) {
         reinterpret_cast<const uint4*>(a.x) + static_cast<std::size_t>(b < a.nb ? b : 0) * a.k8;
   }
   const int begin = slice * a.slice_len, end = min(a.k8, begin + a.slice_len);
+  // The first super-step's weights head for L2 before the wait (under a programmatic launch
+  // this kernel is scheduled while the small kernel ahead runs). Into L2, not registers: held
+  // registers would cost the down projection its single wave (see below).
+#pragma unroll
+  for (int u = 0; u < UNROLL; ++u) {
+    const int ch = begin + warp * UNROLL * step_chunks + u * step_chunks + 2 * t;
+    if (ch < end) {
+      prefetch_l2(wa + ch);
+      prefetch_l2(wb + ch);
+    }
+  }
   gemv_prologue();
 
   float c[NT][4];

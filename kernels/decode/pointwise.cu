@@ -12,29 +12,30 @@ constexpr int threads = 256;
 
 __global__ void silu_gate_kernel(const __nv_bfloat16* __restrict__ gu,
                                  __nv_bfloat16* __restrict__ y, int rows, int inter) {
-  // Programmatic launches (programmatic_launch.cuh): wait first, let the next kernel (a GEMV)
-  // be scheduled at the end. A thread that returns early counts as having allowed it.
+  // Programmatic launches (programmatic_launch.cuh): wait for the GEMV ahead, then let the next
+  // one (the down projection) be scheduled at once, onto the GPU that GEMV has left: its blocks
+  // issue their first weight loads while this kernel runs.
   pdl::wait();
+  pdl::allow_dependents();
   const int t = blockIdx.x * threads + threadIdx.x;
   if (t >= rows * inter) return;
   const int b = t / inter, i = t % inter;
   const std::size_t row = static_cast<std::size_t>(b) * 2 * inter;
   const float g = __bfloat162float(gu[row + i]), u = __bfloat162float(gu[row + inter + i]);
   y[t] = __float2bfloat16(g / (1.0f + expf(-g)) * u);
-  pdl::allow_dependents();
 }
 
 // Thread per 16 bytes of an output row.
 __global__ void gather_kernel(const __nv_bfloat16* __restrict__ table, const int* __restrict__ tok,
                               __nv_bfloat16* __restrict__ out, int rows, int cols) {
   pdl::wait();
+  pdl::allow_dependents(); // as silu_gate_kernel
   const int vecs = cols / 8;
   const int t = blockIdx.x * threads + threadIdx.x;
   if (t >= rows * vecs) return;
   const int b = t / vecs, e = (t % vecs) * 8;
   *reinterpret_cast<uint4*>(out + static_cast<std::size_t>(b) * cols + e) =
       *reinterpret_cast<const uint4*>(table + static_cast<std::size_t>(tok[b]) * cols + e);
-  pdl::allow_dependents();
 }
 
 constexpr int argmax_threads = 1024;

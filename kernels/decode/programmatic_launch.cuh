@@ -15,8 +15,9 @@
 // SMs holding twice the blocks of others (the H200 step took 3.63 ms instead of 3.21 ms with
 // every kernel allowing its successor at its start). So the GEMVs, whose successors are small
 // (norms, the q/k prologue, the SiLU gate, argmax), allow theirs at their start; the small
-// kernels allow theirs at their end, when the GPU has drained and a GEMV or the attention's
-// stage 1 spreads over every SM as a plain launch would.
+// kernels allow theirs right after their own wait: the GEMV ahead has then left the GPU, so the
+// next GEMV (or the attention's stage 1) spreads over every SM as a plain launch would, and its
+// blocks start their first weight (or K/V) loads while the small kernel runs.
 #pragma once
 
 #include <utility>

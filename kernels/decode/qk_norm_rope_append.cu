@@ -25,9 +25,10 @@ __global__ void prologue_kernel(__nv_bfloat16* __restrict__ qkv, int rows, std::
                                 const int* __restrict__ slots, __nv_bfloat16* __restrict__ kc,
                                 __nv_bfloat16* __restrict__ vc, int max_context) {
   constexpr int head_dim = per_lane * 32, half = per_lane / 2;
-  // A programmatic launch: qkv is read once the GEMV is done; the attention after it is allowed
-  // at the end (programmatic_launch.cuh), and a warp that returns early counts as having allowed.
+  // A programmatic launch: qkv is read once the GEMV is done; the attention after it may then be
+  // scheduled at once (programmatic_launch.cuh): it waits for this kernel before reading.
   pdl::wait();
+  pdl::allow_dependents();
   const int heads = q_heads + 2 * kv_heads;
   const int warp = blockIdx.x * warps + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (warp >= rows * heads) return;
@@ -72,7 +73,6 @@ __global__ void prologue_kernel(__nv_bfloat16* __restrict__ qkv, int rows, std::
 #pragma unroll
   for (int t = 0; t < per_lane; ++t)
     cache[at + lane + 32 * t] = out[t];
-  pdl::allow_dependents();
 }
 
 } // namespace

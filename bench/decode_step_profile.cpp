@@ -1,0 +1,203 @@
+// Where a decode step's time goes: the Qwen3-4B engine's step (workloads/decode_engine.h) replayed
+// from its CUDA graph and traced with CUPTI's activity API (timing/activity_tracer.h), every
+// kernel's start and end on the GPU's clock. Per kernel role of the step (the input RMSNorm, the
+// qkv GEMV, ..., in the engine's launch order) it prints the count, the median and summed
+// duration, how far the role's kernels moved the step's end past the kernels before them
+// ("extends": these add up to the busy time) and that as a share of the step; then the step's span
+// (first kernel start to last kernel end), the union of the kernels' busy intervals and the idle
+// time between them: what the boundaries between kernels cost. Plain and programmatic launches,
+// batch 1 and 8, context 2048 (decode-qwen3-4b's step point).
+//
+// Durations under programmatic launches include the time a kernel's blocks wait at
+// griddepcontrol.wait for the kernel ahead, so only the span and the idle time compare across
+// modes.
+//
+//   kg_bench_decode_step [--steps N] [--batches 1,8]   (needs a GPU; exits 3 without one)
+// Exit: 0 done, 1 the trace did not show the step's kernels, 2 bad usage, 3 no GPU or no CUPTI.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "timing/activity_tracer.h"
+#include "timing/cuda_check.h"
+#include "timing/cuda_raii.h"
+#include "timing/device_info.h"
+#include "workloads/decode_engine.h"
+
+using namespace kg;
+
+namespace {
+
+// The engine's launch order (decode_engine::enqueue): one gather, per layer these, then the
+// final norm, lm_head and argmax.
+const std::vector<std::string> layer_roles = {
+    "input_rmsnorm", "qkv_gemv",     "qk_norm_rope_kv", "attention_s1", "attention_s2",
+    "o_proj_gemv",   "post_rmsnorm", "gate_up_gemv",    "silu_gate",    "down_gemv"};
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+struct role_stats {
+  std::vector<double> per_instance_us; // over every traced step
+  double sum_us = 0;                   // over every traced step
+  // How far each instance moved the step's end: end - max(start, the latest end before it);
+  // these add up to the busy time, overlapping launches or not.
+  std::vector<double> extends_us;
+  double extends_sum_us = 0;
+};
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> out;
+  std::istringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    out.push_back(std::atoi(item.c_str()));
+  return out;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int steps = 5;
+  std::vector<int> batches = {1, 8};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--steps" && i + 1 < argc)
+      steps = std::atoi(argv[++i]);
+    else if (a == "--batches" && i + 1 < argc)
+      batches = parse_list(argv[++i]);
+    else {
+      std::cerr << "usage: kg_bench_decode_step [--steps N] [--batches 1,8]\n";
+      return 2;
+    }
+  }
+  const auto dev = query_device(0);
+  if (!dev.available) {
+    std::cerr << "kg_bench_decode_step: no GPU: " << dev.reason << "\n";
+    return 3;
+  }
+  std::string why;
+  activity_tracer* tr = activity_tracer::instance(&why);
+  if (!tr) {
+    std::cerr << "kg_bench_decode_step: CUPTI activity tracing unavailable: " << why << "\n";
+    return 3;
+  }
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
+  cuda_stream s;
+  decode_engine_config c;
+  c.max_batch = max_batch; // the step's kernels do not depend on it (grids: rows, max_context)
+  decode_engine e(c, s.get());
+  const int context = 2048;
+  const int layers = static_cast<int>(c.model.layers);
+  std::uint64_t tag = 1000;
+  tr->acquire();
+  for (const int batch : batches) {
+    const auto& roles_of_layer = layer_roles;
+    const std::size_t expected = 1 + roles_of_layer.size() * layers + 3;
+    std::vector<int> tok, pos, slot;
+    for (int b = 0; b < batch; ++b) {
+      e.prefill(b, context);
+      tok.push_back(1 + b);
+      pos.push_back(context);
+      slot.push_back(b);
+    }
+    for (const bool pl : {false, true}) {
+      e.set_programmatic_launch(pl);
+      for (int i = 0; i < 3; ++i) // capture, then warm up
+        e.step(tok, pos, slot);
+      KG_CUDA_CHECK(cudaStreamSynchronize(s.get()));
+      std::map<std::string, role_stats> roles;
+      std::vector<double> span, busy, kernel_sum;
+      for (int i = 0; i < steps; ++i) {
+        tr->clear();
+        tr->begin(++tag);
+        e.step(tok, pos, slot);
+        tr->end();
+        KG_CUDA_CHECK(cudaStreamSynchronize(s.get()));
+        std::vector<gpu_activity> k;
+        for (const auto& a : tr->collect({tag}))
+          if (a.name) k.push_back(a); // kernels only (the input copy is not the step's compute)
+        std::sort(k.begin(), k.end(), [](const gpu_activity& x, const gpu_activity& y) {
+          return x.start_ns < y.start_ns;
+        });
+        if (k.size() != expected) {
+          std::cerr << "kg_bench_decode_step: traced " << k.size() << " kernels in a step, the "
+                    << "engine launches " << expected << "\n";
+          return 1;
+        }
+        // Union of the busy intervals (kernels overlap under programmatic launches).
+        double union_ns = 0;
+        std::uint64_t cur_s = k[0].start_ns, cur_e = k[0].end_ns;
+        double sum_ns = 0;
+        for (std::size_t j = 0; j < k.size(); ++j) {
+          sum_ns += static_cast<double>(k[j].end_ns - k[j].start_ns);
+          if (j == 0) continue;
+          if (k[j].start_ns > cur_e) {
+            union_ns += static_cast<double>(cur_e - cur_s);
+            cur_s = k[j].start_ns;
+          }
+          cur_e = std::max(cur_e, k[j].end_ns);
+        }
+        union_ns += static_cast<double>(cur_e - cur_s);
+        std::uint64_t last_end = 0;
+        for (const auto& a : k)
+          last_end = std::max(last_end, a.end_ns);
+        span.push_back(static_cast<double>(last_end - k[0].start_ns) * 1e-3);
+        busy.push_back(union_ns * 1e-3);
+        kernel_sum.push_back(sum_ns * 1e-3);
+        std::uint64_t prev_end = 0;
+        for (std::size_t j = 0; j < k.size(); ++j) {
+          std::string role;
+          if (j == 0)
+            role = "embedding_gather";
+          else if (j + 3 >= k.size())
+            role = j + 3 == k.size()   ? "final_rmsnorm"
+                   : j + 2 == k.size() ? "lm_head_gemv"
+                                       : "argmax";
+          else
+            role = roles_of_layer[(j - 1) % roles_of_layer.size()];
+          const double us = static_cast<double>(k[j].end_ns - k[j].start_ns) * 1e-3;
+          const std::uint64_t from = std::max(k[j].start_ns, prev_end);
+          const double ext =
+              k[j].end_ns > from ? static_cast<double>(k[j].end_ns - from) * 1e-3 : 0.0;
+          prev_end = std::max(prev_end, k[j].end_ns);
+          auto& st = roles[role];
+          st.per_instance_us.push_back(us);
+          st.sum_us += us;
+          st.extends_us.push_back(ext);
+          st.extends_sum_us += ext;
+        }
+      }
+      const double sp = median(span);
+      std::printf("\ndecode step, batch %d, context %d, %s launches, graph replay (%d steps "
+                  "traced, medians)\n",
+                  batch, context, pl ? "programmatic" : "plain", steps);
+      std::printf("  step span %.1f us, kernels busy %.1f us, idle between kernels %.1f us "
+                  "(%.2f us per boundary); sum of kernel durations %.1f us\n",
+                  sp, median(busy), sp - median(busy),
+                  (sp - median(busy)) / static_cast<double>(expected - 1), median(kernel_sum));
+      std::printf("  %-18s %6s %10s %11s %12s %13s %7s\n", "role", "count", "median us",
+                  "us per step", "extends med", "extends/step", "share");
+      std::vector<std::string> order = {"embedding_gather"};
+      order.insert(order.end(), roles_of_layer.begin(), roles_of_layer.end());
+      order.insert(order.end(), {"final_rmsnorm", "lm_head_gemv", "argmax"});
+      for (const auto& r : order) {
+        const auto& st = roles[r];
+        const double per_step = st.sum_us / steps, ext_step = st.extends_sum_us / steps;
+        std::printf("  %-18s %6zu %10.2f %11.1f %12.2f %13.1f %6.1f%%\n", r.c_str(),
+                    st.per_instance_us.size() / static_cast<std::size_t>(steps),
+                    median(st.per_instance_us), per_step, median(st.extends_us), ext_step,
+                    100.0 * ext_step / sp);
+      }
+    }
+  }
+  tr->release();
+  return 0;
+}
