@@ -88,17 +88,6 @@ __global__ void __launch_bounds__(WPB * 32) gemv_mma_kernel(const gemv_args a) {
         reinterpret_cast<const uint4*>(a.x) + static_cast<std::size_t>(b < a.nb ? b : 0) * a.k8;
   }
   const int begin = slice * a.slice_len, end = min(a.k8, begin + a.slice_len);
-  // The first super-step's weights head for L2 before the wait (under a programmatic launch
-  // this kernel is scheduled while the small kernel ahead runs). Into L2, not registers: held
-  // registers would cost the down projection its single wave (see below).
-#pragma unroll
-  for (int u = 0; u < UNROLL; ++u) {
-    const int ch = begin + warp * UNROLL * step_chunks + u * step_chunks + 2 * t;
-    if (ch < end) {
-      prefetch_l2(wa + ch);
-      prefetch_l2(wb + ch);
-    }
-  }
   gemv_prologue();
 
   float c[NT][4];
