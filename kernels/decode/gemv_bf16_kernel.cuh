@@ -20,6 +20,7 @@
 
 #include <cuda_bf16.h>
 
+#include "kernels/decode/decode_math.cuh"
 #include "kernels/decode/gemv_bf16_launch.h"
 #include "kernels/decode/programmatic_launch.cuh"
 
@@ -98,16 +99,8 @@ __device__ __forceinline__ void mma_bf16(float (&c)[4], unsigned a0, unsigned a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// bf16 -> f32 is exact: the bf16 bits are the top half of the float. Element 2i is the low half
-// of word i (little-endian).
-__device__ __forceinline__ void unpack8(const uint4& v, float (&f)[8]) {
-  const unsigned u[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    f[2 * i] = __uint_as_float(u[i] << 16);
-    f[2 * i + 1] = __uint_as_float(u[i] & 0xffff0000u);
-  }
-}
+// bf16 -> f32 is exact: the bf16 bits are the top half of the float (decode_math.cuh).
+using kg::decode::math::unpack8;
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll

@@ -136,11 +136,12 @@ cudaError_t launch_gemv_tsweep(const gemv_args& a, int unroll, int warps_per_blo
   return dispatch_int<1, 2, 3, 4, 5, 6, 7, 8>(chunks, [&](auto n) {
     return dispatch_int<1, 2>(unroll, [&](auto u) {
       return dispatch_int<4, 8, 16>(warps_per_block, [&](auto w) -> cudaError_t {
-        constexpr int N = decltype(n)::value, U = decltype(u)::value, W = decltype(w)::value;
+        constexpr int N = decltype(n)::value, U = decltype(u)::value;
         // U x N <= 8: 2 U N weight chunks and N x chunks per lane stay in registers.
         if constexpr (U * N > 8) {
           return cudaErrorInvalidValue;
         } else {
+          constexpr int W = decltype(w)::value;
           return pdl::launch(gemv_tsweep_kernel<N, U, W>, dim3(blocks), dim3(W * 32), 0, s,
                              a.programmatic, 1u, a);
         }
