@@ -384,35 +384,8 @@ __global__ void merge_chunks(const attention_call a) {
       a.work + (static_cast<std::size_t>(b) * a.kv_heads + hk) * a.max_chunks * (group * stride) +
       g * stride;
   // Loads in batches of 16 chunks, all in flight at once (a loop of dependent-looking loads took
-  // ~3.7 us a layer in the H200 step profile); the arithmetic is in chunk order either way. Up to
-  // 16 chunks (the engine's rows up to 8192 tokens) one round of loads serves the maximum and the
-  // sums.
+  // ~3.7 us a layer in the H200 step profile); the arithmetic is in chunk order either way.
   constexpr int batch = 16;
-  const std::size_t out_at = (static_cast<std::size_t>(b) * a.q_heads + h) * head_dim + d;
-  if (chunks <= batch) {
-    float sv[batch], lv[batch], ov[batch];
-#pragma unroll
-    for (int j = 0; j < batch; ++j) {
-      const float* s = p + (j < chunks ? j : 0) * group * stride;
-      sv[j] = s[0];
-      lv[j] = s[1];
-      ov[j] = s[2 + d];
-    }
-    float mm = -INFINITY;
-#pragma unroll
-    for (int j = 0; j < batch; ++j)
-      mm = fmaxf(mm, j < chunks ? sv[j] : -INFINITY);
-    float ll = 0.0f, oo = 0.0f;
-#pragma unroll
-    for (int j = 0; j < batch; ++j) {
-      if (j >= chunks) break;
-      const float f = exp2f(sv[j] - mm);
-      ll = fmaf(lv[j], f, ll);
-      oo = fmaf(ov[j], f, oo);
-    }
-    a.out[out_at] = __float2bfloat16(oo / ll);
-    return;
-  }
   float mm = -INFINITY;
   for (int c0 = 0; c0 < chunks; c0 += batch) {
     float mv[batch];
@@ -441,7 +414,7 @@ __global__ void merge_chunks(const attention_call a) {
       oo = fmaf(ov[j], f, oo);
     }
   }
-  a.out[out_at] = __float2bfloat16(oo / ll);
+  a.out[(static_cast<std::size_t>(b) * a.q_heads + h) * head_dim + d] = __float2bfloat16(oo / ll);
 }
 
 template <int head_dim, int group, int tile, int stages>
