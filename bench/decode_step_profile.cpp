@@ -33,12 +33,6 @@ using namespace kg;
 
 namespace {
 
-// The engine's launch order (decode_engine::enqueue): one gather, per layer these, then the
-// final norm, lm_head and argmax.
-const std::vector<std::string> layer_roles = {
-    "input_rmsnorm", "qkv_gemv",     "qk_norm_rope_kv", "attention_s1", "attention_s2",
-    "o_proj_gemv",   "post_rmsnorm", "gate_up_gemv",    "silu_gate",    "down_gemv"};
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const std::size_t n = v.size();
@@ -99,7 +93,10 @@ int main(int argc, char** argv) {
   std::uint64_t tag = 1000;
   tr->acquire();
   for (const int batch : batches) {
-    const auto& roles_of_layer = layer_roles;
+    const std::vector<std::string> roles_of_layer = [&] {
+      const auto r = e.layer_roles(batch);
+      return std::vector<std::string>(r.begin(), r.end());
+    }();
     const std::size_t expected = 1 + roles_of_layer.size() * layers + 3;
     std::vector<int> tok, pos, slot;
     for (int b = 0; b < batch; ++b) {

@@ -199,3 +199,27 @@ TEST(gemv_config, new_families_need_the_same_workspace_as_simt) {
       EXPECT_EQ(gemv_workspace_bytes({16, 8, 4, split, gemv_kind::mma}, batch, 2560, 9728), simt);
     }
 }
+
+// The gated epilogue exists where a warp holds a gate row and its up row whole: simt, two rows a
+// warp, no split, an even n; anything else is refused before the device is touched.
+TEST(gemv_config, the_gated_epilogue_is_offered_only_where_one_warp_holds_both_sums) {
+  const auto mma = gemv_kind::mma, sweep = gemv_kind::sweep;
+  EXPECT_TRUE(gemv_gated_supported({2, 4, 2, 1}, 1, 19456, 2560));
+  EXPECT_TRUE(gemv_gated_supported({2, 16, 8, 1}, 17, 2002, 296));
+  EXPECT_FALSE(gemv_gated_supported({1, 4, 2, 1}, 1, 19456, 2560)); // one row a warp
+  EXPECT_FALSE(gemv_gated_supported({4, 4, 2, 1}, 1, 19456, 2560));
+  EXPECT_FALSE(gemv_gated_supported({2, 4, 2, 2}, 1, 19456, 2560)); // split K
+  EXPECT_FALSE(gemv_gated_supported({2, 4, 2, 2, gemv_kind::simt, 1}, 1, 19456, 2560));
+  EXPECT_FALSE(gemv_gated_supported({16, 4, 2, 1, mma}, 1, 19456, 2560));
+  EXPECT_FALSE(gemv_gated_supported({2, 8, 2, 1, sweep}, 1, 19456, 2560));
+  EXPECT_FALSE(gemv_gated_supported({2, 4, 2, 1}, 1, 19455, 2560)); // odd n
+  EXPECT_FALSE(gemv_gated_supported({2, 4, 2, 1}, 1, 19456, 2561)); // k % 8
+  // The engine's batch-1 gate_up row is gated: its SiLU-gate kernel is gone from the step.
+  EXPECT_TRUE(gemv_gated_supported(pick_gemv_config(1, 19456, 2560), 1, 19456, 2560));
+  std::uint16_t buf[8] = {};
+  auto* p = reinterpret_cast<__nv_bfloat16*>(buf);
+  EXPECT_EQ(launch_gemv_bf16_gated(p, p, p, 1, 64, 8, {16, 4, 2, 1, mma}, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gemv_bf16_gated(p, p, p, 1, 63, 8, {2, 4, 2, 1}, nullptr),
+            cudaErrorInvalidValue);
+}

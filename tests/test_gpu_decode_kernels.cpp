@@ -473,3 +473,74 @@ TEST(gpu_decode_kernels, fused_prologue_is_bit_identical_to_the_separate_kernels
         << "V cache differs";
   }
 }
+
+TEST(gpu_decode_kernels, fused_attention_is_bit_identical_to_prologue_then_attention) {
+  KG_REQUIRE_GPU();
+  // Lengths whose new token (position len - 1) lands in a chunk's first tile (loaded in the
+  // ring's fill), in a later tile (loaded in the loop), alone in its chunk, and at the cache's end.
+  struct shape {
+    int hq, hk, D, max_ctx;
+    std::vector<int> lengths;
+  };
+  const shape shapes[] = {{32, 8, 128, 8192, {1, 64, 65, 1970, 2048, 2049, 8192}},
+                          {4, 2, 64, 600, {513, 2, 256}},
+                          {8, 1, 128, 300, {300, 97}}};
+  for (const auto& sh : shapes) {
+    const int rows = static_cast<int>(sh.lengths.size()), slots_n = rows + 1;
+    const int stride = (sh.hq + 2 * sh.hk) * sh.D;
+    std::vector<int> slots, positions;
+    for (int r = 0; r < rows; ++r) {
+      slots.push_back(slots_n - 1 - r);
+      positions.push_back(sh.lengths[r] - 1);
+    }
+    const std::size_t cache_n = static_cast<std::size_t>(slots_n) * sh.hk * sh.max_ctx * sh.D;
+    const auto qkv = random_bf16(static_cast<std::size_t>(rows) * stride, 1.5, 21);
+    const auto qw = random_bf16(sh.D, 0.05, 22, 1.0), kw = random_bf16(sh.D, 0.05, 23, 1.0);
+    const auto k0 = hash_bf16(cache_n, 24), v0 = hash_bf16(cache_n, 25);
+    auto dqw = upload(qw), dkw = upload(kw), dsl = upload(slots), dp = upload(positions),
+         dl = upload(sh.lengths);
+    const std::size_t out_n = static_cast<std::size_t>(rows) * sh.hq * sh.D;
+    std::vector<decode::attention_config> configs;
+    for (const auto& [name, c] : decode::attention_sweep_configs)
+      configs.push_back(c);
+    configs.push_back(decode::pick_attention_config(rows));
+    for (std::size_t ci = 0; ci < configs.size(); ++ci) {
+      const auto& c = configs[ci];
+      SCOPED_TRACE(::testing::Message() << "hq " << sh.hq << " D " << sh.D << " config " << ci);
+      const std::size_t work_bytes =
+          decode::attention_workspace_bytes(c, rows, sh.hq, sh.hk, sh.D, sh.max_ctx);
+      // a: the prologue kernel, then the attention; b: fused.
+      auto qa = upload(qkv), qb = upload(qkv), ka = upload(k0), va = upload(v0), kb = upload(k0),
+           vb = upload(v0);
+      device_buffer oa(out_n * 2), ob(out_n * 2), wa(work_bytes), wb(work_bytes);
+      for (auto* b : {&oa, &ob})
+        KG_CUDA_CHECK(cudaMemset(b->get(), 0xff, out_n * 2));
+      KG_CUDA_CHECK(decode::launch_qk_norm_rope_append(
+          bf(qa), rows, stride, sh.hq, sh.hk, sh.D, bf(dqw), bf(dkw), 1e-6f, ip(dp), 1e6, ip(dsl),
+          bf(ka), bf(va), sh.max_ctx, nullptr));
+      KG_CUDA_CHECK(decode::launch_attention_with(c, bf(qa), stride, bf(ka), bf(va), ip(dsl),
+                                                  ip(dl), bf(oa), wa.get(), rows, sh.hq, sh.hk,
+                                                  sh.D, sh.max_ctx, nullptr));
+      if (ci + 1 < configs.size())
+        KG_CUDA_CHECK(decode::launch_attention_fused_with(
+            c, bf(qb), stride, bf(dqw), bf(dkw), 1e-6f, 1e6, bf(kb), bf(vb), ip(dsl), ip(dl),
+            bf(ob), wb.get(), rows, sh.hq, sh.hk, sh.D, sh.max_ctx, nullptr));
+      else // the engine's entry point: pick_attention_config(rows)
+        KG_CUDA_CHECK(decode::launch_attention_fused(
+            bf(qb), stride, bf(dqw), bf(dkw), 1e-6f, 1e6, bf(kb), bf(vb), ip(dsl), ip(dl), bf(ob),
+            wb.get(), rows, sh.hq, sh.hk, sh.D, sh.max_ctx, nullptr));
+      KG_CUDA_CHECK(cudaDeviceSynchronize());
+      const auto ra = download<std::uint16_t>(oa, out_n), rb = download<std::uint16_t>(ob, out_n);
+      std::size_t diff = 0, first = out_n;
+      for (std::size_t i = 0; i < out_n; ++i)
+        if (ra[i] != rb[i] && diff++ == 0) first = i;
+      EXPECT_EQ(diff, 0u) << diff << " outputs differ, the first at " << first << " (row "
+                          << first / (sh.hq * sh.D) << ")";
+      EXPECT_TRUE(download<std::uint16_t>(ka, cache_n) == download<std::uint16_t>(kb, cache_n))
+          << "K cache differs";
+      EXPECT_TRUE(download<std::uint16_t>(va, cache_n) == download<std::uint16_t>(vb, cache_n))
+          << "V cache differs";
+      EXPECT_TRUE(download<std::uint16_t>(qb, qkv.size()) == qkv) << "the fused launch wrote qkv";
+    }
+  }
+}

@@ -15,6 +15,7 @@
 
 #include "gpu_test_support.h"
 
+#include "kernels/decode/decode_kernels.h"
 #include "kernels/decode/gemv_bf16.h"
 #include "timing/cuda_check.h"
 #include "timing/cuda_raii.h"
@@ -329,6 +330,43 @@ TEST(gpu_gemv, bulk_and_mma_split_k_are_bitwise_repeatable_under_many_racing_blo
       const auto first = p.run(c, ws.get());
       for (int i = 0; i < 10; ++i)
         ASSERT_EQ(p.run(c, ws.get()), first) << name(c) << ": run " << i + 2 << " differs";
+    }
+  }
+}
+
+// The gated epilogue (launch_gemv_bf16_gated) against the two launches it replaces: the GEMV
+// into gate_up, then the SiLU-gate kernel; the same bits on the engine's batch-1 gate_up shape
+// and on odd ones (a pair count no block divides, batches past a kernel's batch group of 16).
+TEST(gpu_gemv, the_gated_epilogue_gives_the_bits_of_the_gemv_then_the_silu_gate) {
+  KG_REQUIRE_GPU();
+  struct shape {
+    int batch, n, k;
+    std::vector<gemv_config> configs;
+  };
+  const shape shapes[] = {{1, 19456, 2560, {pick_gemv_config(1, 19456, 2560)}},
+                          {3, 2 * 1001, 8 * 37, {{2, 4, 2, 1}, {2, 8, 4, 1}, {2, 16, 8, 1}}},
+                          {17, 2 * 333, 8 * 50, {{2, 4, 2, 1}}}};
+  for (const auto& sh : shapes) {
+    problem p(sh.batch, sh.n, sh.k);
+    const std::size_t half = std::size_t(sh.batch) * sh.n / 2;
+    device_buffer a(half * 2), b(half * 2);
+    for (const auto& c : sh.configs) {
+      SCOPED_TRACE(name(c) + ", batch " + std::to_string(sh.batch) + ", n " + std::to_string(sh.n));
+      ASSERT_TRUE(gemv_gated_supported(c, sh.batch, sh.n, sh.k));
+      p.run(c, nullptr); // gate_up into p.dy
+      KG_CUDA_CHECK(decode::launch_silu_gate_mul(bf16(p.dy), bf16(a), sh.batch, sh.n / 2, nullptr));
+      KG_CUDA_CHECK(cudaMemset(b.get(), 0xff, b.size()));
+      KG_CUDA_CHECK(launch_gemv_bf16_gated(bf16(p.dx), bf16(p.dw), bf16(b), sh.batch, sh.n, sh.k, c,
+                                           nullptr));
+      KG_CUDA_CHECK(cudaDeviceSynchronize());
+      std::vector<std::uint16_t> ya(half), yb(half);
+      KG_CUDA_CHECK(cudaMemcpy(ya.data(), a.get(), half * 2, cudaMemcpyDeviceToHost));
+      KG_CUDA_CHECK(cudaMemcpy(yb.data(), b.get(), half * 2, cudaMemcpyDeviceToHost));
+      std::size_t diff = 0, first = half;
+      for (std::size_t i = 0; i < half; ++i)
+        if (ya[i] != yb[i] && diff++ == 0) first = i;
+      EXPECT_EQ(diff, 0u) << diff << " of " << half << " outputs differ, the first at ("
+                          << first / (sh.n / 2) << ", " << first % (sh.n / 2) << ")";
     }
   }
 }

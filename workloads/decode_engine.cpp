@@ -105,15 +105,16 @@ decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
     a += pieces[k] * B;
   }
   KG_CUDA_CHECK(cudaMemsetAsync(act_.get(), 0, act_.size(), stream_));
-  inputs_ = device_buffer(static_cast<std::size_t>(5 * B) * sizeof(int));
+  // The step's inputs (tokens, lengths, slots; each row's new token sits at position length - 1,
+  // which the attention's fused prologue takes from lengths) and the argmax output.
+  inputs_ = device_buffer(static_cast<std::size_t>(4 * B) * sizeof(int));
   int* in = static_cast<int*>(inputs_.get());
   d_tokens_ = in;
-  d_positions_ = in + B;
-  d_lengths_ = in + 2 * B;
-  d_slots_ = in + 3 * B;
-  d_next_ = in + 4 * B;
+  d_lengths_ = in + B;
+  d_slots_ = in + 2 * B;
+  d_next_ = in + 3 * B;
   KG_CUDA_CHECK(cudaMemsetAsync(inputs_.get(), 0, inputs_.size(), stream_));
-  staging_.assign(static_cast<std::size_t>(4 * B), 0);
+  staging_.assign(static_cast<std::size_t>(3 * B), 0);
 
   attn_work_ = device_buffer(decode::attention_workspace_bytes(
       B, static_cast<int>(m.q_heads), static_cast<int>(m.kv_heads), static_cast<int>(m.head_dim),
@@ -171,6 +172,29 @@ void decode_engine::gemv(const bf16* x, const bf16* w, bf16* y, int batch, int n
                                  gemv_work_.get(), stream_, c_.programmatic_launch));
 }
 
+namespace {
+
+// Whether enqueue(batch) gives the SiLU gate to the gate_up GEMV's epilogue.
+bool gate_in_gemv(const qwen3_config& m, int batch) {
+  const int n = static_cast<int>(2 * m.intermediate), k = static_cast<int>(m.hidden);
+  return gemv_gated_supported(pick_gemv_config(batch, n, k), batch, n, k);
+}
+
+} // namespace
+
+std::vector<const char*> decode_engine::layer_roles(int batch) const {
+  std::vector<const char*> r = {"input_rmsnorm", "qkv_gemv",     "attention_s1",
+                                "attention_s2",  "o_proj_gemv",  "post_rmsnorm"};
+  if (gate_in_gemv(c_.model, batch)) {
+    r.push_back("gate_up_silu_gemv");
+  } else {
+    r.push_back("gate_up_gemv");
+    r.push_back("silu_gate");
+  }
+  r.push_back("down_gemv");
+  return r;
+}
+
 void decode_engine::enqueue(int batch) {
   const auto& m = c_.model;
   const int H = static_cast<int>(m.hidden), I = static_cast<int>(m.intermediate),
@@ -189,19 +213,24 @@ void decode_engine::enqueue(int batch) {
     gemv(normed_, w.qkv, qkv_, batch, qkv, H);
     bf16* kc = const_cast<bf16*>(k_cache(l));
     bf16* vc = const_cast<bf16*>(v_cache(l));
-    // q/k head norms, RoPE and the K/V append in one launch (bit-identical to the four separate
-    // kernels: tests/test_gpu_decode_kernels.cpp).
-    KG_CUDA_CHECK(decode::launch_qk_norm_rope_append(
-        qkv_, batch, qkv, hq, hk, D, w.q_norm, w.k_norm, eps, d_positions_, m.rope_theta, d_slots_,
-        kc, vc, c_.max_context, stream_, pl));
-    KG_CUDA_CHECK(decode::launch_attention(qkv_, qkv, kc, vc, d_slots_, d_lengths_, attn_,
-                                           attn_work_.get(), batch, hq, hk, D, c_.max_context,
-                                           stream_, pl, /*appended_last=*/true));
+    // q/k head norms, RoPE and the K/V append folded into the attention's stage 1
+    // (bit-identical to launch_qk_norm_rope_append then launch_attention:
+    // tests/test_gpu_decode_kernels.cpp).
+    KG_CUDA_CHECK(decode::launch_attention_fused(
+        qkv_, qkv, w.q_norm, w.k_norm, eps, m.rope_theta, kc, vc, d_slots_, d_lengths_, attn_,
+        attn_work_.get(), batch, hq, hk, D, c_.max_context, stream_, pl));
     gemv(attn_, w.o_proj, o_out_, batch, H, hq * D);
     KG_CUDA_CHECK(decode::launch_add_rmsnorm(o_out_, hidden_, w.post_norm, normed_, batch, H, eps,
                                              stream_, pl));
-    gemv(normed_, w.gate_up, gate_up_, batch, 2 * I, H);
-    KG_CUDA_CHECK(decode::launch_silu_gate_mul(gate_up_, act_out_, batch, I, stream_, pl));
+    // The SiLU gate as the gate_up GEMV's epilogue where its configuration allows (batch 1 on
+    // the H200 table), else its own kernel: the same bits either way (gemv_bf16.h).
+    if (gate_in_gemv(m, batch)) {
+      KG_CUDA_CHECK(launch_gemv_bf16_gated(normed_, w.gate_up, act_out_, batch, 2 * I, H,
+                                           pick_gemv_config(batch, 2 * I, H), stream_, pl));
+    } else {
+      gemv(normed_, w.gate_up, gate_up_, batch, 2 * I, H);
+      KG_CUDA_CHECK(decode::launch_silu_gate_mul(gate_up_, act_out_, batch, I, stream_, pl));
+    }
     gemv(act_out_, w.down, mlp_out_, batch, H, I);
   }
   KG_CUDA_CHECK(decode::launch_add_rmsnorm(mlp_out_, hidden_, final_norm_, normed_, batch, H, eps,
@@ -254,9 +283,8 @@ void decode_engine::step(const std::vector<int>& tokens, const std::vector<int>&
   for (int b = 0; b < n; ++b) {
     const auto bi = static_cast<std::size_t>(b);
     staging_[bi] = tokens[bi];
-    staging_[static_cast<std::size_t>(B + b)] = positions[bi];
-    staging_[static_cast<std::size_t>(2 * B + b)] = positions[bi] + 1; // attended tokens
-    staging_[static_cast<std::size_t>(3 * B + b)] = slots[bi];
+    staging_[static_cast<std::size_t>(B + b)] = positions[bi] + 1; // attended tokens
+    staging_[static_cast<std::size_t>(2 * B + b)] = slots[bi];
   }
   // From pageable memory: the call returns once the bytes are staged, so staging_ may be reused.
   KG_CUDA_CHECK(cudaMemcpyAsync(inputs_.get(), staging_.data(), staging_.size() * sizeof(int),

@@ -5,11 +5,11 @@
 // stream, a green context's included).
 //
 // A step, per row b: embedding of tokens[b]; per layer: input RMSNorm, qkv GEMV, q/k head norms,
-// RoPE at positions[b], K/V appended at that position of slot slots[b] (these three in one
-// launch), split-KV attention over positions[b] + 1 tokens, o_proj GEMV + residual,
-// post-attention RMSNorm, gate_up GEMV, SiLU gate, down GEMV + residual; then the final norm, the
-// lm_head GEMV (tied to the embeddings, as decode_step_roofline counts them) and greedy argmax.
-// Logits stay in a device buffer.
+// RoPE at positions[b], K/V appended at that position of slot slots[b], split-KV attention over
+// positions[b] + 1 tokens (these four in one launch pair: the prologue folded into stage 1), o_proj
+// GEMV + residual, post-attention RMSNorm, gate_up GEMV, SiLU gate, down GEMV + residual; then the
+// final norm, the lm_head GEMV (tied to the embeddings, as decode_step_roofline counts them) and
+// greedy argmax. Logits stay in a device buffer.
 //
 // Inputs (tokens, positions, slots) live in a device array that each step overwrites with one
 // cudaMemcpyAsync before the graph launch, so one graph serves every length up to max_context.
@@ -65,6 +65,11 @@ public:
   // step timing of decode-qwen3-4b) captures each graph once.
   void set_programmatic_launch(bool on);
 
+  // The kernels enqueue launches per layer for a batch of `batch` rows, by role, in launch order
+  // (one embedding gather comes before the layers; the final norm, lm_head and argmax after):
+  // the step profiler (bench/decode_step_profile.cpp) names the traced kernels with it.
+  std::vector<const char*> layer_roles(int batch) const;
+
   // Read back after the last step (these wait for the stream).
   std::vector<int> next_tokens(int batch) const;
   std::vector<std::uint16_t> logits_bits(int batch) const; // bf16 bit patterns, [batch, vocab]
@@ -91,7 +96,7 @@ private:
   // Activations, max_batch rows each.
   __nv_bfloat16 *hidden_, *normed_, *qkv_, *attn_, *o_out_, *gate_up_, *act_out_, *mlp_out_,
       *logits_;
-  int *d_tokens_, *d_positions_, *d_lengths_, *d_slots_, *d_next_;
+  int *d_tokens_, *d_lengths_, *d_slots_, *d_next_;
   std::vector<int> staging_;
   std::vector<std::unique_ptr<cuda_graph_exec>> graphs_;            // index: batch size
   std::vector<std::unique_ptr<cuda_graph_exec>> other_mode_graphs_; // the other launch mode's

@@ -41,6 +41,7 @@
 #include <cstdint>
 
 #include "kernels/decode/decode_kernels.h"
+#include "kernels/decode/decode_math.cuh"
 #include "kernels/decode/programmatic_launch.cuh"
 
 namespace kg::decode {
@@ -48,7 +49,10 @@ namespace {
 
 constexpr int warps = 4, threads = warps * 32;
 constexpr int parts = 4; // threads sharing one token's dot product in the score phase
-constexpr double log2e = 1.4426950408889634; // scores in log2 units: exp2f in the softmax
+// Stage 1 grids of at most this many blocks get one block per SM (launch_typed).
+constexpr int one_wave_blocks = 132;
+constexpr int one_block_per_sm_bytes = 116 * 1024; // over half of the H200's 228 KiB an SM
+constexpr double log2e = 1.4426950408889634;       // scores in log2 units: exp2f in the softmax
 
 __device__ __forceinline__ void unpack8(const uint4& raw, float out[8]) {
   const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
@@ -90,6 +94,14 @@ struct attention_call {
   // The kernel ahead writes only position len - 1 of each row's cache (the decode step's
   // append): the ring's first tiles, less that token, load before the programmatic wait.
   bool appended_last;
+  // The prologue folded in (launch_attention_fused; `fused` kernels only): q points at the raw
+  // qkv row ([q heads | k heads | v heads]); each block normalizes and rotates its own q heads,
+  // and the block whose chunk holds position len - 1 also makes that token's k (normalized,
+  // rotated) and v and appends them to kc_out / vc_out.
+  const __nv_bfloat16 *q_w, *k_w;
+  float eps;
+  double log_theta;
+  __nv_bfloat16 *kc_out, *vc_out;
 };
 
 // Stage 1's shared memory (bytes): the K/V tile ring, reused after the loop for the token
@@ -128,10 +140,44 @@ __device__ __forceinline__ void load_probs(const float* p, float e[group]) {
   }
 }
 
-template <int head_dim, int group, int tile, int stages>
+// The fused prologue's work for one head of a row, by one warp, as prologue_kernel
+// (qk_norm_rope_append.cu) does it for its (row, head): lane j holds elements j + 32 t. A q or k
+// head is normalized (weight w) and rotated with the lane's (c, s); a v head (w null) is copied.
+// The bits are that kernel's: the same operations in the same order (decode_math.cuh).
+template <int per_lane>
+__device__ __forceinline__ void
+prologue_head(const __nv_bfloat16* src, const __nv_bfloat16 (&w)[per_lane], bool rotate,
+              const float (&c)[per_lane / 2], const float (&s)[per_lane / 2], int lane, float eps,
+              __nv_bfloat16 (&out)[per_lane]) {
+  constexpr int head_dim = per_lane * 32, half = per_lane / 2;
+  float v[per_lane];
+#pragma unroll
+  for (int t = 0; t < per_lane; ++t)
+    v[t] = __bfloat162float(src[lane + 32 * t]);
+  if (!rotate) {
+#pragma unroll
+    for (int t = 0; t < per_lane; ++t)
+      out[t] = __float2bfloat16(v[t]); // exact: v came from bf16
+    return;
+  }
+  float ss = 0.0f;
+#pragma unroll
+  for (int t = 0; t < per_lane; ++t)
+    ss = __fmaf_rn(v[t], v[t], ss);
+  const float inv = kg::decode::math::inv_rms(kg::decode::math::warp_sum(ss), head_dim, eps);
+#pragma unroll
+  for (int t = 0; t < per_lane; ++t)
+    v[t] = __bfloat162float(kg::decode::math::scale_round(v[t], inv, w[t]));
+#pragma unroll
+  for (int t = 0; t < half; ++t)
+    kg::decode::math::rope_rotate(v[t], v[t + half], c[t], s[t], &out[t], &out[t + half]);
+}
+
+template <int head_dim, int group, int tile, int stages, bool fused>
 __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a) {
   using L = stage1_layout<head_dim, group, tile, stages>;
   constexpr int rc = L::row_chunks, tgs = L::token_groups, per_thread = tile / 32;
+  constexpr int per_lane = head_dim / 32;
   extern __shared__ __align__(16) unsigned char smem[];
   // Stage 2 may be scheduled once every block here has started (it waits for this grid's
   // completion before reading anything): hides its launch. A no-op without a dependent launch.
@@ -140,7 +186,9 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
   // read only once the kernel ahead has completed; with appended_last the rest of the ring's
   // first tiles is read before (lengths and slots come from the step's input copy, ahead of
   // every kernel).
-  if (!a.appended_last) pdl::wait();
+  // Fused, the kernel ahead is the qkv GEMV, which writes nothing in the cache: as appended_last.
+  const bool appended_last = fused || a.appended_last;
+  if (!appended_last) pdl::wait();
   const int c = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
   const int len = a.lengths[b];
   const int chunk = attention_chunk_tokens(a.cfg, len);
@@ -175,19 +223,83 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
   };
   // Fill the ring first (the loads are what takes time), then stage q while they fly. A group is
   // committed for every slot, loaded or not, so wait_group counts stay uniform.
-  const int appended = a.appended_last ? len - 1 : -1;
+  const int appended = appended_last ? len - 1 : -1;
+  const int k_last = (appended - c0) / tile; // the appended token's tile, if this chunk holds it
+  const bool has_token = appended >= c0 && appended < c1;
+  // Fused: the per-lane norm weights and rotation of position len - 1 need nothing from the
+  // kernel ahead (lengths come from the step's input copy), so they are ready before the wait.
+  const int lane = tid % 32, warp_id = tid / 32;
+  __nv_bfloat16 qw[per_lane], kw[per_lane];
+  float rc_cos[per_lane / 2], rc_sin[per_lane / 2];
+  if constexpr (fused) {
+#pragma unroll
+    for (int t = 0; t < per_lane; ++t) {
+      qw[t] = a.q_w[lane + 32 * t];
+      kw[t] = a.k_w[lane + 32 * t];
+    }
+#pragma unroll
+    for (int t = 0; t < per_lane / 2; ++t)
+      kg::decode::math::rope_cos_sin(appended, lane + 32 * t, head_dim, a.log_theta, &rc_cos[t],
+                                     &rc_sin[t]);
+  }
 #pragma unroll
   for (int k = 0; k < stages - 1; ++k) {
     if (k < tiles) load_tile(k, appended);
     cp_async_commit();
   }
+  // Fused: the token's k or v row a warp made, held until its tile's ring slot is being filled
+  // (stored then with plain shared stores, which the barrier at that tile's turn publishes).
+  __nv_bfloat16 held[per_lane];
+  int held_kind = 0; // 0 none, 1 k, 2 v
+  const auto put_token = [&](int kind, const __nv_bfloat16(&o)[per_lane]) {
+    __nv_bfloat16* dst =
+        ring + (k_last % stages) * 2 * tile * head_dim + (kind == 2 ? tile * head_dim : 0);
+    const int t = (appended - c0) % tile;
+#pragma unroll
+    for (int p = 0; p < per_lane; ++p) {
+      const int d = lane + 32 * p;
+      dst[(t * rc + ((d / 8) ^ (t & 7))) * 8 + d % 8] = o[p];
+    }
+  };
+  if constexpr (fused) {
+    pdl::wait(); // the qkv GEMV is done
+    const __nv_bfloat16* row = a.q + b * a.q_row_stride;
+    const int jobs = group + (has_token ? 2 : 0);
+    for (int j = warp_id; j < jobs; j += warps) {
+      __nv_bfloat16 o[per_lane];
+      if (j < group) {
+        prologue_head<per_lane>(row + static_cast<std::int64_t>(hk * group + j) * head_dim, qw,
+                                true, rc_cos, rc_sin, lane, a.eps, o);
+#pragma unroll
+        for (int p = 0; p < per_lane; ++p)
+          qs[j * head_dim + lane + 32 * p] = __bfloat162float(o[p]) * a.scale_log2;
+        continue;
+      }
+      const int kind = j - group + 1; // 1: k, 2: v
+      const int head = a.q_heads + (kind == 2 ? a.kv_heads : 0) + hk;
+      prologue_head<per_lane>(row + static_cast<std::int64_t>(head) * head_dim, kw, kind == 1,
+                              rc_cos, rc_sin, lane, a.eps, o);
+      __nv_bfloat16* cache =
+          (kind == 1 ? a.kc_out : a.vc_out) + row0 + static_cast<std::size_t>(appended) * head_dim;
+#pragma unroll
+      for (int p = 0; p < per_lane; ++p)
+        cache[lane + 32 * p] = o[p];
+      if (k_last < stages - 1) {
+        put_token(kind, o); // its slot is in the fill: no one else writes that row
+      } else {
+        held_kind = kind;
+#pragma unroll
+        for (int p = 0; p < per_lane; ++p)
+          held[p] = o[p];
+      }
+    }
+  }
   // The appended token, if the fill left it out: once the kernel ahead (its writer) is done, in a
   // group of its own, which the first tile's wait below also waits for.
   bool late = false;
-  if (a.appended_last) {
+  if (!fused && a.appended_last) {
     pdl::wait();
-    const int k_last = (appended - c0) / tile;
-    if (appended >= c0 && appended < c1 && k_last < stages - 1) {
+    if (has_token && k_last < stages - 1) {
       __nv_bfloat16* ks = ring + (k_last % stages) * 2 * tile * head_dim;
       __nv_bfloat16* vs = ks + tile * head_dim;
       const int t = (appended - c0) % tile;
@@ -201,7 +313,7 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
     }
     cp_async_commit(); // uniform: a group whether or not it holds the token
   }
-  for (int i = tid; i < group * rc; i += threads) {
+  for (int i = tid; !fused && i < group * rc; i += threads) {
     const int g = i / rc, ch = i % rc;
     float f[8];
     unpack8(*reinterpret_cast<const uint4*>(a.q + b * a.q_row_stride +
@@ -229,7 +341,8 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
     else
       cp_async_wait<stages - 2>();
     __syncthreads(); // tile k (and q) visible to all; everyone is done with tile k - 1's slot
-    if (k + stages - 1 < tiles) load_tile(k + stages - 1, -1);
+    if (k + stages - 1 < tiles) load_tile(k + stages - 1, fused ? appended : -1);
+    if (fused && held_kind && k + stages - 1 == k_last) put_token(held_kind, held);
     cp_async_commit();
     const __nv_bfloat16* ks = ring + (k % stages) * 2 * tile * head_dim;
     const __nv_bfloat16* vs = ks + tile * head_dim;
@@ -417,52 +530,61 @@ __global__ void merge_chunks(const attention_call a) {
   a.out[(static_cast<std::size_t>(b) * a.q_heads + h) * head_dim + d] = __float2bfloat16(oo / ll);
 }
 
-template <int head_dim, int group, int tile, int stages>
+template <int head_dim, int group, int tile, int stages, bool fused>
 cudaError_t launch_typed(const attention_call& a, cudaStream_t s, bool programmatic) {
   using L = stage1_layout<head_dim, group, tile, stages>;
-  auto* k1 = attend_chunks<head_dim, group, tile, stages>;
+  auto* k1 = attend_chunks<head_dim, group, tile, stages, fused>;
   // Above 48 KiB of dynamic shared memory a kernel must opt in; set on every launch (cheap, and
   // allowed while a stream is being captured).
-  cudaError_t e = cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize, L::bytes);
+  // A grid of one wave (batch 1: 16 chunks x 8 kv heads) asks for more than half an SM's shared
+  // memory, so no SM holds two of its blocks. Launched behind the qkv GEMV (the fused prologue),
+  // its blocks are placed as that GEMV's blocks drain, and the first SMs to drain took three
+  // each: stage 1 moved the H200 step's end 11.1 us a layer, 7.3 us with one block an SM. The
+  // rule depends on the grid alone (132: the H200's SMs as a constant, as the GEMV's sweep grid),
+  // never on the device, and the bits do not depend on it.
+  const bool one_wave = a.max_chunks * a.kv_heads * a.rows <= one_wave_blocks;
+  const int smem_bytes =
+      one_wave && L::bytes < one_block_per_sm_bytes ? one_block_per_sm_bytes : L::bytes;
+  cudaError_t e = cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
   if (e != cudaSuccess) return e;
-  e = pdl::launch(k1, dim3(a.max_chunks, a.kv_heads, a.rows), dim3(threads), L::bytes, s,
+  e = pdl::launch(k1, dim3(a.max_chunks, a.kv_heads, a.rows), dim3(threads), smem_bytes, s,
                   programmatic, 1u, a);
   if (e != cudaSuccess) return e;
   return pdl::launch(merge_chunks<head_dim, group>, dim3(a.q_heads, a.rows), dim3(head_dim), 0, s,
                      a.cfg.pdl || programmatic, 1u, a);
 }
 
-template <int head_dim, int group, int tile>
+template <int head_dim, int group, int tile, bool fused>
 cudaError_t launch_stages(const attention_call& a, cudaStream_t s, bool programmatic) {
   switch (a.cfg.stages) {
   case 2:
-    return launch_typed<head_dim, group, tile, 2>(a, s, programmatic);
+    return launch_typed<head_dim, group, tile, 2, fused>(a, s, programmatic);
   case 3:
-    return launch_typed<head_dim, group, tile, 3>(a, s, programmatic);
+    return launch_typed<head_dim, group, tile, 3, fused>(a, s, programmatic);
   case 4:
-    return launch_typed<head_dim, group, tile, 4>(a, s, programmatic);
+    return launch_typed<head_dim, group, tile, 4, fused>(a, s, programmatic);
   default:
     return cudaErrorInvalidValue;
   }
 }
 
-template <int head_dim, int group>
+template <int head_dim, int group, bool fused>
 cudaError_t launch_tile(const attention_call& a, cudaStream_t s, bool programmatic) {
-  return a.cfg.tile == 32 ? launch_stages<head_dim, group, 32>(a, s, programmatic)
-                          : launch_stages<head_dim, group, 64>(a, s, programmatic);
+  return a.cfg.tile == 32 ? launch_stages<head_dim, group, 32, fused>(a, s, programmatic)
+                          : launch_stages<head_dim, group, 64, fused>(a, s, programmatic);
 }
 
-template <int head_dim>
+template <int head_dim, bool fused>
 cudaError_t launch_group(const attention_call& a, cudaStream_t s, bool programmatic) {
   switch (a.q_heads / a.kv_heads) {
   case 1:
-    return launch_tile<head_dim, 1>(a, s, programmatic);
+    return launch_tile<head_dim, 1, fused>(a, s, programmatic);
   case 2:
-    return launch_tile<head_dim, 2>(a, s, programmatic);
+    return launch_tile<head_dim, 2, fused>(a, s, programmatic);
   case 4:
-    return launch_tile<head_dim, 4>(a, s, programmatic);
+    return launch_tile<head_dim, 4, fused>(a, s, programmatic);
   case 8:
-    return launch_tile<head_dim, 8>(a, s, programmatic);
+    return launch_tile<head_dim, 8, fused>(a, s, programmatic);
   default:
     return cudaErrorInvalidValue;
   }
@@ -489,20 +611,21 @@ std::size_t attention_workspace_bytes(int rows, int q_heads, int kv_heads, int h
   return most;
 }
 
-cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16* q,
-                                  std::int64_t q_row_stride, const __nv_bfloat16* k_cache,
-                                  const __nv_bfloat16* v_cache, const int* slots,
-                                  const int* lengths, __nv_bfloat16* out, void* workspace, int rows,
-                                  int q_heads, int kv_heads, int head_dim, int max_context,
-                                  cudaStream_t s, bool programmatic, bool appended_last) {
+namespace {
+
+// The checks and the call both entry points share; a.q_w etc. are the caller's.
+cudaError_t make_call(attention_call& a, const attention_config& c, const __nv_bfloat16* q,
+                      std::int64_t q_row_stride, const __nv_bfloat16* k_cache,
+                      const __nv_bfloat16* v_cache, const int* slots, const int* lengths,
+                      __nv_bfloat16* out, void* workspace, int rows, int q_heads, int kv_heads,
+                      int head_dim, int max_context) {
   if (!attention_config_supported(c) || rows < 1 || kv_heads < 1 || q_heads < kv_heads ||
       q_heads % kv_heads || max_context < 1 || q_row_stride % 8 ||
       reinterpret_cast<std::uintptr_t>(q) % 16 || reinterpret_cast<std::uintptr_t>(k_cache) % 16 ||
-      reinterpret_cast<std::uintptr_t>(v_cache) % 16 || !k_cache || !v_cache || !slots ||
+      reinterpret_cast<std::uintptr_t>(v_cache) % 16 || !q || !k_cache || !v_cache || !slots ||
       !lengths || !out || !workspace || kv_heads > 65535 || rows > 65535 || q_heads > 65535 ||
       (head_dim != 64 && head_dim != 128))
     return cudaErrorInvalidValue;
-  attention_call a{};
   a.q = q;
   a.kc = k_cache;
   a.vc = v_cache;
@@ -518,9 +641,62 @@ cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16
   a.max_chunks = attention_max_chunks(c, max_context);
   a.scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)) * log2e);
   a.cfg = c;
+  return cudaSuccess;
+}
+
+} // namespace
+
+cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16* q,
+                                  std::int64_t q_row_stride, const __nv_bfloat16* k_cache,
+                                  const __nv_bfloat16* v_cache, const int* slots,
+                                  const int* lengths, __nv_bfloat16* out, void* workspace, int rows,
+                                  int q_heads, int kv_heads, int head_dim, int max_context,
+                                  cudaStream_t s, bool programmatic, bool appended_last) {
+  attention_call a{};
+  const cudaError_t e = make_call(a, c, q, q_row_stride, k_cache, v_cache, slots, lengths, out,
+                                  workspace, rows, q_heads, kv_heads, head_dim, max_context);
+  if (e != cudaSuccess) return e;
   a.appended_last = appended_last;
-  return head_dim == 64 ? launch_group<64>(a, s, programmatic)
-                        : launch_group<128>(a, s, programmatic);
+  return head_dim == 64 ? launch_group<64, false>(a, s, programmatic)
+                        : launch_group<128, false>(a, s, programmatic);
+}
+
+cudaError_t launch_attention_fused_with(const attention_config& c, const __nv_bfloat16* qkv,
+                                        std::int64_t row_stride, const __nv_bfloat16* q_weight,
+                                        const __nv_bfloat16* k_weight, float eps, double theta,
+                                        __nv_bfloat16* k_cache, __nv_bfloat16* v_cache,
+                                        const int* slots, const int* lengths, __nv_bfloat16* out,
+                                        void* workspace, int rows, int q_heads, int kv_heads,
+                                        int head_dim, int max_context, cudaStream_t s,
+                                        bool programmatic) {
+  if (!q_weight || !k_weight || !(theta > 1) || row_stride < (q_heads + 2 * kv_heads) * head_dim)
+    return cudaErrorInvalidValue;
+  attention_call a{};
+  const cudaError_t e = make_call(a, c, qkv, row_stride, k_cache, v_cache, slots, lengths, out,
+                                  workspace, rows, q_heads, kv_heads, head_dim, max_context);
+  if (e != cudaSuccess) return e;
+  a.appended_last = true;
+  a.q_w = q_weight;
+  a.k_w = k_weight;
+  a.eps = eps;
+  a.log_theta = std::log(theta);
+  a.kc_out = k_cache;
+  a.vc_out = v_cache;
+  return head_dim == 64 ? launch_group<64, true>(a, s, programmatic)
+                        : launch_group<128, true>(a, s, programmatic);
+}
+
+cudaError_t launch_attention_fused(const __nv_bfloat16* qkv, std::int64_t row_stride,
+                                   const __nv_bfloat16* q_weight, const __nv_bfloat16* k_weight,
+                                   float eps, double theta, __nv_bfloat16* k_cache,
+                                   __nv_bfloat16* v_cache, const int* slots, const int* lengths,
+                                   __nv_bfloat16* out, void* workspace, int rows, int q_heads,
+                                   int kv_heads, int head_dim, int max_context, cudaStream_t s,
+                                   bool programmatic) {
+  return launch_attention_fused_with(pick_attention_config(rows), qkv, row_stride, q_weight,
+                                     k_weight, eps, theta, k_cache, v_cache, slots, lengths, out,
+                                     workspace, rows, q_heads, kv_heads, head_dim, max_context, s,
+                                     programmatic);
 }
 
 cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,

@@ -109,6 +109,31 @@ cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16
                                   cudaStream_t s, bool programmatic = false,
                                   bool appended_last = false);
 
+// The decode step's prologue and attention in one launch pair: launch_qk_norm_rope_append
+// (positions = lengths - 1) then launch_attention, bit for bit (outputs and cache), except that
+// qkv is only read (its q and k heads stay as the GEMV wrote them). Each stage-1 block normalizes
+// and rotates the q heads it attends with, and the block whose chunk holds position
+// lengths[b] - 1 also makes that token's k and v, uses them from registers and appends them to
+// the cache; the norm weights and the rotation are loaded before the programmatic wait. One
+// kernel boundary fewer per layer (the prologue took 2.05 us of the H200 step's 68 us a layer).
+// qkv: [q heads | k heads | v heads] per row (row_stride >= (q_heads + 2 kv_heads) head_dim,
+// a multiple of 8, 16-byte aligned).
+cudaError_t launch_attention_fused(const __nv_bfloat16* qkv, std::int64_t row_stride,
+                                   const __nv_bfloat16* q_weight, const __nv_bfloat16* k_weight,
+                                   float eps, double theta, __nv_bfloat16* k_cache,
+                                   __nv_bfloat16* v_cache, const int* slots, const int* lengths,
+                                   __nv_bfloat16* out, void* workspace, int rows, int q_heads,
+                                   int kv_heads, int head_dim, int max_context, cudaStream_t s,
+                                   bool programmatic = false);
+cudaError_t launch_attention_fused_with(const attention_config& c, const __nv_bfloat16* qkv,
+                                        std::int64_t row_stride, const __nv_bfloat16* q_weight,
+                                        const __nv_bfloat16* k_weight, float eps, double theta,
+                                        __nv_bfloat16* k_cache, __nv_bfloat16* v_cache,
+                                        const int* slots, const int* lengths, __nv_bfloat16* out,
+                                        void* workspace, int rows, int q_heads, int kv_heads,
+                                        int head_dim, int max_context, cudaStream_t s,
+                                        bool programmatic = false);
+
 // out[b, i] = bf16(silu(g) * u), g = gate_up[b, i], u = gate_up[b, inter + i] (gate rows first,
 // as the fused gate_up projection lays them out); silu in float32.
 cudaError_t launch_silu_gate_mul(const __nv_bfloat16* gate_up, __nv_bfloat16* out, int rows,

@@ -64,4 +64,10 @@ __device__ __forceinline__ void rope_rotate(float x1, float x2, float c, float s
   *y2 = __float2bfloat16(__fadd_rn(__fmul_rn(x2, c), __fmul_rn(x1, s)));
 }
 
+// SwiGLU's gate, bf16(silu(g) u), silu in float32 with IEEE division: the one rounding of the
+// SiLU-gate kernel and of the gated GEMV's epilogue (gemv_bf16.h), so the two paths agree.
+__device__ __forceinline__ __nv_bfloat16 silu_gate(float g, float u) {
+  return __float2bfloat16(__fmul_rn(__fdiv_rn(g, __fadd_rn(1.0f, expf(-g))), u));
+}
+
 } // namespace kg::decode::math

@@ -236,9 +236,17 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k) 
   return counter_bytes + static_cast<std::size_t>(c.split_k) * batch * n * sizeof(float);
 }
 
-cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
-                             int batch, int n, int k, const gemv_config& c, void* workspace,
-                             cudaStream_t s, bool programmatic) {
+bool gemv_gated_supported(const gemv_config& c, int batch, int n, int k) {
+  return c.kind == gemv_kind::simt && c.rows_per_warp == 2 && c.split_k == 1 && !c.cluster &&
+         n % 2 == 0 && gemv_config_supported(c, batch, n, k);
+}
+
+namespace {
+
+// Both entry points: gated, y is [batch][n / 2] (launch_gemv_bf16_gated).
+cudaError_t launch_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y, int batch,
+                       int n, int k, const gemv_config& c, void* workspace, cudaStream_t s,
+                       bool programmatic, bool gated) {
   if (!gemv_config_supported(c, batch, n, k) || !x || !w || !y) return cudaErrorInvalidValue;
   // 16-byte loads of every row: the bases must be 16-byte aligned (k % 8 == 0 does the rest).
   if (reinterpret_cast<std::uintptr_t>(x) % 16 != 0 ||
@@ -255,6 +263,7 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
   a.k8 = k / 8;
   a.split = c.split_k;
   a.cluster = c.cluster;
+  a.gated = gated ? 1 : 0;
   a.programmatic = programmatic;
   a.slice_len = slice_chunks(a.k8, c.split_k);
   if (needs_workspace) {
@@ -263,11 +272,12 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
   }
   const int blocks = static_cast<int>(tiles * c.split_k);
   const int group = max_group(c);
+  const int y_cols = gated ? n / 2 : n;
   // Batch groups in order; the last one takes the smallest kernel group that holds it (masked).
   for (int b0 = 0; b0 < batch; b0 += group) {
     const int nb = batch - b0 < group ? batch - b0 : group;
     a.x = x + static_cast<std::size_t>(b0) * k;
-    a.y = y + static_cast<std::size_t>(b0) * n;
+    a.y = y + static_cast<std::size_t>(b0) * y_cols;
     a.nb = nb;
     if (needs_workspace)
       a.partial = reinterpret_cast<float*>(static_cast<char*>(workspace) + counter_bytes) +
@@ -276,6 +286,21 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;
+}
+
+} // namespace
+
+cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
+                             int batch, int n, int k, const gemv_config& c, void* workspace,
+                             cudaStream_t s, bool programmatic) {
+  return launch_any(x, w, y, batch, n, k, c, workspace, s, programmatic, false);
+}
+
+cudaError_t launch_gemv_bf16_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
+                                   int batch, int n, int k, const gemv_config& c, cudaStream_t s,
+                                   bool programmatic) {
+  if (!gemv_gated_supported(c, batch, n, k)) return cudaErrorInvalidValue;
+  return launch_any(x, w, y, batch, n, k, c, nullptr, s, programmatic, true);
 }
 
 } // namespace kg

@@ -196,22 +196,44 @@ store_warp_rows(const gemv_args& a, const float (&acc)[RPW][BG], int row0, int l
     }
 }
 
+// The gated epilogue (a.gated, RPW 2, split 1): the warp's two rows are gate row `pair` and its
+// up row; both sums rounded to bf16 as launch_gemv_bf16 stores them, then the SiLU-gate kernel's
+// arithmetic (decode_math.cuh), so the bits are those of the two launches.
+template <int BG, int RPW>
+__device__ __forceinline__ void store_gated(const gemv_args& a, const float (&acc)[RPW][BG],
+                                            int pair, int lane) {
+  const int half = a.n / 2;
+#pragma unroll
+  for (int b = 0; b < BG; ++b) {
+    const float g = warp_sum(acc[0][b]), u = warp_sum(acc[RPW - 1][b]);
+    if (lane != b % 32 || b >= a.nb || pair >= half) continue;
+    a.y[static_cast<std::size_t>(b) * half + pair] = kg::decode::math::silu_gate(
+        __bfloat162float(__float2bfloat16(g)), __bfloat162float(__float2bfloat16(u)));
+  }
+}
+
 template <int BG, int RPW, int UNROLL, int WPB>
 __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int tile = static_cast<int>(blockIdx.x) / a.split;
   const int slice = static_cast<int>(blockIdx.x) % a.split;
   const int row0 = (tile * WPB + warp) * RPW;
+  // Gated: the warp's rows are pair and pair + n / 2 (store_gated) instead of row0, row0 + 1.
+  const bool gated = RPW == 2 && a.gated;
+  const int pair = tile * WPB + warp;
+  const bool active = gated ? pair < a.n / 2 : row0 < a.n;
   const int begin = slice * a.slice_len, end = min(a.k8, begin + a.slice_len);
   const uint4* x = reinterpret_cast<const uint4*>(a.x);
   const uint4* wrow[RPW];
 #pragma unroll
-  for (int r = 0; r < RPW; ++r) // rows past n read row 0 (never stored): no branch in the loop
-    wrow[r] = reinterpret_cast<const uint4*>(a.w) +
-              static_cast<std::size_t>(row0 + r < a.n ? row0 + r : 0) * a.k8;
+  for (int r = 0; r < RPW; ++r) { // rows past n read row 0 (never stored): no branch in the loop
+    const int row = gated ? pair + r * (a.n / 2) : row0 + r;
+    wrow[r] =
+        reinterpret_cast<const uint4*>(a.w) + static_cast<std::size_t>(row < a.n ? row : 0) * a.k8;
+  }
   // The first step's weights head for L2 before the wait: under a programmatic launch this
   // kernel is scheduled while the small kernel ahead runs.
-  if (row0 < a.n)
+  if (active)
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u)
       if (begin + lane + 32 * u < end)
@@ -228,7 +250,7 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) 
     for (int b = 0; b < BG; ++b)
       acc[r][b] = 0.0f;
 
-  if (row0 < a.n) { // a warp wholly past n (last tile) only joins the split-K handshake
+  if (active) { // a warp wholly past n (last tile) only joins the split-K handshake
     int c = begin + lane;
     // Whole steps: all UNROLL chunks of this lane inside the slice. Loads first, all in flight.
     for (; c + 32 * (UNROLL - 1) < end; c += 32 * UNROLL) {
@@ -252,6 +274,10 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) 
     }
   }
 
+  if (gated) {
+    store_gated<BG, RPW>(a, acc, pair, lane);
+    return;
+  }
   if (a.cluster) {
     __shared__ float part[BG * WPB * RPW];
     store_warp_rows<BG, RPW>(a, acc, row0, lane, slice, part, tile * WPB * RPW, WPB * RPW);

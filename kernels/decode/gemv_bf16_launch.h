@@ -17,10 +17,13 @@ struct gemv_args {
   long long slice_stride = 0;   // floats between two slices' partials
   int nb = 0;                   // valid batch rows in this group (<= the template's group)
   int n = 0;
-  int k8 = 0;                // k / 8: 16-byte chunks per row
-  int split = 1;             // K slices
-  int slice_len = 0;         // chunks per slice (the last one may be shorter or empty)
-  int cluster = 0;           // gemv_config::cluster: the split blocks of a tile are one cluster
+  int k8 = 0;        // k / 8: 16-byte chunks per row
+  int split = 1;     // K slices
+  int slice_len = 0; // chunks per slice (the last one may be shorter or empty)
+  int cluster = 0;   // gemv_config::cluster: the split blocks of a tile are one cluster
+  // 1: the SwiGLU epilogue (launch_gemv_bf16_gated; simt, rows_per_warp 2, split 1): a warp's
+  // rows are i and i + n / 2 (a gate row and its up row) and y is [nb][n / 2].
+  int gated = 0;
   bool programmatic = false; // launch attribute only (programmatic_launch.cuh)
 };
 
