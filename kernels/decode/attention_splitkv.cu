@@ -91,9 +91,6 @@ struct attention_call {
   int rows, q_heads, kv_heads, max_context, max_chunks;
   float scale_log2;
   attention_config cfg;
-  // The kernel ahead writes only position len - 1 of each row's cache (the decode step's
-  // append): the ring's first tiles, less that token, load before the programmatic wait.
-  bool appended_last;
   // The prologue folded in (launch_attention_fused; `fused` kernels only): q points at the raw
   // qkv row ([q heads | k heads | v heads]); each block normalizes and rotates its own q heads,
   // and the block whose chunk holds position len - 1 also makes that token's k (normalized,
@@ -182,13 +179,12 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
   // Stage 2 may be scheduled once every block here has started (it waits for this grid's
   // completion before reading anything): hides its launch. A no-op without a dependent launch.
   pdl::allow_dependents();
-  // Launched as a programmatic dependent itself (the decode step), q and the appended K/V are
-  // read only once the kernel ahead has completed; with appended_last the rest of the ring's
-  // first tiles is read before (lengths and slots come from the step's input copy, ahead of
-  // every kernel).
-  // Fused, the kernel ahead is the qkv GEMV, which writes nothing in the cache: as appended_last.
-  const bool appended_last = fused || a.appended_last;
-  if (!appended_last) pdl::wait();
+  // Launched as a programmatic dependent itself, nothing the kernel ahead writes is read before
+  // it has completed (lengths and slots come from the step's input copy, ahead of every kernel).
+  // Fused, the kernel ahead is the qkv GEMV, which writes nothing in the cache: the ring's first
+  // tiles, less the new token (made here), load before the programmatic wait. Unfused, nothing is
+  // read before it.
+  if constexpr (!fused) pdl::wait();
   const int c = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
   const int len = a.lengths[b];
   const int chunk = attention_chunk_tokens(a.cfg, len);
@@ -223,7 +219,7 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
   };
   // Fill the ring first (the loads are what takes time), then stage q while they fly. A group is
   // committed for every slot, loaded or not, so wait_group counts stay uniform.
-  const int appended = appended_last ? len - 1 : -1;
+  const int appended = fused ? len - 1 : -1;
   const int k_last = (appended - c0) / tile; // the appended token's tile, if this chunk holds it
   const bool has_token = appended >= c0 && appended < c1;
   // Fused: the per-lane norm weights and rotation of position len - 1 need nothing from the
@@ -294,25 +290,6 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
       }
     }
   }
-  // The appended token, if the fill left it out: once the kernel ahead (its writer) is done, in a
-  // group of its own, which the first tile's wait below also waits for.
-  bool late = false;
-  if (!fused && a.appended_last) {
-    pdl::wait();
-    if (has_token && k_last < stages - 1) {
-      __nv_bfloat16* ks = ring + (k_last % stages) * 2 * tile * head_dim;
-      __nv_bfloat16* vs = ks + tile * head_dim;
-      const int t = (appended - c0) % tile;
-      for (int ch = tid; ch < rc; ch += threads) {
-        const std::size_t off = static_cast<std::size_t>(appended) * head_dim + ch * 8;
-        const int at = (t * rc + (ch ^ (t & 7))) * 8;
-        cp_async16(ks + at, kg + off, true);
-        cp_async16(vs + at, vg + off, true);
-      }
-      late = true;
-    }
-    cp_async_commit(); // uniform: a group whether or not it holds the token
-  }
   for (int i = tid; !fused && i < group * rc; i += threads) {
     const int g = i / rc, ch = i % rc;
     float f[8];
@@ -336,10 +313,7 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
   }
   const int part = (tid / 8) % parts, dc = tid % rc, tg = tid / rc;
   for (int k = 0; k < tiles; ++k) {
-    if (late && k < stages - 1)
-      cp_async_wait<0>(); // the late group came after the fill's: wait for everything
-    else
-      cp_async_wait<stages - 2>();
+    cp_async_wait<stages - 2>();
     __syncthreads(); // tile k (and q) visible to all; everyone is done with tile k - 1's slot
     if (k + stages - 1 < tiles) load_tile(k + stages - 1, fused ? appended : -1);
     if (fused && held_kind && k + stages - 1 == k_last) put_token(held_kind, held);
@@ -496,36 +470,18 @@ __global__ void merge_chunks(const attention_call a) {
   const float* p =
       a.work + (static_cast<std::size_t>(b) * a.kv_heads + hk) * a.max_chunks * (group * stride) +
       g * stride;
-  // Loads in batches of 16 chunks, all in flight at once (a loop of dependent-looking loads took
-  // ~3.7 us a layer in the H200 step profile); the arithmetic is in chunk order either way.
-  constexpr int batch = 16;
+  // Plain loops (the compiler overlaps the loads): a form loading 16 chunks at a time into
+  // registers was slower on the H200, side by side in one run -- b8 ctx8192 75.33 vs 74.56 us,
+  // b1 ctx2048 11.87 vs 11.01 us, and stage 2 moved the step's end 4.29 vs 4.18 us a layer.
   float mm = -INFINITY;
-  for (int c0 = 0; c0 < chunks; c0 += batch) {
-    float mv[batch];
-#pragma unroll
-    for (int j = 0; j < batch; ++j)
-      mv[j] = c0 + j < chunks ? p[(c0 + j) * group * stride] : -INFINITY;
-#pragma unroll
-    for (int j = 0; j < batch; ++j)
-      mm = fmaxf(mm, mv[j]);
-  }
+  for (int c = 0; c < chunks; ++c)
+    mm = fmaxf(mm, p[c * group * stride]);
   float ll = 0.0f, oo = 0.0f;
-  for (int c0 = 0; c0 < chunks; c0 += batch) {
-    float sv[batch], lv[batch], ov[batch];
-#pragma unroll
-    for (int j = 0; j < batch; ++j) {
-      const float* s = p + (c0 + j < chunks ? c0 + j : 0) * group * stride;
-      sv[j] = s[0];
-      lv[j] = s[1];
-      ov[j] = s[2 + d];
-    }
-#pragma unroll
-    for (int j = 0; j < batch; ++j) {
-      if (c0 + j >= chunks) break;
-      const float f = exp2f(sv[j] - mm); // every chunk holds a token: s[0] is finite
-      ll = fmaf(lv[j], f, ll);
-      oo = fmaf(ov[j], f, oo);
-    }
+  for (int c = 0; c < chunks; ++c) {
+    const float* s = p + c * group * stride;
+    const float f = exp2f(s[0] - mm); // every chunk holds a token: s[0] is finite
+    ll = fmaf(s[1], f, ll);
+    oo = fmaf(s[2 + d], f, oo);
   }
   a.out[(static_cast<std::size_t>(b) * a.q_heads + h) * head_dim + d] = __float2bfloat16(oo / ll);
 }
@@ -651,12 +607,11 @@ cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16
                                   const __nv_bfloat16* v_cache, const int* slots,
                                   const int* lengths, __nv_bfloat16* out, void* workspace, int rows,
                                   int q_heads, int kv_heads, int head_dim, int max_context,
-                                  cudaStream_t s, bool programmatic, bool appended_last) {
+                                  cudaStream_t s, bool programmatic) {
   attention_call a{};
   const cudaError_t e = make_call(a, c, q, q_row_stride, k_cache, v_cache, slots, lengths, out,
                                   workspace, rows, q_heads, kv_heads, head_dim, max_context);
   if (e != cudaSuccess) return e;
-  a.appended_last = appended_last;
   return head_dim == 64 ? launch_group<64, false>(a, s, programmatic)
                         : launch_group<128, false>(a, s, programmatic);
 }
@@ -675,7 +630,6 @@ cudaError_t launch_attention_fused_with(const attention_config& c, const __nv_bf
   const cudaError_t e = make_call(a, c, qkv, row_stride, k_cache, v_cache, slots, lengths, out,
                                   workspace, rows, q_heads, kv_heads, head_dim, max_context);
   if (e != cudaSuccess) return e;
-  a.appended_last = true;
   a.q_w = q_weight;
   a.k_w = k_weight;
   a.eps = eps;
@@ -703,11 +657,10 @@ cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
                              const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache,
                              const int* slots, const int* lengths, __nv_bfloat16* out,
                              void* workspace, int rows, int q_heads, int kv_heads, int head_dim,
-                             int max_context, cudaStream_t s, bool programmatic,
-                             bool appended_last) {
+                             int max_context, cudaStream_t s, bool programmatic) {
   return launch_attention_with(pick_attention_config(rows), q, q_row_stride, k_cache, v_cache,
                                slots, lengths, out, workspace, rows, q_heads, kv_heads, head_dim,
-                               max_context, s, programmatic, appended_last);
+                               max_context, s, programmatic);
 }
 
 } // namespace kg::decode

@@ -81,10 +81,6 @@ cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_
 // head, chunk); chunks beyond a row's length write nothing and are never read. Stage 2 merges a
 // row's chunks in chunk order. The grid depends on rows and max_context only.
 // Supported: head_dim 64 or 128, group (q_heads / kv_heads) 1, 2, 4 or 8.
-// appended_last (with programmatic): the kernel ahead writes nothing the attention reads but q
-// and each row's last position (lengths[b] - 1) of its K and V cache slot (the decode step's
-// append), so the rest of the first K/V tiles is loaded before the programmatic wait, overlapping
-// that kernel; the last position is loaded after it.
 // launch_attention uses pick_attention_config(rows); the workspace must hold
 // attention_workspace_bytes for the configuration used (the bound over every length up to
 // max_context). The overload without a configuration gives the most any batch of 1..rows rows
@@ -95,8 +91,7 @@ cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
                              const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache,
                              const int* slots, const int* lengths, __nv_bfloat16* out,
                              void* workspace, int rows, int q_heads, int kv_heads, int head_dim,
-                             int max_context, cudaStream_t s, bool programmatic = false,
-                             bool appended_last = false);
+                             int max_context, cudaStream_t s, bool programmatic = false);
 // The same with an explicit configuration (bench/attention_sweep, the tests); an unsupported one
 // (attention_config_supported) returns cudaErrorInvalidValue.
 std::size_t attention_workspace_bytes(const attention_config& c, int rows, int q_heads,
@@ -106,8 +101,7 @@ cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16
                                   const __nv_bfloat16* v_cache, const int* slots,
                                   const int* lengths, __nv_bfloat16* out, void* workspace, int rows,
                                   int q_heads, int kv_heads, int head_dim, int max_context,
-                                  cudaStream_t s, bool programmatic = false,
-                                  bool appended_last = false);
+                                  cudaStream_t s, bool programmatic = false);
 
 // The decode step's prologue and attention in one launch pair: launch_qk_norm_rope_append
 // (positions = lengths - 1) then launch_attention, bit for bit (outputs and cache), except that
