@@ -51,8 +51,9 @@ constexpr attention_config default_attention_config() {
 //  - batch 8 and 32: 8 chunks of 32-token tiles: b8 ctx 8192 85.5% (73.31 us; baseline 74.1%,
 //    SDPA 78%), b32 ctx 2048 77.1% (baseline 65.9%), b8 ctx 512 32.4% (baseline 29.0%).
 // The same two configurations on another H200 day (the kernels as now, copy 4286.5 GB/s): b8
-// ctx 8192 84.4% (74.21 us), b1 ctx 2048 17.8% (11.01 us); the stop-11 kernel file beside them
-// in one run gave 85.2% (73.54 us) and 18.2% (10.78 us).
+// ctx 8192 84.4% (74.21 us), b1 ctx 2048 17.8% (11.01 us); in an earlier run that day the
+// stop-11 kernel file gave 85.2% (73.54 us) and 18.2% (10.78 us), beside 80.9% for the kernels
+// then (stage 2's batched loads, since reverted).
 // Batches 2 and 4 were not swept; the switch at 4 follows the GEMV table's.
 constexpr attention_config pick_attention_config(int rows) {
   attention_config c;
