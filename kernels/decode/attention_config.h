@@ -53,7 +53,8 @@ constexpr attention_config default_attention_config() {
 // The same two configurations on another H200 day (the kernels as now, copy 4286.5 GB/s): b8
 // ctx 8192 84.4% (74.21 us), b1 ctx 2048 17.8% (11.01 us); in an earlier run that day the
 // stop-11 kernel file gave 85.2% (73.54 us) and 18.2% (10.78 us), beside 80.9% for the kernels
-// then (stage 2's batched loads, since reverted).
+// then (stage 2's batched loads, since reverted). With stage 2's loads in one round (a later run
+// that day, copy 4257.1 GB/s): b8 ctx 8192 85.8% (73.57 us), b1 ctx 2048 22.0% (8.99 us).
 // Batches 2 and 4 were not swept; the switch at 4 follows the GEMV table's.
 constexpr attention_config pick_attention_config(int rows) {
   attention_config c;
