@@ -9,10 +9,11 @@
 // each run) for bitwise identity. One row per configuration is printed as it is measured; the
 // end prints the best configuration per (shape, batch) as rows of pick_gemv_config's table.
 //
-// Five configuration families are timed side by side (gemv_kind, gemv_bf16.h): simt (weights
+// Six configuration families are timed side by side (gemv_kind, gemv_bf16.h): simt (weights
 // through registers, float32 FMAs), bulk (cp.async.bulk ring in shared memory), mma (tensor
-// cores, weights as the A operand), sweep (a fixed grid computing whole rows, batch 1-2) and
-// tsweep (tensor cores over the sweep's fixed grid, batch up to 8).
+// cores, weights as the A operand), sweep (a fixed grid computing whole rows, batch 1-2), tsweep
+// (tensor cores over the sweep's fixed grid, batch up to 8) and packed (the mma kernel over the
+// weights' packed copy, made once per shape by pack_gemv_weights and not timed).
 //
 // Pruning (off with --full): configurations that need several launches for the batch, those
 // whose lanes, blocks or warps would get less than one unrolled step per K slice, and split-K
@@ -24,7 +25,8 @@
 //                       [--cluster 0|1|both]
 //     --quick   the down projection at batch 1 and 8 only (every family)
 //     --no-ceiling  skip each weight's read-ceiling rows (a plain contiguous read of it)
-//     --kinds   simt, bulk, mma, sweep, tsweep (a comma list): time only these families (and the
+//     --kinds   simt, bulk, mma, sweep, tsweep, packed (a comma list): time only these
+//     families (and the
 //               table's current configuration)
 //     --shapes  down, qkv, o_proj, gate_up, lm_head (a comma list); --batches 1..32 (a list)
 //     --cluster  split-K simt and mma configurations with the workspace finish (0), the cluster
@@ -96,6 +98,7 @@ std::string config_name(const gemv_config& c) {
     o << "rpw" << c.rows_per_warp << " st" << c.unroll;
     break;
   case gemv_kind::mma:
+  case gemv_kind::packed:
     o << "u" << c.unroll;
     break;
   case gemv_kind::sweep:
@@ -130,6 +133,7 @@ int batch_group(const gemv_config& c) {
   case gemv_kind::bulk:
     return std::min(8, 32 / c.rows_per_warp);
   case gemv_kind::mma:
+  case gemv_kind::packed:
     return 32;
   case gemv_kind::sweep:
     return 2;
@@ -148,7 +152,9 @@ int block_rows(const gemv_config& c, int n) {
     const int lanes = 132 * c.rows_per_warp / c.split_k;
     return 16 * (((n + 15) / 16 + lanes - 1) / lanes);
   }
-  return c.kind == gemv_kind::mma ? c.rows_per_warp : c.rows_per_warp * c.warps_per_block;
+  return c.kind == gemv_kind::mma || c.kind == gemv_kind::packed
+             ? c.rows_per_warp
+             : c.rows_per_warp * c.warps_per_block;
 }
 
 // Worth timing: the whole batch in one launch (a batch above the kernel's group streams the
@@ -167,6 +173,7 @@ bool worth_timing(const gemv_config& c, const shape_def& s, int batch, int sm_co
     if (c.split_k > 1 && slice_chunks < 2 * 64) return false;
     break;
   case gemv_kind::mma:
+  case gemv_kind::packed:
     if (c.split_k > 1 && slice_chunks < 8.0 * c.unroll * c.warps_per_block) return false;
     break;
   case gemv_kind::sweep:
@@ -205,8 +212,8 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
       return;
     // mma: every warps_per_block in the first pass (its warps split K, so the count matters
     // more than elsewhere, and the family has only five (unroll, warps) pairs).
-    if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma && c.kind != gemv_kind::sweep &&
-        c.kind != gemv_kind::tsweep)
+    if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma &&
+        c.kind != gemv_kind::packed && c.kind != gemv_kind::sweep && c.kind != gemv_kind::tsweep)
       return;
     for (int cl : clusters) {
       c.cluster = cl;
@@ -222,6 +229,7 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
           consider({rpw, wpb, unroll, split, gemv_kind::bulk});
         }
         consider({16, wpb, unroll, split, gemv_kind::mma});
+        consider({16, wpb, unroll, split, gemv_kind::packed});
       }
   // sweep: every (grid, rows in flight, warps per block); batch 1 and 2 only.
   for (int grid : {1, 2, 3, 4})
@@ -266,19 +274,28 @@ float bf16_bits_to_float(std::uint16_t b) {
   return f;
 }
 
-// One shape's inputs on the device (x for the largest batch; a batch uses its first rows).
+// One shape's inputs on the device (x for the largest batch; a batch uses its first rows), and
+// the weights' packed copy for the packed family (where k % 64 == 0).
 struct shape_data {
-  device_buffer x, w, y, ref;
+  device_buffer x, w, w_packed, y, ref;
   std::vector<float> ref_host;
   shape_data(const shape_def& s, int max_batch)
       : x(static_cast<std::size_t>(max_batch) * s.k * 2),
-        w(static_cast<std::size_t>(s.n) * s.k * 2),
+        w(static_cast<std::size_t>(s.n) * s.k * 2), w_packed(gemv_packed_bytes(s.n, s.k)),
         y(static_cast<std::size_t>(max_batch) * s.n * 2),
         ref(static_cast<std::size_t>(max_batch) * s.n * sizeof(float)) {
     fill_bf16_hash(static_cast<__nv_bfloat16*>(x.get()), static_cast<std::size_t>(max_batch) * s.k,
                    7, 1.0f, nullptr);
     fill_bf16_hash(static_cast<__nv_bfloat16*>(w.get()), static_cast<std::size_t>(s.n) * s.k, 11,
                    1.0f, nullptr);
+    if (w_packed.size())
+      KG_CUDA_CHECK(pack_gemv_weights(static_cast<const __nv_bfloat16*>(w.get()),
+                                      static_cast<__nv_bfloat16*>(w_packed.get()), s.n, s.k,
+                                      nullptr));
+  }
+  // The weights configuration `c` reads.
+  const __nv_bfloat16* weights(const gemv_config& c) const {
+    return static_cast<const __nv_bfloat16*>(gemv_reads_packed(c) ? w_packed.get() : w.get());
   }
   void compute_reference(const shape_def& s, int batch) {
     gemv_reference_f32(static_cast<const __nv_bfloat16*>(x.get()),
@@ -298,9 +315,9 @@ std::string check_config(shape_data& d, const shape_def& s, int batch, const gem
   std::vector<std::uint16_t> runs[2];
   for (auto& out : runs) {
     KG_CUDA_CHECK(cudaMemset(d.y.get(), 0xff, count * 2)); // NaN: an unwritten output shows
-    const cudaError_t e = launch_gemv_bf16(
-        static_cast<const __nv_bfloat16*>(d.x.get()), static_cast<const __nv_bfloat16*>(d.w.get()),
-        static_cast<__nv_bfloat16*>(d.y.get()), batch, s.n, s.k, c, ws, nullptr);
+    const cudaError_t e =
+        launch_gemv_bf16(static_cast<const __nv_bfloat16*>(d.x.get()), d.weights(c),
+                         static_cast<__nv_bfloat16*>(d.y.get()), batch, s.n, s.k, c, ws, nullptr);
     if (e != cudaSuccess) return std::string("launch failed: ") + cudaGetErrorString(e);
     KG_CUDA_CHECK(cudaDeviceSynchronize());
     out.resize(count);
@@ -491,9 +508,8 @@ int main(int argc, char** argv) {
           try {
             const auto t = timer.measure([&](cudaStream_t st) {
               KG_CUDA_CHECK(launch_gemv_bf16(static_cast<const __nv_bfloat16*>(d.x.get()),
-                                             static_cast<const __nv_bfloat16*>(d.w.get()),
-                                             static_cast<__nv_bfloat16*>(d.y.get()), batch, s.n,
-                                             s.k, c, w, st));
+                                             d.weights(c), static_cast<__nv_bfloat16*>(d.y.get()),
+                                             batch, s.n, s.k, c, w, st));
             });
             m.median_us = t.summary.median;
             m.lo_us = t.median_ci.lo;
@@ -551,8 +567,8 @@ int main(int argc, char** argv) {
   for (const auto& [key, m] : best) {
     const auto& [s, batch] = key;
     std::ostringstream families;
-    for (const gemv_kind k :
-         {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep, gemv_kind::tsweep}) {
+    for (const gemv_kind k : {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep,
+                              gemv_kind::tsweep, gemv_kind::packed}) {
       const auto it = family_best.find({{s, batch}, static_cast<int>(k)});
       families << " " << gemv_kind_name(k) << " ";
       if (it == family_best.end())

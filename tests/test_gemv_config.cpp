@@ -59,6 +59,11 @@ TEST(gemv_config, picks_supported_configurations_for_every_qwen3_shape_and_batch
         EXPECT_LE(batch, 8);
         EXPECT_EQ(132 * c.rows_per_warp % c.split_k, 0);
         break;
+      case gemv_kind::packed: // the engine keeps a packed copy of this weight
+        EXPECT_EQ(c.rows_per_warp, 16);
+        EXPECT_EQ(k % 64, 0);
+        EXPECT_GT(gemv_packed_bytes(n, k), 0u);
+        break;
       }
       EXPECT_TRUE(gemv_config_supported(c, batch, n, k));
     }
@@ -181,6 +186,16 @@ TEST(gemv_config, unsupported_requests_return_invalid_value_without_touching_the
   // qkv (k / 8 = 320) in one slice over 16 warps: 5 per lane, so one tile in flight only.
   EXPECT_TRUE(gemv_config_supported({1, 16, 1, 1, tsweep}, 8, 6144, 2560));
   EXPECT_FALSE(gemv_config_supported({1, 16, 2, 1, tsweep}, 8, 6144, 2560));
+  // The packed family: the mma family's rules, K in whole 64-element steps.
+  constexpr auto packed = gemv_kind::packed;
+  EXPECT_TRUE(gemv_config_supported({16, 8, 2, 4, packed}, 8, 2560, 9728));
+  EXPECT_TRUE(gemv_config_supported({16, 16, 2, 8, packed}, 32, 64, 256));
+  EXPECT_EQ(launch({16, 8, 2, 1, packed}, 4, 64, 192 + 8), cudaErrorInvalidValue); // k % 64
+  EXPECT_EQ(launch({16, 16, 4, 1, packed}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({8, 8, 2, 1, packed}), cudaErrorInvalidValue);
+  EXPECT_EQ(launch({16, 8, 2, 2, packed, 1}), cudaErrorInvalidValue); // no cluster finish
+  EXPECT_EQ(launch_gemv_bf16(x, w, y, 4, 64, 256, {16, 8, 2, 2, packed}, nullptr, nullptr),
+            cudaErrorInvalidValue); // split K without a workspace
   // An unknown kind.
   EXPECT_EQ(launch({1, 8, 2, 1, static_cast<gemv_kind>(7)}), cudaErrorInvalidValue);
   // More than 65536 row tiles cannot split K (the counters have a fixed place and size).
@@ -197,7 +212,26 @@ TEST(gemv_config, new_families_need_the_same_workspace_as_simt) {
       const std::size_t simt = gemv_workspace_bytes({1, 8, 2, split}, batch, 2560, 9728);
       EXPECT_EQ(gemv_workspace_bytes({2, 8, 4, split, gemv_kind::bulk}, batch, 2560, 9728), simt);
       EXPECT_EQ(gemv_workspace_bytes({16, 8, 4, split, gemv_kind::mma}, batch, 2560, 9728), simt);
+      EXPECT_EQ(gemv_workspace_bytes({16, 8, 4, split, gemv_kind::packed}, batch, 2560, 9728),
+                simt);
     }
+}
+
+// The packed copy's size (whole 16-row tiles, rows past n zero-filled) and its refusals, by hand.
+TEST(gemv_config, the_packed_copy_has_whole_tiles_and_needs_k_in_whole_steps) {
+  EXPECT_EQ(gemv_packed_bytes(2560, 9728), std::size_t{2560} * 9728 * 2); // 160 tiles exactly
+  EXPECT_EQ(gemv_packed_bytes(37, 448), std::size_t{48} * 448 * 2);       // 3 tiles, 11 rows zero
+  EXPECT_EQ(gemv_packed_bytes(16, 64), std::size_t{2048});                // one tile step: 2 KB
+  EXPECT_EQ(gemv_packed_bytes(37, 424), 0u);                              // 424 = 6.6 steps
+  EXPECT_EQ(gemv_packed_bytes(0, 64), 0u);
+  EXPECT_TRUE(gemv_reads_packed({16, 8, 2, 1, gemv_kind::packed}));
+  EXPECT_FALSE(gemv_reads_packed({16, 8, 2, 1, gemv_kind::mma}));
+  const auto* w = fake<const __nv_bfloat16>(0x20000);
+  auto* out = fake<__nv_bfloat16>(0x30000);
+  EXPECT_EQ(pack_gemv_weights(w, out, 37, 424, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(pack_gemv_weights(w, fake<__nv_bfloat16>(0x30008), 37, 448, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(pack_gemv_weights(nullptr, out, 37, 448, nullptr), cudaErrorInvalidValue);
 }
 
 // The gated epilogue exists where a warp holds a gate row and its up row whole: simt, two rows a

@@ -1,7 +1,8 @@
 // The decode GEMV (kernels/decode/gemv_bf16.h) on the GPU (label gpu; each test skips with a
 // visible message where no CUDA device exists): every supported configuration of every family
-// (simt, bulk, mma) against an fp64 host oracle on odd shapes (row tails, K slices of odd length,
-// partial batch groups), and bitwise identical output across runs, split K included.
+// (simt, bulk, mma, sweep, tsweep, packed) against an fp64 host oracle on odd shapes (row tails,
+// K slices of odd length, partial batch groups), and bitwise identical output across runs, split
+// K included.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -51,12 +52,13 @@ std::vector<std::uint16_t> random_bf16(std::size_t count, std::uint32_t seed) {
 struct problem {
   int batch, n, k;
   std::vector<std::uint16_t> x, w;
-  std::vector<double> oracle; // fp64 sums of the bf16 inputs
-  device_buffer dx, dw, dy;
+  std::vector<double> oracle;          // fp64 sums of the bf16 inputs
+  device_buffer dx, dw, dw_packed, dy; // dw_packed: the packed family's copy (k % 64 == 0)
   problem(int batch_, int n_, int k_)
       : batch(batch_), n(n_), k(k_), x(random_bf16(std::size_t(batch) * k, 1 + batch)),
         w(random_bf16(std::size_t(n) * k, 1000 + n)), oracle(std::size_t(batch) * n),
-        dx(x.size() * 2), dw(w.size() * 2), dy(std::size_t(batch) * n * 2) {
+        dx(x.size() * 2), dw(w.size() * 2), dw_packed(gemv_packed_bytes(n, k)),
+        dy(std::size_t(batch) * n * 2) {
     for (int b = 0; b < batch; ++b)
       for (int r = 0; r < n; ++r) {
         double s = 0;
@@ -67,12 +69,18 @@ struct problem {
       }
     KG_CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), x.size() * 2, cudaMemcpyHostToDevice));
     KG_CUDA_CHECK(cudaMemcpy(dw.get(), w.data(), w.size() * 2, cudaMemcpyHostToDevice));
+    if (dw_packed.size()) {
+      KG_CUDA_CHECK(pack_gemv_weights(static_cast<const __nv_bfloat16*>(dw.get()),
+                                      static_cast<__nv_bfloat16*>(dw_packed.get()), n, k, nullptr));
+      KG_CUDA_CHECK(cudaDeviceSynchronize());
+    }
   }
   // One launch on a poisoned output (all NaN), returned as raw bits.
   std::vector<std::uint16_t> run(const gemv_config& c, void* ws) {
     KG_CUDA_CHECK(cudaMemset(dy.get(), 0xff, dy.size()));
+    const void* weights = gemv_reads_packed(c) ? dw_packed.get() : dw.get();
     KG_CUDA_CHECK(launch_gemv_bf16(
-        static_cast<const __nv_bfloat16*>(dx.get()), static_cast<const __nv_bfloat16*>(dw.get()),
+        static_cast<const __nv_bfloat16*>(dx.get()), static_cast<const __nv_bfloat16*>(weights),
         static_cast<__nv_bfloat16*>(dy.get()), batch, n, k, c, ws, nullptr));
     KG_CUDA_CHECK(cudaDeviceSynchronize());
     std::vector<std::uint16_t> y(std::size_t(batch) * n);
@@ -192,6 +200,78 @@ TEST(gpu_gemv, bulk_and_mma_families_match_the_oracle_and_repeat_bitwise) {
     problem p(batch, 517, 8 * 1333);
     check_family(p, gemv_kind::bulk);
     check_family(p, gemv_kind::mma);
+  }
+}
+
+// The packed layout as gemv_bf16.h documents it, chunk by chunk, on odd n (a last tile with rows
+// past n: zero) and an odd number of 64-element steps.
+TEST(gpu_gemv, the_packed_copy_puts_every_chunk_where_the_layout_says) {
+  KG_REQUIRE_GPU();
+  const int n = 37, k = 64 * 7, steps = k / 64, tiles = (n + 15) / 16;
+  problem p(1, n, k);
+  ASSERT_EQ(p.dw_packed.size(), std::size_t(tiles) * 16 * k * 2);
+  std::vector<std::uint16_t> got(p.dw_packed.size() / 2);
+  KG_CUDA_CHECK(
+      cudaMemcpy(got.data(), p.dw_packed.get(), p.dw_packed.size(), cudaMemcpyDeviceToHost));
+  int wrong = 0;
+  for (int tile = 0; tile < tiles; ++tile)
+    for (int step = 0; step < steps; ++step)
+      for (int i = 0; i < 2; ++i)
+        for (int h = 0; h < 2; ++h)
+          for (int g = 0; g < 8; ++g)
+            for (int t = 0; t < 4; ++t) {
+              const std::size_t chunk =
+                  ((std::size_t(tile) * steps + step) * 4 + 2 * i + h) * 32 + 4 * g + t;
+              const int row = 16 * tile + 8 * i + g, col = 64 * step + 8 * (2 * t + h);
+              for (int e = 0; e < 8; ++e) {
+                const std::uint16_t want = row < n ? p.w[std::size_t(row) * k + col + e] : 0;
+                if (got[chunk * 8 + e] != want && wrong++ < 3)
+                  ADD_FAILURE() << "chunk " << chunk << " element " << e << ": row " << row
+                                << " column " << col + e;
+              }
+            }
+  EXPECT_EQ(wrong, 0);
+}
+
+// The packed family, every supported configuration: odd n (a last tile with rows past n), an odd
+// number of steps (a partial super-step; empty K slices for split 8 on 7 steps), many tiles, and
+// batches 1, 3, 8 and 32 (four 8-column tiles), against the oracle and bitwise repeatable.
+TEST(gpu_gemv, the_packed_family_matches_the_oracle_and_repeats_bitwise) {
+  KG_REQUIRE_GPU();
+  for (int batch : {1, 3, 8, 32}) {
+    problem p(batch, 37, 64 * 7);
+    // 4 split_k x (unroll 2: 3 warps_per_block, unroll 4: 2), as the mma family
+    EXPECT_EQ(check_family(p, gemv_kind::packed), 4 * 5);
+    EXPECT_EQ(check_family(p, gemv_kind::packed, 1), 0); // no cluster finish
+  }
+  for (int batch : {1, 8}) {
+    problem p(batch, 517, 64 * 83);
+    EXPECT_EQ(check_family(p, gemv_kind::packed), 4 * 5);
+  }
+  // K must be whole steps: 8 x 53 is not, and the launch refuses it.
+  EXPECT_FALSE(gemv_config_supported({16, 4, 2, 1, gemv_kind::packed}, 1, 37, 8 * 53));
+}
+
+// Without split K the packed family feeds the same registers to the same mma's in the same order
+// as the mma family: the same bits (with split K its slices interleave, the mma family's do not).
+TEST(gpu_gemv, the_packed_family_gives_the_mma_family_bits) {
+  KG_REQUIRE_GPU();
+  for (int batch : {8, 32}) {
+    problem p(batch, 517, 9728); // the down projection's k
+    device_buffer ws(gemv_workspace_bytes({16, 4, 2, 8, gemv_kind::mma}, p.batch, p.n, p.k));
+    KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+    int compared = 0;
+    for (int split : {1})
+      for (int unroll : {2, 4})
+        for (int wpb : {4, 8, 16}) {
+          const gemv_config mma{16, wpb, unroll, split, gemv_kind::mma};
+          const gemv_config packed{16, wpb, unroll, split, gemv_kind::packed};
+          if (!gemv_config_supported(mma, batch, p.n, p.k)) continue;
+          ASSERT_TRUE(gemv_config_supported(packed, batch, p.n, p.k));
+          EXPECT_EQ(p.run(packed, ws.get()), p.run(mma, ws.get())) << name(packed);
+          ++compared;
+        }
+    EXPECT_EQ(compared, 5);
   }
 }
 

@@ -41,6 +41,7 @@ bool supported(const gemv_config& c) {
            gemv_detail::bulk_ring_bytes(c.rows_per_warp * c.warps_per_block, c.unroll) <=
                gemv_detail::bulk_max_ring_bytes;
   case gemv_kind::mma:
+  case gemv_kind::packed:
     // unroll x warps_per_block <= 32: the pipelined weights then fit the registers (no spills).
     return c.rows_per_warp == 16 && in(c.unroll, {2, 4}) && in(c.warps_per_block, {4, 8, 16}) &&
            c.unroll * c.warps_per_block <= 32;
@@ -55,9 +56,11 @@ bool supported(const gemv_config& c) {
   return false;
 }
 
-// Rows of one block: the mma family's warps share one 16-row tile.
+// Rows of one block: the mma and packed families' warps share one 16-row tile.
 long long tile_rows(const gemv_config& c) {
-  return c.kind == gemv_kind::mma ? c.rows_per_warp : c.rows_per_warp * c.warps_per_block;
+  return c.kind == gemv_kind::mma || c.kind == gemv_kind::packed
+             ? c.rows_per_warp
+             : c.rows_per_warp * c.warps_per_block;
 }
 
 // Blocks of a launch per K slice: the sweep family's grid is fixed (132 x rows_per_warp), and so
@@ -77,6 +80,7 @@ int max_group(const gemv_config& c) {
   case gemv_kind::bulk:
     return 32 / c.rows_per_warp < 8 ? 32 / c.rows_per_warp : 8;
   case gemv_kind::mma:
+  case gemv_kind::packed:
     return 32;
   case gemv_kind::sweep:
     return 2;
@@ -85,6 +89,11 @@ int max_group(const gemv_config& c) {
   default:
     return 32 / c.rows_per_warp;
   }
+}
+
+// Whether a launch needs the workspace: split K's slices.
+bool needs_workspace(const gemv_config& c) {
+  return c.split_k > 1 && !c.cluster;
 }
 
 // Chunks per K slice as launch_gemv_bf16 cuts them: even, so a slice starts on a 32-byte sector
@@ -110,12 +119,11 @@ cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int b
     return gemv_detail::launch_gemv_sweep(a, bg, c.unroll, c.warps_per_block, blocks, s);
   if (c.kind == gemv_kind::tsweep)
     return gemv_detail::launch_gemv_tsweep(a, c.unroll, c.warps_per_block, blocks, s);
-  if (c.kind == gemv_kind::mma) // 8-column batch tiles: 1, 2 or 4
-    return gemv_detail::launch_gemv_mma(a,
-                                        bg <= 8    ? 1
-                                        : bg <= 16 ? 2
-                                                   : 4,
-                                        c.unroll, c.warps_per_block, blocks, s);
+  const int nt = bg <= 8 ? 1 : bg <= 16 ? 2 : 4; // mma, packed: 8-column batch tiles
+  if (c.kind == gemv_kind::mma)
+    return gemv_detail::launch_gemv_mma(a, nt, c.unroll, c.warps_per_block, blocks, s);
+  if (c.kind == gemv_kind::packed)
+    return gemv_detail::launch_gemv_packed(a, nt, c.unroll, c.warps_per_block, blocks, s);
   switch (c.rows_per_warp) {
   case 1:
     return gemv_detail::launch_gemv_rows<1>(a, bg, c.unroll, c.warps_per_block, blocks, s);
@@ -153,7 +161,8 @@ gemv_config heuristic_config(int batch, int n, int k) {
 // same shapes and batches, the sweep family as now (every grid, unroll, warps) and each shape's
 // previous table row (copy 4256.8 GB/s). [C]: --shapes down,qkv,o_proj,gate_up --batches 1,8
 // --kinds tsweep (the tile-sweep family, every grid, split, unroll and warps, beside each shape's
-// table row).
+// table row). [D]: --shapes down --batches 8,4,16 --kinds mma,packed (the packed family as now;
+// copy 4286.5 GB/s).
 struct table_row {
   int n, k, max_batch;
   gemv_config c; // rows_per_warp, warps_per_block, unroll, split_k, kind
@@ -162,9 +171,9 @@ struct table_row {
 constexpr table_row config_table[] = {
     {2560, 9728, 1, {2, 8, 2, 1, gemv_kind::sweep}}, // down b1: 13.12 us, 89.2% of copy; mma 77.3% sweep 89.2% [B]
     {2560, 9728, 2, {2, 8, 1, 1, gemv_kind::sweep}}, // down b2: 14.46 us, 81.0% of copy; mma 76.9% sweep 81.0% [B]
-    {2560, 9728, 4, {16, 4, 2, 4, gemv_kind::mma}}, // down b4: 15.55 us, 74.9% of copy; simt 39.0% bulk 39.2% mma 74.9%
-    {2560, 9728, 8, {16, 4, 2, 4, gemv_kind::mma}}, // down b8: 15.71 us, 74.2% of copy; simt 24.8% bulk 22.1% mma 74.2%
-    {2560, 9728, 16, {16, 16, 2, 1, gemv_kind::mma}}, // down b16: 22.21 us, 52.7% of copy; simt 11.8% bulk - mma 52.7%
+    {2560, 9728, 4, {16, 8, 2, 1, gemv_kind::packed}}, // down b4: 13.95 us, 83.4% of copy; simt - bulk - mma 75.0% sweep - tsweep - packed 83.4% s1 83.4% ws 77.7% [D]
+    {2560, 9728, 8, {16, 8, 2, 1, gemv_kind::packed}}, // down b8: 14.02 us, 83.2% of copy; simt - bulk - mma 74.5% sweep - tsweep - packed 83.2% s1 83.2% ws 77.2% [D]
+    {2560, 9728, 16, {16, 8, 2, 1, gemv_kind::packed}}, // down b16: 15.23 us, 76.9% of copy; simt - bulk - mma 53.2% sweep - tsweep - packed 76.9% s1 76.9% ws 63.6% [D]
     {2560, 9728, 32, {16, 4, 2, 2, gemv_kind::mma}}, // down b32: 26.62 us, 44.3% of copy; simt 4.4% bulk - mma 44.3%
     {6144, 2560, 1, {2, 8, 2, 1}}, // qkv b1: 9.31 us, 78.9% of copy; simt 78.9% bulk 65.2% mma 73.8% sweep 75.8% [A]
     {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2: 9.79 us, 75.5% of copy; mma 75.5% sweep 68.4% [B]
@@ -207,8 +216,28 @@ const char* gemv_kind_name(gemv_kind k) {
     return "sweep";
   case gemv_kind::tsweep:
     return "tsweep";
+  case gemv_kind::packed:
+    return "packed";
   }
   return "?";
+}
+
+bool gemv_reads_packed(const gemv_config& c) {
+  return c.kind == gemv_kind::packed;
+}
+
+std::size_t gemv_packed_bytes(int n, int k) {
+  if (n <= 0 || k <= 0 || k % 64 != 0) return 0;
+  return static_cast<std::size_t>((n + 15) / 16) * 16 * static_cast<std::size_t>(k) * 2;
+}
+
+cudaError_t pack_gemv_weights(const __nv_bfloat16* w, __nv_bfloat16* packed, int n, int k,
+                              cudaStream_t s) {
+  if (gemv_packed_bytes(n, k) == 0 || !w || !packed ||
+      reinterpret_cast<std::uintptr_t>(w) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(packed) % 16 != 0)
+    return cudaErrorInvalidValue;
+  return gemv_detail::launch_pack_weights(w, packed, n, k, s);
 }
 
 gemv_config pick_gemv_config(int batch, int n, int k) {
@@ -219,6 +248,7 @@ gemv_config pick_gemv_config(int batch, int n, int k) {
 
 bool gemv_config_supported(const gemv_config& c, int batch, int n, int k) {
   if (!supported(c) || batch <= 0 || n <= 0 || k <= 0 || k % 8 != 0) return false;
+  if (c.kind == gemv_kind::packed && k % 64 != 0) return false;
   if (c.kind == gemv_kind::sweep && k / 8 > 8 * 32 * c.warps_per_block) return false;
   if (c.kind == gemv_kind::tsweep) {
     const int chunks =
@@ -232,7 +262,7 @@ bool gemv_config_supported(const gemv_config& c, int batch, int n, int k) {
 
 std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k) {
   (void)k; // the partials hold whole output rows; K only sets how much each slice sums
-  if (c.split_k <= 1 || c.cluster || batch <= 0 || n <= 0) return 0;
+  if (batch <= 0 || n <= 0 || !needs_workspace(c)) return 0;
   return counter_bytes + static_cast<std::size_t>(c.split_k) * batch * n * sizeof(float);
 }
 
@@ -252,8 +282,8 @@ cudaError_t launch_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bflo
   if (reinterpret_cast<std::uintptr_t>(x) % 16 != 0 ||
       reinterpret_cast<std::uintptr_t>(w) % 16 != 0)
     return cudaErrorInvalidValue;
-  const bool needs_workspace = c.split_k > 1 && !c.cluster;
-  if (needs_workspace && (!workspace || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0))
+  const bool ws = needs_workspace(c);
+  if (ws && (!workspace || reinterpret_cast<std::uintptr_t>(workspace) % 16 != 0))
     return cudaErrorInvalidValue;
   const long long tiles = row_tiles(c, n);
 
@@ -265,8 +295,8 @@ cudaError_t launch_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bflo
   a.cluster = c.cluster;
   a.gated = gated ? 1 : 0;
   a.programmatic = programmatic;
-  a.slice_len = slice_chunks(a.k8, c.split_k);
-  if (needs_workspace) {
+  a.slice_len = slice_chunks(a.k8, c.split_k); // the packed family interleaves its slices
+  if (ws) {
     a.counters = static_cast<unsigned*>(workspace);
     a.slice_stride = static_cast<long long>(batch) * n;
   }
@@ -279,7 +309,7 @@ cudaError_t launch_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bflo
     a.x = x + static_cast<std::size_t>(b0) * k;
     a.y = y + static_cast<std::size_t>(b0) * y_cols;
     a.nb = nb;
-    if (needs_workspace)
+    if (ws)
       a.partial = reinterpret_cast<float*>(static_cast<char*>(workspace) + counter_bytes) +
                   static_cast<std::size_t>(b0) * n;
     const cudaError_t e = launch_group(a, next_pow2(nb), c, blocks, s);

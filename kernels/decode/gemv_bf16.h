@@ -38,7 +38,12 @@ namespace kg {
 //         slice b % split_k of the 16-row tiles r, r + lanes, ... (r = b / split_k), one tile
 //         after another, its warps side by side over the slice, each lane's x chunks in
 //         registers; `unroll` (1, 2) tiles in flight (gemv_bf16_tsweep.cu).
-enum class gemv_kind : int { simt = 0, bulk = 1, mma = 2, sweep = 3, tsweep = 4 };
+//   packed: the mma family's kernel over a copy of the weights in the order its lanes load them
+//         (pack_gemv_weights: each 64-element step of a 16-row tile is 2 KB of consecutive
+//         bytes), so a tile is one contiguous range its blocks stream front to back (split K:
+//         the tile's blocks interleave their super-steps); k % 64 == 0 (gemv_bf16_packed.cu).
+//         Its w is that copy, not the row-major weights.
+enum class gemv_kind : int { simt = 0, bulk = 1, mma = 2, sweep = 3, tsweep = 4, packed = 5 };
 
 struct gemv_config {
   int rows_per_warp = 1;   // output rows one warp computes (its x loads serve all of them)
@@ -54,8 +59,22 @@ struct gemv_config {
   int cluster = 0;
 };
 
-// "simt", "bulk", "mma", "sweep" or "tsweep".
+// "simt", "bulk", "mma", "sweep", "tsweep" or "packed".
 const char* gemv_kind_name(gemv_kind k);
+
+// Whether a configuration reads the packed copy of the weights (gemv_kind::packed) rather than
+// the row-major ones.
+bool gemv_reads_packed(const gemv_config& c);
+
+// Bytes of the packed copy of an n x k weight: ceil(n / 16) 16-row tiles (rows past n zero) of
+// k / 64 steps of 2 KB. 0 where k % 64 != 0 (no packed layout).
+std::size_t gemv_packed_bytes(int n, int k);
+
+// Queues the packed copy of w ([n][k], row-major, 16-byte aligned, k % 64 == 0) into `packed`
+// (gemv_packed_bytes(n, k) bytes, 16-byte aligned) on `s`. cudaErrorInvalidValue for other
+// shapes or pointers (before touching the device).
+cudaError_t pack_gemv_weights(const __nv_bfloat16* w, __nv_bfloat16* packed, int n, int k,
+                              cudaStream_t s);
 
 // The configuration the decode engine uses for this shape: one launch_gemv_bf16 accepts for
 // every shape it accepts at all (k % 8 == 0).
@@ -64,16 +83,17 @@ gemv_config pick_gemv_config(int batch, int n, int k);
 // Whether launch_gemv_bf16 accepts this configuration and shape (the rules below).
 bool gemv_config_supported(const gemv_config& c, int batch, int n, int k);
 
-// Bytes of workspace a configuration needs (0 when split_k == 1 or cluster). The workspace must
-// hold this many bytes and be zero-filled once before its first use; every launch leaves it ready
-// for the next, whatever configuration and shape that one has (one workspace can serve every
-// projection in turn). Launches that may run concurrently need separate workspaces.
+// Bytes of workspace a configuration needs (0 when split_k == 1 or cluster). The
+// workspace must hold this many bytes and be zero-filled once before its first use; every launch
+// leaves it ready for the next, whatever configuration and shape that one has (one workspace can
+// serve every projection in turn). Launches that may run concurrently need separate workspaces.
 std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 
-// Queues y = x w^T on `s`. x: [batch, k], w: [n, k], y: [batch, n], all dense row-major; k must
-// be a multiple of 8 (16-byte rows), x and w 16-byte aligned, any n and batch >= 1 (batches
-// above a kernel's batch group take several launches, each streaming the weights again).
-// Supported, split_k 1, 2, 4, 8 for every kind (split_k > 1: at most 65536 row tiles):
+// Queues y = x w^T on `s`. x: [batch, k], w: [n, k] (packed: its packed copy), y: [batch, n],
+// all dense row-major; k must be a multiple of 8 (16-byte rows), x and w 16-byte aligned, any n
+// and batch >= 1 (batches above a kernel's batch group take several launches, each streaming
+// the weights again).
+// Supported, split_k 1, 2, 4, 8 unless said (split_k > 1: at most 65536 row tiles):
 //   simt: rows_per_warp 1, 2, 4; unroll 2, 4, 8 with rows_per_warp x unroll <= 16;
 //         warps_per_block 4, 8, 16; batch group 32 / rows_per_warp.
 //   bulk: rows_per_warp 1, 2, 4; warps_per_block 4, 8; unroll (stages) 2, 4, 8 with a ring of at
@@ -87,6 +107,8 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //         unroll 1, 2; warps_per_block 4, 8, 16; N = ceil(slice chunks / (4 x warps_per_block))
 //         chunks per lane with N <= 8 and unroll x N <= 8 (registers), slice chunks = ceil(k / 8
 //         / split_k) rounded up to even; batch group 8.
+//   packed: as mma, with k % 64 == 0 (K slices are whole 64-element steps: ceil(k / 64 /
+//         split_k) each); w is the packed copy (pack_gemv_weights).
 //   cluster 0 or 1 (1: simt with split_k 2, 4 or 8).
 // Returns cudaErrorInvalidValue for anything else (before touching the device), else the
 // launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`

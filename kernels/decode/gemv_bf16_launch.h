@@ -10,7 +10,7 @@ namespace kg::gemv_detail {
 
 struct gemv_args {
   const __nv_bfloat16* x = nullptr; // rows [b0, b0 + nb) of the caller's x: [nb][k]
-  const __nv_bfloat16* w = nullptr; // [n][k]
+  const __nv_bfloat16* w = nullptr; // [n][k] (the packed family: its packed layout)
   __nv_bfloat16* y = nullptr;       // rows [b0, b0 + nb) of the caller's y: [nb][n]
   float* partial = nullptr;     // split_k > 1: slice s of batch row b at s * slice_stride + b * n
   unsigned* counters = nullptr; // split_k > 1: one per row tile, 0 between launches
@@ -55,6 +55,14 @@ constexpr int bulk_max_ring_bytes = 96 * 1024; // two blocks per SM still fit (2
 // (1, 2 or 4, >= ceil(nb / 8)).
 cudaError_t launch_gemv_mma(const gemv_args& a, int nt, int unroll, int warps_per_block, int blocks,
                             cudaStream_t s);
+
+// The packed family (gemv_bf16_packed.cu): the mma family's kernel over a.w in the packed layout
+// (pack_gemv_weights); a.slice_len is a whole number of 64-element steps (a multiple of 8).
+cudaError_t launch_gemv_packed(const gemv_args& a, int nt, int unroll, int warps_per_block,
+                               int blocks, cudaStream_t s);
+// The packed copy of w (n x k, k % 64 == 0) into `packed` (gemv_packed_bytes(n, k) bytes).
+cudaError_t launch_pack_weights(const __nv_bfloat16* w, __nv_bfloat16* packed, int n, int k,
+                                cudaStream_t s);
 
 // The sweep family (gemv_bf16_sweep.cu): bg 1 or 2; unroll 1, 2 or 4 rows in flight; blocks:
 // the fixed grid (132 x the configuration's rows_per_warp).
