@@ -89,6 +89,42 @@ decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
   if (at != static_cast<std::size_t>(sizes_.weight_elements))
     throw std::logic_error("decode_engine: weight layout does not match decode_engine_sizes_of");
 
+  // Packed copies for the projections some batch size's configuration reads packed.
+  {
+    struct projection {
+      const bf16* w;
+      int n, k;
+    };
+    const int H = static_cast<int>(m.hidden), I = static_cast<int>(m.intermediate);
+    std::vector<projection> all;
+    for (const auto& lw : layers_) {
+      all.push_back({lw.qkv, static_cast<int>(sizes_.qkv_width), H});
+      all.push_back({lw.o_proj, H, static_cast<int>(m.q_heads * m.head_dim)});
+      all.push_back({lw.gate_up, 2 * I, H});
+      all.push_back({lw.down, H, I});
+    }
+    all.push_back({embedding_, static_cast<int>(m.vocab), H});
+    std::vector<projection> wanted;
+    std::size_t bytes = 0;
+    for (const auto& p : all)
+      for (int b = 1; b <= B; ++b)
+        if (gemv_reads_packed(pick_gemv_config(b, p.n, p.k))) {
+          wanted.push_back(p);
+          bytes += gemv_packed_bytes(p.n, p.k); // a multiple of 2 KB: each copy stays aligned
+          break;
+        }
+    if (bytes) {
+      packed_ = device_buffer(bytes);
+      auto* dst = static_cast<char*>(packed_.get());
+      for (const auto& p : wanted) {
+        auto* q = reinterpret_cast<bf16*>(dst);
+        KG_CUDA_CHECK(pack_gemv_weights(p.w, q, p.n, p.k, stream_));
+        packed_of_.emplace_back(p.w, q);
+        dst += gemv_packed_bytes(p.n, p.k);
+      }
+    }
+  }
+
   // Activations: one buffer, each piece a multiple of 8 elements (16-byte aligned).
   const std::int64_t H = m.hidden, I = m.intermediate, V = m.vocab;
   const std::int64_t pieces[] = {H, H, sizes_.qkv_width, m.q_heads * m.head_dim, H, 2 * I,
@@ -168,8 +204,16 @@ void decode_engine::prefill(int slot, int context) {
 }
 
 void decode_engine::gemv(const bf16* x, const bf16* w, bf16* y, int batch, int n, int k) {
-  KG_CUDA_CHECK(launch_gemv_bf16(x, w, y, batch, n, k, pick_gemv_config(batch, n, k),
-                                 gemv_work_.get(), stream_, c_.programmatic_launch));
+  const gemv_config c = pick_gemv_config(batch, n, k);
+  if (gemv_reads_packed(c)) {
+    const auto it = std::find_if(packed_of_.begin(), packed_of_.end(),
+                                 [&](const auto& e) { return e.first == w; });
+    if (it == packed_of_.end())
+      throw std::logic_error("decode_engine: a packed GEMV configuration without a packed copy");
+    w = it->second;
+  }
+  KG_CUDA_CHECK(
+      launch_gemv_bf16(x, w, y, batch, n, k, c, gemv_work_.get(), stream_, c_.programmatic_launch));
 }
 
 namespace {
@@ -183,8 +227,8 @@ bool gate_in_gemv(const qwen3_config& m, int batch) {
 } // namespace
 
 std::vector<const char*> decode_engine::layer_roles(int batch) const {
-  std::vector<const char*> r = {"input_rmsnorm", "qkv_gemv",     "attention_s1",
-                                "attention_s2",  "o_proj_gemv",  "post_rmsnorm"};
+  std::vector<const char*> r = {"input_rmsnorm", "qkv_gemv",    "attention_s1",
+                                "attention_s2",  "o_proj_gemv", "post_rmsnorm"};
   if (gate_in_gemv(c_.model, batch)) {
     r.push_back("gate_up_silu_gemv");
   } else {

@@ -11,6 +11,11 @@
 // final norm, the lm_head GEMV (tied to the embeddings, as decode_step_roofline counts them) and
 // greedy argmax. Logits stay in a device buffer.
 //
+// A projection whose GEMV configuration reads packed weights (gemv_kind::packed) at some batch
+// size up to max_batch gets a packed copy of its weights, made once at construction
+// (pack_gemv_weights); the GEMVs of the other batch sizes read the row-major weights. The copy
+// is of the same random weights, so it adds their bytes to device memory and nothing else.
+//
 // Inputs (tokens, positions, slots) live in a device array that each step overwrites with one
 // cudaMemcpyAsync before the graph launch, so one graph serves every length up to max_context.
 //
@@ -21,6 +26,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <cuda_bf16.h>
@@ -80,7 +86,8 @@ public:
   const __nv_bfloat16* final_norm() const { return final_norm_; }
   const __nv_bfloat16* k_cache(int layer) const;
   const __nv_bfloat16* v_cache(int layer) const;
-  std::size_t cache_elements_per_layer() const; // of K (or V) alone
+  std::size_t cache_elements_per_layer() const;                      // of K (or V) alone
+  std::size_t packed_weight_bytes() const { return packed_.size(); } // the packed copies
 
 private:
   void enqueue(int batch); // the step's kernels, on stream_
@@ -90,7 +97,9 @@ private:
   decode_engine_config c_;
   decode_engine_sizes sizes_;
   cudaStream_t stream_;
-  device_buffer weights_, cache_, act_, inputs_, attn_work_, gemv_work_;
+  device_buffer weights_, packed_, cache_, act_, inputs_, attn_work_, gemv_work_;
+  // Row-major weights -> their packed copy (in packed_), for the projections that have one.
+  std::vector<std::pair<const __nv_bfloat16*, const __nv_bfloat16*>> packed_of_;
   std::vector<layer_weights> layers_;
   const __nv_bfloat16 *embedding_ = nullptr, *final_norm_ = nullptr;
   // Activations, max_batch rows each.
