@@ -172,6 +172,52 @@ __device__ __forceinline__ void finish_split_k(const gemv_args& a, int tile, int
   end_split_k(a, tile);
 }
 
+// The tensor-core families' arithmetic for one 16-byte chunk pair (mma, packed): va (row g) and
+// vb (row g + 8) at chunk `ch`, against x's chunk `ch` of each 8-column batch tile (L1; zero when
+// !in), as two m16n8k16 mma's whose k pairs are the chunk's words {0, 1} and {2, 3}.
+template <int NT>
+__device__ __forceinline__ void mma_chunk_pair(float (&c)[NT][4], const uint4& va, const uint4& vb,
+                                               const uint4* const (&xr)[NT], int ch, bool in) {
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt) {
+    const uint4 xv = in ? __ldg(xr[nt] + ch) : zero;
+    mma_bf16(c[nt], va.x, vb.x, va.y, vb.y, xv.x, xv.y);
+    mma_bf16(c[nt], va.z, vb.z, va.w, vb.w, xv.z, xv.w);
+  }
+}
+
+// The tensor-core families' finish (mma, packed): each warp's 16 x 8NT accumulator tile (the
+// m16n8k16 layout: c[nt][0..1] row g, batch columns nt * 8 + 2t + {0, 1}; c[nt][2..3] row g + 8)
+// summed in warp order through shared memory, to y without split K, else to this slice's
+// partials and split K's finish. Every thread of the block must call it.
+template <int NT, int WPB>
+__device__ __forceinline__ void finish_mma_tile(const gemv_args& a, const float (&c)[NT][4],
+                                                int warp, int g, int t, int tile, int slice) {
+  constexpr int rows = 16, cols = NT * 8;
+  __shared__ float tiles[WPB][rows][cols];
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      tiles[warp][e < 2 ? g : g + 8][nt * 8 + 2 * t + (e & 1)] = c[nt][e];
+  __syncthreads();
+  // Consecutive threads take consecutive rows of one batch column: y is [b][n].
+  for (int i = static_cast<int>(threadIdx.x); i < rows * cols; i += WPB * 32) {
+    const int r = i % rows, b = i / rows, row = tile * rows + r;
+    float sum = 0.0f;
+#pragma unroll
+    for (int v = 0; v < WPB; ++v) // warp order: fixed
+      sum += tiles[v][r][b];
+    if (b >= a.nb || row >= a.n) continue;
+    if (a.split == 1)
+      a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
+    else
+      a.partial[slice * a.slice_stride + static_cast<long long>(b) * a.n + row] = sum;
+  }
+  if (a.split > 1) finish_split_k(a, tile, rows);
+}
+
 // A warp's rows row0 .. row0 + RPW: reduce each accumulator over the lanes (fixed xor butterfly,
 // every lane gets the sum) and spread the stores over the lanes; y directly without split K,
 // else this slice's partials: to `part` (shared, [BG][tile rows], row0 - tile_row0 the warp's

@@ -78,20 +78,13 @@ template <int NT, int UNROLL, bool WHOLE>
 __device__ __forceinline__ void mma_packed(const uint4 (&r)[UNROLL][2][2],
                                            const uint4* const (&xr)[NT], int step, int end, int t,
                                            float (&c)[NT][4]) {
-  const uint4 zero = make_uint4(0, 0, 0, 0);
 #pragma unroll
   for (int u = 0; u < UNROLL; ++u) {
     const bool in = WHOLE || step + u < end;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int ch = (step + u) * 8 + 2 * t + h;
-      const uint4 &va = r[u][0][h], &vb = r[u][1][h];
-#pragma unroll
-      for (int nt = 0; nt < NT; ++nt) {
-        const uint4 xv = in ? __ldg(xr[nt] + ch) : zero;
-        mma_bf16(c[nt], va.x, vb.x, va.y, vb.y, xv.x, xv.y);
-        mma_bf16(c[nt], va.z, vb.z, va.w, vb.w, xv.z, xv.w);
-      }
+      mma_chunk_pair<NT>(c, r[u][0][h], r[u][1][h], xr, ch, in);
     }
   }
 }
@@ -159,29 +152,7 @@ __global__ void __launch_bounds__(WPB * 32, 20 / WPB) gemv_packed_kernel(const g
     mma_packed<NT, UNROLL, false>(r, xr, step, end, t, c);
   }
 
-  // The mma family's finish: the warps' tiles in warp order through shared memory, then split K
-  // in slice order.
-  constexpr int cols = NT * 8;
-  __shared__ float tiles[WPB][tile_rows_packed][cols];
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      tiles[warp][e < 2 ? g : g + 8][nt * 8 + 2 * t + (e & 1)] = c[nt][e];
-  __syncthreads();
-  for (int i = static_cast<int>(threadIdx.x); i < tile_rows_packed * cols; i += WPB * 32) {
-    const int r = i % tile_rows_packed, b = i / tile_rows_packed, row = tile * tile_rows_packed + r;
-    float sum = 0.0f;
-#pragma unroll
-    for (int v = 0; v < WPB; ++v) // warp order: fixed
-      sum += tiles[v][r][b];
-    if (b >= a.nb || row >= a.n) continue;
-    if (a.split == 1)
-      a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
-    else
-      a.partial[slice * a.slice_stride + static_cast<long long>(b) * a.n + row] = sum;
-  }
-  if (a.split > 1) finish_split_k(a, tile, tile_rows_packed);
+  finish_mma_tile<NT, WPB>(a, c, warp, g, t, tile, slice);
 }
 
 } // namespace
