@@ -87,7 +87,6 @@ public:
   const __nv_bfloat16* k_cache(int layer) const;
   const __nv_bfloat16* v_cache(int layer) const;
   std::size_t cache_elements_per_layer() const;                      // of K (or V) alone
-  std::size_t packed_weight_bytes() const { return packed_.size(); } // the packed copies
 
 private:
   void enqueue(int batch); // the step's kernels, on stream_
