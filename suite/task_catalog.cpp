@@ -26,6 +26,22 @@ task_tensor parse_tensor(const nlohmann::json& j) {
   return t;
 }
 
+// Draw 0 of every shape is the normal regime, checked with the task's own tolerance; a regime's
+// own tolerance must name a dtype some output has, or it would silently never apply.
+void check_regimes(const std::filesystem::path& f, const task_def& t) {
+  if (t.regimes.empty() || t.regimes.front().kind != regime_kind::normal)
+    fail(f, "/regimes/0",
+         "the first regime must be 'normal' (draw 0 of every shape is the normal regime)");
+  for (std::size_t k = 0; k < t.regimes.size(); ++k)
+    for (const auto& [type, tol] : t.regimes[k].tolerance) {
+      const std::string field = "/regimes/" + std::to_string(k) + "/tolerance";
+      if (k == 0) fail(f, field, "the normal regime is checked with the task's own tolerance");
+      if (std::none_of(t.outputs.begin(), t.outputs.end(),
+                       [type = type](const task_tensor& o) { return o.type == type; }))
+        fail(f, field, "no output is " + std::string(dtype_name(type)));
+    }
+}
+
 } // namespace
 
 task_def load_task(const std::filesystem::path& file) {
@@ -61,6 +77,17 @@ task_def load_task(const std::filesystem::path& file) {
         {s.at("name").get<std::string>(), s.at("dims").get<std::map<std::string, std::int64_t>>()});
   for (const auto& [k, v] : j.at("tolerance").items())
     t.tolerance[*parse_dtype(k)] = {v.at("atol").get<double>(), v.at("rtol").get<double>()};
+  if (j.contains("regimes")) {
+    t.regimes.clear();
+    const auto& list = j.at("regimes");
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      try {
+        t.regimes.push_back(parse_regime(list.at(k)));
+      } catch (const std::invalid_argument& e) {
+        fail(file, "/regimes/" + std::to_string(k), e.what());
+      }
+    }
+  }
 
   if (t.id != file.stem().string())
     fail(file, "/id", "'" + t.id + "' differs from the file name '" + file.stem().string() + "'");
@@ -80,6 +107,7 @@ task_def load_task(const std::filesystem::path& file) {
   for (const auto& o : t.outputs)
     if (is_floating(o.type) && !t.tolerance.count(o.type))
       fail(file, "/tolerance", "no tolerance for output dtype " + std::string(dtype_name(o.type)));
+  check_regimes(file, t);
   bool odd = false;
   for (std::size_t k = 0; k < t.shapes.size(); ++k) {
     const auto& s = t.shapes[k];

@@ -1,5 +1,9 @@
 #include "workloads/rng.h"
 
+#include <stdexcept>
+
+#include <sys/random.h>
+
 #include <cmath>
 #include <numbers>
 
@@ -70,6 +74,18 @@ std::uint64_t rng::below(std::uint64_t n) {
     x = next_u64();
   while (x >= limit);
   return x % n;
+}
+
+std::uint64_t secret_seed() {
+  std::uint64_t v = 0;
+  auto* p = reinterpret_cast<unsigned char*>(&v);
+  std::size_t got = 0;
+  while (got < sizeof v) {
+    const ssize_t n = getrandom(p + got, sizeof v - got, 0);
+    if (n < 0) throw std::runtime_error("getrandom failed: cannot draw a secret seed");
+    got += static_cast<std::size_t>(n);
+  }
+  return v;
 }
 
 } // namespace kg

@@ -12,6 +12,10 @@ std::uint64_t splitmix64(std::uint64_t& state);
 // FNV-1a of a role name ("x", "weight", ...): gives each tensor of a configuration its own stream.
 std::uint64_t stream_id(std::string_view role);
 
+// 64 bits from the operating system's entropy pool (getrandom): a run's secret seed, so that no
+// input of the run can be generated before it. Throws std::runtime_error if the pool fails.
+std::uint64_t secret_seed();
+
 // xoshiro256** seeded through splitmix64 from (seed, stream).
 class rng {
 public:

@@ -110,6 +110,18 @@ std::vector<host_tensor> make_task_inputs(const task_def& t, const task_shape& s
 
 std::vector<host_tensor> make_task_inputs(const task_def& t, const task_shape& shape,
                                           std::uint64_t seed, const task_input_regime& regime) {
+  const regime_spec* strict = nullptr;
+  if (regime.strict_regime >= 0) {
+    if (static_cast<std::size_t>(regime.strict_regime) >= t.regimes.size())
+      throw std::out_of_range("task '" + t.id + "': strict_regime " +
+                              std::to_string(regime.strict_regime) + " but the task has " +
+                              std::to_string(t.regimes.size()) + " regimes");
+    if (regime.uniform01_activations || regime.scale != 1.0)
+      throw std::invalid_argument("task '" + t.id +
+                                  "': strict_regime replaces the activation draw; it does not "
+                                  "combine with uniform01_activations or a scale");
+    strict = &t.regimes[static_cast<std::size_t>(regime.strict_regime)];
+  }
   std::vector<host_tensor> out;
   for (const auto& in : t.inputs) {
     const auto dims = resolve_shape(in, shape);
@@ -143,6 +155,8 @@ std::vector<host_tensor> make_task_inputs(const task_def& t, const task_shape& s
     } else if (in.role == "mask") {
       for (std::int64_t k = 0; k < n; ++k)
         x.set(k, static_cast<double>(r.below(2)));
+    } else if (strict && is_floating(in.type)) { // activation in a strict regime
+      fill_activation(x, *strict, r);
     } else { // activation
       for (std::int64_t k = 0; k < n; ++k)
         x.set(k, regime.scale * (regime.uniform01_activations ? r.uniform01() : r.normal()));

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "workloads/input_regimes.h"
 #include "workloads/tensor.h"
 
 namespace kg {
@@ -39,6 +40,10 @@ struct task_def {
   std::string flops, min_bytes; // arithmetic over dimension symbols
   std::map<dtype, task_tolerance> tolerance;
   bool library_calls_allowed = false;
+  // The input regimes valid for this op ("regimes" in the file), normal first: the strict
+  // protocol draws 0 of every shape in regimes[0]. A file without the key, and a task_def made in
+  // code, get all seven.
+  std::vector<regime_spec> regimes = default_regimes();
 };
 
 // Evaluates + - * / and parentheses over integers, decimals and dimension symbols (double
@@ -58,11 +63,16 @@ std::vector<host_tensor> make_task_inputs(const task_def& t, const task_shape& s
 // activation role from U[0,1) (KernelBench's torch.rand); `identity_params` makes weights 1 and
 // biases 0 (default module init, SOL-ExecBench's by-name generator), `normal_params` N(0,1);
 // `scale` multiplies every activation afterwards (KernelBench-Verified's hidden inputs).
+// `strict_regime` >= 0: floating activations drawn by fill_activation in t.regimes[strict_regime]
+// from the activation role's own stream (0, normal, gives the default call's bytes); other roles
+// unchanged. It cannot be combined with uniform01_activations or a scale other than 1 (throws
+// std::invalid_argument; an index outside t.regimes throws std::out_of_range).
 struct task_input_regime {
   bool uniform01_activations = false;
   bool identity_params = false;
   bool normal_params = false;
   double scale = 1.0;
+  int strict_regime = -1;
 };
 std::vector<host_tensor> make_task_inputs(const task_def& t, const task_shape& shape,
                                           std::uint64_t seed, const task_input_regime& regime);
