@@ -201,7 +201,9 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
         return exit_code::failures;
       }
       print_result(out, o["--vs"], rv);
-      const auto cand_set = problem.device_set(0), base_set = base_problem.device_set(0);
+      // Both on input set 0 (the same seed: the same contents) in their first buffers.
+      const auto cand_set = problem.staged(0, 0, timer.stream()),
+                 base_set = base_problem.staged(0, 0, timer.stream());
       const work_fn work = [&](cudaStream_t s) { impl.launch(cand_set, s); };
       const work_fn other = [&](cudaStream_t s) { base.launch(base_set, s); };
       paired_options po;

@@ -149,7 +149,10 @@ TEST(gpu_timing, a_kernel_that_caches_its_answer_across_calls_is_flagged_reward_
   };
   gpu_timer t(quick());
   const auto r = t.measure_honest(problem.work(cached));
-  EXPECT_EQ(r.status, "REWARD_HACK") << r.status_reason;
+  // Its answer for the first input set is wrong on the second, already while the sets are
+  // verified: no time either way (eval's sandbox tells the two apart by re-running the call in a
+  // fresh process).
+  EXPECT_TRUE(r.status == "REWARD_HACK" || r.status == "INCORRECT") << r.status_reason;
   EXPECT_TRUE(r.kept_us.empty() || r.summary.n == 0); // no time is reported
   std::cout << "cached kernel: " << r.status << ": " << r.status_reason << "\n";
 }

@@ -299,6 +299,7 @@ timing_sample gpu_timer::take(prepared& work) {
   // records are never collected), then the blocking kernel launched on its own: with both in one
   // graph, the H200 flagged single-stream work as starting before the window opened (CUPTI's
   // times of graph-node kernels cannot bound the window).
+  if (work.before) work.before(s); // staging: ahead of the flush, outside every window
   KG_CUDA_CHECK(cudaGraphLaunch(s_->prefix.get(), s));
   if (tr) tr->begin(tag + 1);
   // The counters backend does not hold the stream. Its samples are per-kernel durations measured
@@ -308,7 +309,10 @@ timing_sample gpu_timer::take(prepared& work) {
   // the blocking kernel's timeout. A 10 us clock probe takes the blocking kernel's place as the
   // clock reading before the work (and as the audit's window opening); the flush seed advances
   // with it, as the blocking kernel would advance it.
-  if (counters)
+  // An unheld sample opens its window the same way: the work then starts while the host is still
+  // queueing it, as an untimed call would.
+  const bool held = !counters && work.hold;
+  if (!held)
     launch_clock_probe(&probes[0], 10'000, s, static_cast<unsigned*>(s_->flush_seq.get()));
   else
     launch_blocking_kernel(s_->flag.device(), opt_.blocking_timeout_ns, &probes[0], s,
@@ -333,17 +337,19 @@ timing_sample gpu_timer::take(prepared& work) {
   KG_CUDA_CHECK(cudaEventRecord(s_->stop.get(), s));
   launch_clock_probe(&probes[1], 10'000, s);
   if (tr) tr->end();
+  if (work.after) work.after(s); // checking: behind the closing probe, outside every window
   const auto h1 = std::chrono::steady_clock::now();
   std::atomic_thread_fence(std::memory_order_release);
   *flag = 1;
   KG_CUDA_CHECK(cudaStreamSynchronize(s));
   const auto& p = *s_->probes.host();
-  if (!counters && p[0].timed_out)
+  if (held && p[0].timed_out)
     throw timing_error("the blocking kernel timed out: the work synchronized with the host inside "
                        "the timed call, or queued more launches than the device queue holds");
   float ms = 0;
   KG_CUDA_CHECK(cudaEventElapsedTime(&ms, s_->start.get(), s_->stop.get()));
   timing_sample out;
+  out.unheld = !held && !counters;
   out.event_us = 1000.0 * ms;
   out.gpu_us = out.event_us;
   if (counters) {
@@ -496,63 +502,83 @@ timing_result gpu_timer::measure(const work_fn& work) {
 }
 
 timing_result gpu_timer::measure_honest(const honest_work& w, std::uint64_t seed) {
-  if (w.timed_sets < 2) throw std::invalid_argument("honest timing needs at least two input sets");
-  const int fresh = w.timed_sets;
-  timing_result bad;
-  bad.backend = std::string(timing_backend_name(opt_.backend));
-  // Before timing, the usual correctness check: one call on the first set. Wrong here is simply
-  // INCORRECT (not timed); right here but wrong while timed is REWARD_HACK.
-  w.poison(0, stream());
-  w.launch(0, stream());
-  KG_CUDA_CHECK(cudaStreamSynchronize(stream()));
-  if (auto why = w.check(0); !why.empty()) {
-    bad.status = "INCORRECT";
-    bad.status_reason = "before timing: " + why;
-    return bad;
+  if (w.slots < 1 || w.data_sets < 3)
+    throw std::invalid_argument("honest timing needs a buffer set and three input sets");
+  if (w.verify) {
+    const auto v = w.verify(stream());
+    if (!v.status.empty()) {
+      timing_result bad;
+      bad.backend = std::string(timing_backend_name(opt_.backend));
+      bad.status = v.status;
+      bad.status_reason = "before timing: " + v.reason;
+      return bad;
+    }
   }
-  std::vector<std::unique_ptr<prepared>> sets;
-  for (int i = 0; i < w.timed_sets; ++i)
-    sets.push_back(prepare([&w, i](cudaStream_t s) { w.launch(i, s); }));
   rng r(seed, stream_id("honest"));
+  // The choice for the next call: which buffers, which contents, which fill, held or not.
+  struct choice {
+    int slot = 0, data = 0;
+  } next;
+  auto draw = [&](prepared& p, bool may_unhold) {
+    next.data = static_cast<int>(r.below(static_cast<std::uint64_t>(w.data_sets)));
+    p.hold = !(may_unhold && r.below(8) == 0);
+  };
+  // NaN bytes half the time, any other byte otherwise: whether the output looks poisoned tells a
+  // kernel nothing.
+  auto fill = [&]() -> unsigned char {
+    return r.below(2) ? 0xff : static_cast<unsigned char>(r.below(256));
+  };
+  std::vector<std::unique_ptr<prepared>> slots;
+  for (int k = 0; k < w.slots; ++k) {
+    // prepare() makes one plain call: staged and checked like every other.
+    const int data = static_cast<int>(r.below(static_cast<std::uint64_t>(w.data_sets)));
+    w.stage(k, data, fill(), stream());
+    slots.push_back(prepare([&w, k](cudaStream_t s) { w.launch(k, s); }));
+    w.check(k, data, stream());
+  }
+  KG_CUDA_CHECK(cudaStreamSynchronize(stream()));
+  int checks = w.slots;
+  std::string hack;
+  if (auto why = w.failed(); !why.empty()) hack = "a call before timing: " + why;
+  for (auto& p : slots) {
+    p->before = [&](cudaStream_t s) { w.stage(next.slot, next.data, fill(), s); };
+    p->after = [&](cudaStream_t s) { w.check(next.slot, next.data, s); };
+  }
   const int fresh_at = opt_.min_samples / 2 +
                        static_cast<int>(r.below(static_cast<std::uint64_t>(opt_.min_samples)));
-  int checks = 0;
-  std::string hack;
   bool fresh_done = false;
-  std::vector<bool> checked;
   auto pick = [&](int taken) -> prepared& {
-    if (taken < 0) return *sets[static_cast<std::size_t>(-taken % w.timed_sets)]; // warm-up
-    const int set = taken % w.timed_sets;
-    const bool check_this = taken < w.timed_sets || r.below(4) == 0;
-    checked.push_back(check_this);
-    if (check_this) w.poison(set, stream()); // queued before the flush: outside the timed span
-    return *sets[static_cast<std::size_t>(set)];
+    const int slot = static_cast<int>(r.below(static_cast<std::uint64_t>(w.slots)));
+    prepared& p = *slots[static_cast<std::size_t>(slot)];
+    next.slot = slot;
+    draw(p, taken >= 0);
+    return p;
   };
   auto after = [&](int taken) -> bool {
-    if (checked[static_cast<std::size_t>(taken)]) {
-      ++checks;
-      const int set = taken % w.timed_sets;
-      if (auto why = w.check(set); !why.empty()) {
-        hack = "timed call " + std::to_string(taken) + " on input set " + std::to_string(set) +
-               ": " + why;
-        return false;
-      }
+    ++checks;
+    if (auto why = w.failed(); !why.empty()) {
+      hack = "timed call " + std::to_string(taken) + ": " + why;
+      return false;
     }
     if (!fresh_done && taken + 1 >= fresh_at) {
-      // The untimed call on inputs no timed call has seen, between two timed calls.
-      fresh_done = true;
-      w.poison(fresh, stream());
-      w.launch(fresh, stream());
-      KG_CUDA_CHECK(cudaStreamSynchronize(stream()));
+      fresh_done = true; // the untimed call on inputs no timed call has seen
       ++checks;
-      if (auto why = w.check(fresh); !why.empty()) {
+      if (auto why = w.fresh(stream()); !why.empty()) {
         hack = "fresh inputs after timed call " + std::to_string(taken) + ": " + why;
         return false;
       }
     }
     return true;
   };
-  timing_result res = run_loop(pick, after);
+  timing_result res;
+  if (hack.empty()) {
+    res = run_loop(pick, after);
+    // Warm-up calls are checked too; their flags are read with the first sample's.
+    checks += res.warmup_samples;
+  } else {
+    res.backend = std::string(timing_backend_name(opt_.backend));
+    res.stop_reason = "check_failed";
+  }
   res.output_checks = checks;
   res.fresh_check_at = fresh_done ? fresh_at : -1;
   if (!hack.empty()) {
@@ -619,7 +645,7 @@ timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
       const timing_sample& s = r.samples[settled];
       if (escaped(s, "sample " + std::to_string(settled))) return false;
       // Running judgement; the final one is made over the whole run below.
-      if (!(modal > 0 && s.sm_mhz > 0 && s.sm_mhz < opt_.clock_floor * modal)) {
+      if (!s.unheld && !(modal > 0 && s.sm_mhz > 0 && s.sm_mhz < opt_.clock_floor * modal)) {
         kept.push_back(s.gpu_us);
         r.gpu_seconds += s.gpu_us * 1e-6;
       }
@@ -668,7 +694,7 @@ timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
       r.min_mhz = r.min_mhz == 0 ? s.sm_mhz : std::min(r.min_mhz, s.sm_mhz);
       r.max_mhz = std::max(r.max_mhz, s.sm_mhz);
     }
-    if (s.discarded) {
+    if (s.discarded || s.unheld) {
       ++r.discarded;
     } else {
       r.kept_us.push_back(s.gpu_us);

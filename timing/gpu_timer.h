@@ -91,6 +91,8 @@ struct timing_sample {
   double work_enqueue_us = 0; // host time of the work's own API calls
   int kernels = -1;           // counters: kernels the range profiler saw (-1: not counted)
   bool discarded = false;
+  bool unheld = false; // taken without the blocking kernel ahead (honest timing's disguise):
+                       // launch overhead inside the span, so never kept as a time
 };
 
 struct timing_result {
@@ -145,6 +147,11 @@ public:
     work_fn fn;
     cuda_graph_exec graph;
     bool use_graph = false;
+    // Untimed steps around every sample of this work: `before` is queued ahead of the L2 flush,
+    // `after` behind the stop event and the closing clock probe (staging inputs, checking
+    // outputs). `hold`: false takes the next sample without the blocking kernel (see unheld).
+    work_fn before, after;
+    bool hold = true;
   };
   std::unique_ptr<prepared> prepare(const work_fn& work);
   // One sample, complete (its CUPTI records read at once).
@@ -158,9 +165,10 @@ public:
                              double tol = 0.005);
   // Warm-ups, then samples until the stopping rule holds; NVML clocks read before and after.
   timing_result measure(const work_fn& work);
-  // The same loop over rotating input sets, with poisoned-and-checked outputs of random timed
-  // calls (about one in four, and the first of each set) and one untimed fresh-input call at a
-  // random point. A failed check ends the run: status REWARD_HACK and no time.
+  // The same loop over honest_work: every call staged (input contents and pointers rotated,
+  // outputs filled) and checked on the device, about one call in eight taken without the
+  // blocking kernel (checked, not kept), one untimed fresh-input call at a random point. A failed
+  // check ends the run: status REWARD_HACK and no time. `seed` drives every choice.
   timing_result measure_honest(const honest_work& work, std::uint64_t seed = 0x686f6e6573ull);
   // The stopping rule on its own (testable without a GPU): enough samples and GPU time, and a
   // 95% median interval narrower than the target; returns the reason or "" to continue.

@@ -18,19 +18,47 @@ nlohmann::json paired_result::to_json() const {
           {"min_effect", min_effect},
           {"decision", decision_name(verdict)},
           {"stop_reason", stop_reason},
+          {"check_failure", check_failure},
+          {"checked_calls", checked_calls},
           {"wall_seconds", wall_seconds},
           {"baseline_us", a_us},
           {"candidate_us", b_us}};
 }
 
 paired_result measure_paired(gpu_timer& timer, const work_fn& a, const work_fn& b,
-                             const paired_options& opt) {
+                             const paired_options& opt, const paired_hooks* hooks) {
   paired_result r;
   r.min_effect = opt.min_effect;
-  auto pa = timer.prepare(a), pb = timer.prepare(b);
+  if (hooks) hooks->before(0, timer.stream());
+  auto pa = timer.prepare(a);
+  if (hooks) {
+    hooks->after(0, timer.stream());
+    hooks->before(1, timer.stream());
+  }
+  auto pb = timer.prepare(b);
+  if (hooks) {
+    hooks->after(1, timer.stream());
+    for (int m = 0; m < 2; ++m) {
+      auto& p = m == 0 ? *pa : *pb;
+      p.before = [hooks, m](cudaStream_t s) { hooks->before(m, s); };
+      p.after = [hooks, m, &r](cudaStream_t s) {
+        hooks->after(m, s);
+        ++r.checked_calls;
+      };
+    }
+  }
+  auto check_failed = [&] {
+    if (!hooks) return false;
+    r.check_failure = hooks->failed();
+    return !r.check_failure.empty();
+  };
   for (int i = 0; i < timer.options().warmup; ++i) {
     (void)timer.sample(*pa);
     (void)timer.sample(*pb);
+  }
+  if (check_failed()) {
+    r.stop_reason = "check_failed";
+    return r;
   }
   rng order(opt.seed, stream_id("abba"));
   std::vector<timing_sample> all; // for the run's modal clock
@@ -64,6 +92,11 @@ paired_result measure_paired(gpu_timer& timer, const work_fn& a, const work_fn& 
     }
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (check_failed()) {
+      r.stop_reason = "check_failed";
+      r.wall_seconds = wall;
+      return r; // no ratio for a candidate that failed a check
+    }
     if (stop_requested()) {
       r.stop_reason = "interrupted";
       break;

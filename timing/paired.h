@@ -2,6 +2,9 @@
 // blocks, one ratio B/A per adjacent pair, so clock and thermal drift shared by a pair cancels.
 #pragma once
 
+#include <functional>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "stats/bootstrap.h"
@@ -19,6 +22,14 @@ struct paired_options {
   std::uint64_t seed = 0x61626261ull; // block order stream ("abba")
 };
 
+// Honest pairs: untimed steps around every call of either member (member 0 is A, 1 is B), as in
+// honest timing (staging inputs, filling and checking outputs), and what those checks found so far
+// ("" while all passed; read after each batch of pairs). A failed check ends the run.
+struct paired_hooks {
+  std::function<void(int member, cudaStream_t)> before, after;
+  std::function<std::string()> failed;
+};
+
 struct paired_result {
   std::vector<double> a_us, b_us, ratios; // kept pairs; ratio = b / a (below 1: B is faster)
   int pairs_discarded = 0;                // a member below the clock floor
@@ -26,11 +37,13 @@ struct paired_result {
   decision verdict = decision::ambiguous;
   double min_effect = default_min_effect;
   std::string stop_reason;
+  std::string check_failure; // with hooks: what failed (stop_reason check_failed, no decision)
+  int checked_calls = 0;
   double wall_seconds = 0;
   nlohmann::json to_json() const;
 };
 
 paired_result measure_paired(gpu_timer& timer, const work_fn& a, const work_fn& b,
-                             const paired_options& opt = {});
+                             const paired_options& opt = {}, const paired_hooks* hooks = nullptr);
 
 } // namespace kg
