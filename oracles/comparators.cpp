@@ -115,14 +115,21 @@ bool any_nonfinite(const host_tensor& t) {
 } // namespace
 
 compare_result compare_allclose(const host_tensor& ref, const host_tensor& cand, double atol,
-                                double rtol, tolerance_side side) {
+                                double rtol, tolerance_side side, const host_tensor* extra_atol) {
   compare_result res;
+  if (extra_atol && extra_atol->numel() != ref.numel())
+    throw std::invalid_argument("compare_allclose: extra_atol has " +
+                                std::to_string(extra_atol->numel()) + " elements, ref " +
+                                std::to_string(ref.numel()));
+  std::int64_t i = 0; // scan visits the elements in order
   if (!scan(ref, cand, res, [&](double r, double c) {
+        const double extra = extra_atol ? extra_atol->at(i) : 0.0;
+        ++i;
         if (std::isnan(r) || std::isnan(c)) return false; // equal_nan=False
         if (r == c) return true;                          // equal infinities
         if (!std::isfinite(r) || !std::isfinite(c)) return false;
         const double s = side == tolerance_side::candidate ? std::fabs(c) : std::fabs(r);
-        return std::fabs(r - c) <= atol + rtol * s;
+        return std::fabs(r - c) <= atol + extra + rtol * s;
       }))
     return res;
   res.pass = res.mismatches == 0;

@@ -57,8 +57,11 @@ struct comparator_spec {
   nlohmann::json to_json() const;
 };
 
+// `extra_atol` (optional, shaped like ref): a per-element addition to atol -- the strict
+// protocol's condition term for input regimes where float arithmetic is ill-conditioned.
 compare_result compare_allclose(const host_tensor& ref, const host_tensor& cand, double atol,
-                                double rtol, tolerance_side side);
+                                double rtol, tolerance_side side,
+                                const host_tensor* extra_atol = nullptr);
 compare_result compare_matched_ratio(const host_tensor& ref, const host_tensor& cand, double atol,
                                      double rtol, double required_ratio,
                                      bool allow_matching_neg_inf = false);

@@ -11,7 +11,8 @@ namespace {
 
 const std::set<std::string, std::less<>> known_statuses = {
     "PASSED",        "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE",   "RUNTIME_ERROR",
-    "COMPILE_ERROR", "TIMEOUT",         "REWARD_HACK",         "INVALID_REFERENCE", "MISSING"};
+    "COMPILE_ERROR", "TIMEOUT",         "REWARD_HACK",         "INVALID_REFERENCE", "MISSING",
+    "NONDETERMINISTIC"};
 
 [[noreturn]] void fail(const json_file& f, const std::string& what) {
   throw fastp_input_error("'" + f.path.string() + "': " + what);

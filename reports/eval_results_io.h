@@ -1,7 +1,8 @@
 // kernelgate's own evaluation results: a result envelope (docs/result-schema.md) with
 // "kind": "eval", config.intended_tasks (task ids) and records of "type": "evaluation":
 //   {task, candidate, status (PASSED, INCORRECT_SHAPE, INCORRECT_NUMERICAL, INCORRECT_DTYPE,
-//    RUNTIME_ERROR, COMPILE_ERROR, TIMEOUT, REWARD_HACK, INVALID_REFERENCE, MISSING),
+//    RUNTIME_ERROR, COMPILE_ERROR, TIMEOUT, REWARD_HACK, NONDETERMINISTIC, INVALID_REFERENCE,
+//    MISSING),
 //    status_reason, candidate_us (PASSED and timed only), baseline_us (reference time; absent
 //    when there is none), speedup (baseline over candidate time; kernelgate eval writes its
 //    ABBA-paired estimate), speedup_ci95 [lo, hi] (optional, the interval of speedup)}

@@ -36,6 +36,7 @@
 #include "suite/worker_pool.h"
 #include "timing/device_info.h"
 #include "timing/interrupt.h"
+#include "workloads/rng.h"
 
 namespace kg {
 namespace {
@@ -109,15 +110,22 @@ fs::path worker_binary() {
 } // namespace
 
 int run_eval_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::map<std::string, std::string> o = {
-      {"--tasks", ""},           {"--candidates", ""},
-      {"--protocol", "strict"},  {"--trials", "3"},
-      {"--timeout", "60"},       {"--jobs", "0"},
-      {"--cache", ""},           {"--out", "kg-out/eval"},
-      {"--time", "yes"},         {"--baselines", KG_TASK_KERNELS_DIR},
-      {"--kernelbench", ""},     {"--workers", "0"},
-      {"--time-budget", "0.05"}, {"--scratch", ""},
-      {"--torch-time", "cached"}};
+  std::map<std::string, std::string> o = {{"--tasks", ""},
+                                          {"--candidates", ""},
+                                          {"--protocol", "strict"},
+                                          {"--trials", "3"},
+                                          {"--timeout", "60"},
+                                          {"--jobs", "0"},
+                                          {"--cache", ""},
+                                          {"--out", "kg-out/eval"},
+                                          {"--time", "yes"},
+                                          {"--baselines", KG_TASK_KERNELS_DIR},
+                                          {"--kernelbench", ""},
+                                          {"--workers", "0"},
+                                          {"--time-budget", "0.05"},
+                                          {"--scratch", ""},
+                                          {"--torch-time", "cached"},
+                                          {"--seed", ""}};
   if (!read_options(args, o, err)) return exit_code::bad_input;
   if (o["--tasks"].empty() || o["--candidates"].empty()) {
     err << "kernelgate: eval needs --tasks GLOB and --candidates DIR\n";
@@ -157,6 +165,18 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
     err << "kernelgate: --trials, --jobs and --workers take whole numbers (trials >= 1), --timeout "
            "and --time-budget seconds > 0\n";
     return exit_code::bad_input;
+  }
+  // The run's seed: secret (drawn from the OS, published in the summary only after the run, so
+  // no input can be generated ahead), or --seed to reproduce a published run.
+  std::uint64_t seed = 0;
+  const bool seed_given = !o["--seed"].empty();
+  if (seed_given) {
+    if (!num("--seed", seed)) {
+      err << "kernelgate: --seed takes a whole number in [0, 2^64)\n";
+      return exit_code::bad_input;
+    }
+  } else {
+    seed = secret_seed();
   }
   std::vector<task_def> tasks;
   try {
@@ -198,6 +218,12 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
                                               "atol + rtol x |fp64 oracle|; NaN fails; every "
                                               "shape, --trials draws")},
       {"trials_per_shape", trials},
+      {"draws_per_shape", "the larger of --trials and the task's input regimes; draw 0 is N(0,1), "
+                          "the others cover every regime the task declares, in an order drawn "
+                          "from the seed"},
+      {"seed", seed_given ? nlohmann::json(seed)
+                          : nlohmann::json("secret: drawn from the OS, recorded in the summary "
+                                           "after the run")},
       {"timeout_seconds", timeout},
       {"timing",
        o["--time"] == "yes"
@@ -291,6 +317,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   sandbox_options shared;
   shared.self_exe = worker_binary();
   shared.trials = trials;
+  shared.seed = seed;
   shared.timeout_seconds = timeout;
   shared.time = timed;
   shared.time_wall_seconds = time_budget;
@@ -303,8 +330,10 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   // up, on the cached trial data.
   auto reference_keys = [&](const task_def& t) {
     std::vector<trial_key> keys;
+    task_input_regime normal; // the strict protocol's draw 0: the same trial, computed once
+    if (!peer && !t.regimes.empty()) normal.strict_regime = 0;
     for (const auto& shape : t.shapes)
-      keys.push_back({&t, &shape, shared.seed, {}, true});
+      keys.push_back({&t, &shape, shared.seed, normal, true});
     return keys;
   };
   std::map<std::string, std::once_flag> reference_checked;
@@ -493,9 +522,14 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   interrupted = stopped;
   if (std::string why; !torch_store.save(&why))
     err << "kernelgate: warning: the LibTorch reference times were not kept: " << why << "\n";
-  nlohmann::json summary = {{"status", interrupted ? "interrupted" : "complete"},
-                            {"pairs", pairs.size()},
-                            {"by_status", counts}};
+  nlohmann::json summary = {
+      {"status", interrupted ? "interrupted" : "complete"},
+      {"pairs", pairs.size()},
+      {"by_status", counts},
+      {"seed",
+       {{"value", seed},
+        {"source", seed_given ? "--seed" : "secret (OS)"},
+        {"reproduce", "kernelgate eval ... --seed " + std::to_string(seed)}}}};
   const auto path = writer->finish(summary);
   if (!o["--kernelbench"].empty()) {
     // KernelBench's layout needs numeric problem ids: a task is its 1-based position in the task

@@ -2,6 +2,7 @@
 #include "reports/remove_tree.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -10,6 +11,8 @@
 #include "oracles/task_oracles.h"
 #include "suite/process.h"
 #include "suite/symbol_scan.h"
+#include "suite/verdict_labels.h"
+#include "workloads/rng.h"
 
 namespace kg {
 namespace {
@@ -27,19 +30,42 @@ std::optional<host_tensor> read_tensor(const std::filesystem::path& f, dtype typ
 struct labelled_trial {
   trial_key key;
   std::string label;
+  std::string regime; // strict protocol: the input regime's name
+  bool busy = false;  // run behind a blocking kernel (the stream looks busy, as when timed)
 };
 
-std::vector<labelled_trial> correctness_trials(const task_def& task, const sandbox_options& opt) {
+// The strict protocol's draws: per shape, at least one draw per input regime the task declares
+// (draw 0 is N(0,1) and carries the LibTorch reference), the others in an order drawn from the
+// run's seed; about half of the later draws run on a busy stream.
+std::vector<labelled_trial> strict_trials(const task_def& task, const sandbox_options& opt) {
   std::vector<labelled_trial> out;
-  if (!opt.peer) {
-    for (const auto& shape : task.shapes)
-      for (int d = 0; d < opt.trials; ++d)
-        // Draw 0 carries the LibTorch reference: the same trial kernelgate eval checks the
-        // reference on (INVALID_REFERENCE), computed once for both.
-        out.push_back({{&task, &shape, opt.seed + static_cast<std::uint64_t>(d), {}, d == 0},
-                       "draw " + std::to_string(d)});
-    return out;
+  const int regimes = std::max<int>(1, static_cast<int>(task.regimes.size()));
+  const int draws = std::max(opt.trials, regimes);
+  rng plan(opt.seed, stream_id(task.id + "/plan"));
+  for (const auto& shape : task.shapes) {
+    std::vector<int> order; // regimes 1.. in a random order
+    for (int k = 1; k < regimes; ++k)
+      order.push_back(k);
+    for (std::size_t i = order.size(); i > 1; --i)
+      std::swap(order[i - 1], order[plan.below(i)]);
+    for (int d = 0; d < draws; ++d) {
+      const int regime = d == 0 || order.empty() ? 0 : order[(d - 1) % order.size()];
+      task_input_regime r;
+      r.strict_regime = task.regimes.empty() ? -1 : regime;
+      const std::string name =
+          task.regimes.empty() ? "normal" : task.regimes[static_cast<std::size_t>(regime)].name();
+      out.push_back({{&task, &shape, opt.seed + static_cast<std::uint64_t>(d), r, d == 0},
+                     "draw " + std::to_string(d) + " (" + name + ")",
+                     name,
+                     d > 0 && plan.below(2) == 0});
+    }
   }
+  return out;
+}
+
+std::vector<labelled_trial> correctness_trials(const task_def& task, const sandbox_options& opt) {
+  if (!opt.peer) return strict_trials(task, opt);
+  std::vector<labelled_trial> out;
   const std::size_t shapes = opt.peer->tail_shape ? task.shapes.size() : 1;
   for (std::size_t si = 0; si < shapes; ++si)
     for (int d = 0; d < opt.peer->trials; ++d)
@@ -52,19 +78,26 @@ std::vector<labelled_trial> correctness_trials(const task_def& task, const sandb
         std::ostringstream label;
         label << "draw " << d << " scale x" << scale;
         out.push_back({{&task, &task.shapes[si], opt.seed + static_cast<std::uint64_t>(d), r, true},
-                       label.str()});
+                       label.str(),
+                       "peer",
+                       false});
       }
   return out;
 }
 
-// The two timed input sets and the fresh one, on the task's first shape.
+// The input sets of honest timing, on the task's first shape: three timed sets -- correctness
+// draw 0, a new draw, and a variant of the new draw that shares its first elements -- then a
+// variant of draw 0, then the fresh set no timed call sees (last).
 std::vector<trial_key> timing_sets(const task_def& task, const sandbox_options& opt) {
-  // The two timed sets are correctness draws 0 and 1 of the first shape (their data already
-  // computed and on file); the fresh set is new to the candidate.
   const task_shape* first = &task.shapes.front();
-  return {{&task, first, opt.seed, {}, true},
-          {&task, first, opt.seed + 1, {}, false},
-          {&task, first, opt.seed + 1000, {}, false}};
+  task_input_regime normal;
+  normal.strict_regime = task.regimes.empty() ? -1 : 0;
+  trial_key a{&task, first, opt.seed, normal, true};
+  trial_key b{&task, first, opt.seed + 1000, normal, false};
+  trial_key b_variant = b, a_variant{&task, first, opt.seed, normal, false};
+  b_variant.variant = opt.seed ^ 0x76617231ull;
+  a_variant.variant = opt.seed ^ 0x76617232ull;
+  return {a, b, b_variant, a_variant, {&task, first, opt.seed + 2000, normal, false}};
 }
 
 // The sandbox's own pieces where the caller gave none: a trial cache under the work folder, a
@@ -117,9 +150,236 @@ nlohmann::json read_worker_result(const std::filesystem::path& f) {
   }
 }
 
-// Times a candidate that passed, in the same worker, holding the GPU alone: honest inputs (two
-// timed sets and a fresh one, outputs checked on the device against the oracle) and, when a
-// baseline kernel is given, both interleaved in ABBA pairs. Fills the record's timing fields.
+// A trial as a worker manifest lists it: its input files, and where each output goes.
+nlohmann::json trial_entry(const task_def& task, const trial_key& key, const trial_data& data,
+                           const trial_files& files, const std::filesystem::path& out_prefix,
+                           bool busy) {
+  nlohmann::json mt = {
+      {"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}, {"busy", busy}};
+  for (std::size_t k = 0; k < data.inputs.size(); ++k)
+    mt["inputs"].push_back({{"file", files.inputs[k].string()},
+                            {"dtype", static_cast<int>(data.inputs[k].type)},
+                            {"shape", data.inputs[k].shape}});
+  for (std::size_t k = 0; k < task.outputs.size(); ++k)
+    mt["outputs"].push_back({{"file", out_prefix.string() + "_out" + std::to_string(k) + ".bin"},
+                             {"dtype", static_cast<int>(task.outputs[k].type)},
+                             {"shape", resolve_shape(task.outputs[k], *key.shape)}});
+  return mt;
+}
+
+std::optional<std::vector<host_tensor>> read_outputs(const task_def& task, const trial_key& key,
+                                                     const std::filesystem::path& out_prefix) {
+  std::vector<host_tensor> outs;
+  for (std::size_t k = 0; k < task.outputs.size(); ++k) {
+    auto t = read_tensor(out_prefix.string() + "_out" + std::to_string(k) + ".bin",
+                         task.outputs[k].type, resolve_shape(task.outputs[k], *key.shape));
+    if (!t) return std::nullopt;
+    outs.push_back(std::move(*t));
+  }
+  return outs;
+}
+
+std::string bytes_of(const std::vector<host_tensor>& outs) {
+  std::string b;
+  for (const auto& t : outs)
+    b.append(reinterpret_cast<const char*>(t.bytes.data()), t.bytes.size());
+  return b;
+}
+
+task_tolerance tolerance_of(const task_def& task, dtype type, const std::string& regime) {
+  for (const auto& r : task.regimes)
+    if (r.name() == regime)
+      if (const auto it = r.tolerance.find(type); it != r.tolerance.end())
+        return {it->second.atol, it->second.rtol};
+  return task.tolerance.count(type) ? task.tolerance.at(type) : task_tolerance{0, 0};
+}
+
+// Where an output is worst: its index, the oracle's value and the kernel's, and the inputs that
+// produced it (the same element for inputs shaped like the output, else the whole row whose
+// last dimension reduces into it: its extremes, mean and first values).
+// The condition term of output k, if the trial has one (computed on first use).
+const host_tensor* condition_term(const trial_data& data, std::size_t k) {
+  if (!data.has_condition_term()) return nullptr;
+  const auto& extra = data.extra_atol();
+  return extra.size() > k && !extra[k].shape.empty() ? &extra[k] : nullptr;
+}
+
+nlohmann::json worst_element(const task_def& task, const trial_data& data, std::size_t k,
+                             const host_tensor& out, const task_tolerance& tol) {
+  const auto& oracle = data.oracle[k];
+  const host_tensor* extra = condition_term(data, k);
+  std::int64_t worst = -1;
+  double excess = -1;
+  for (std::int64_t i = 0; i < oracle.numel(); ++i) {
+    const double r = oracle.at(i), c = out.at(i);
+    const double bound = tol.atol + (extra ? extra->at(i) : 0.0) + tol.rtol * std::fabs(r);
+    const double e = std::isfinite(c) ? std::fabs(r - c) - bound : INFINITY;
+    if (e > excess) {
+      excess = e;
+      worst = i;
+    }
+  }
+  if (worst < 0) return nlohmann::json::object();
+  auto num = [](double v) {
+    return std::isfinite(v) ? nlohmann::json(v)
+                            : nlohmann::json(std::isnan(v) ? "nan"
+                                             : v > 0       ? "inf"
+                                                           : "-inf");
+  };
+  nlohmann::json j = {{"output", task.outputs[k].name},
+                      {"index", worst},
+                      {"expected", num(oracle.at(worst))},
+                      {"got", num(out.at(worst))},
+                      {"tolerance", tol.atol + (extra ? extra->at(worst) : 0.0) +
+                                        tol.rtol * std::fabs(oracle.at(worst))}};
+  for (std::size_t q = 0; q < data.inputs.size(); ++q) {
+    const auto& x = data.inputs[q];
+    const std::string name = task.inputs.at(q).name;
+    if (x.numel() == oracle.numel()) {
+      j["inputs"][name] = num(x.at(worst));
+    } else if (!x.shape.empty() && x.numel() == oracle.numel() * x.shape.back()) {
+      const std::int64_t c = x.shape.back(), row = worst;
+      double lo = INFINITY, hi = -INFINITY, sum = 0;
+      std::int64_t at_hi = 0;
+      nlohmann::json head = nlohmann::json::array();
+      for (std::int64_t i = 0; i < c; ++i) {
+        const double v = x.at(row * c + i);
+        if (i < 4) head.push_back(num(v));
+        if (v > hi) at_hi = i;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+        sum += v;
+      }
+      j["inputs"][name] = {{"row", row},     {"first", head},   {"min", num(lo)},
+                           {"max", num(hi)}, {"argmax", at_hi}, {"mean", num(sum / c)},
+                           {"cols", c}};
+    }
+  }
+  return j;
+}
+
+struct judgement {
+  bool pass = true;
+  std::string why; // the first failing output, in a sentence
+  nlohmann::json comparisons = nlohmann::json::array(), worst;
+};
+
+// The outputs of one call against the protocol: the fp64 oracle within the task's (regime's)
+// tolerance plus the condition term, or a peer's checker against its reference.
+judgement judge(const task_def& task, const trial_key& key, const trial_data& data,
+                const std::vector<host_tensor>& reference, const std::string& regime,
+                const std::vector<host_tensor>& outs, const sandbox_options& opt) {
+  judgement j;
+  for (std::size_t k = 0; k < task.outputs.size(); ++k) {
+    const auto& oracle = data.oracle[k];
+    const auto tol = tolerance_of(task, task.outputs[k].type, regime);
+    // The condition term only where the task's own tolerance is not enough.
+    const host_tensor* extra = nullptr;
+    auto c = opt.peer ? compare(opt.peer->comparator_for(task.outputs[k].type), reference[k],
+                                outs[k], &oracle)
+                      : compare_allclose(oracle, outs[k], tol.atol, tol.rtol,
+                                         tolerance_side::reference);
+    if (!opt.peer && c.mismatches > 0 && (extra = condition_term(data, k)))
+      c = compare_allclose(oracle, outs[k], tol.atol, tol.rtol, tolerance_side::reference, extra);
+    j.comparisons.push_back({{"name", task.outputs[k].name}, {"comparison", c.to_json()}});
+    if (!(opt.peer ? !c.pass : c.mismatches > 0) || !j.pass) continue;
+    j.pass = false;
+    std::ostringstream why;
+    if (opt.peer)
+      why << "output '" << task.outputs[k].name << "' fails " << opt.peer->name << "'s checker ("
+          << c.reason << ", " << c.mismatches << " of " << c.numel << " elements, max abs error "
+          << c.max_abs_err << ")";
+    else
+      why << "output '" << task.outputs[k].name << "' has " << c.mismatches << " of " << c.numel
+          << " elements outside atol " << tol.atol << (extra ? " + condition term" : "")
+          << " + rtol " << tol.rtol << " x |oracle| (first at " << c.first_mismatch
+          << ", max abs error " << c.max_abs_err << ")";
+    j.why = why.str();
+    j.worst = worst_element(task, data, k, outs[k], tol);
+    (void)key;
+  }
+  return j;
+}
+
+// A peer compares with the LibTorch reference; without one, the oracle rounded to the output
+// dtype stands in.
+std::vector<host_tensor> peer_reference(const task_def& task, const trial_data& data) {
+  if (data.reference_ran && data.reference_error.empty()) return data.reference;
+  std::vector<host_tensor> out;
+  for (std::size_t k = 0; k < data.oracle.size(); ++k)
+    out.push_back(data.oracle[k].cast(task.outputs[k].type));
+  return out;
+}
+
+constexpr int reruns_per_process = 6;
+
+// Re-runs a wrong call's inputs: back to back in the same worker (which keeps the candidate
+// loaded), then as the first calls of a fresh worker; judges every output.
+rerun_evidence rerun_wrong_call(const task_def& task, const compile_result& compiled,
+                                const sandbox_options& opt, private_parts& parts,
+                                const trial_key& key, const std::string& regime,
+                                const std::string& original_bits, nlohmann::json& detail) {
+  namespace fs = std::filesystem;
+  auto& cache = parts.cache_of(opt);
+  const auto data = cache.take(key);
+  const auto files = cache.files(key);
+  const auto reference = opt.peer ? peer_reference(task, *data) : std::vector<host_tensor>{};
+  rerun_evidence e;
+  e.original_bits = original_bits;
+  for (const bool fresh : {false, true}) {
+    const std::string tag = fresh ? "rerun_fresh" : "rerun_same";
+    nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
+                               {"result", (opt.work_dir / (tag + ".json")).string()},
+                               {"fresh", fresh},
+                               {"trials", nlohmann::json::array()}};
+    for (int i = 0; i < reruns_per_process; ++i)
+      manifest["trials"].push_back(
+          trial_entry(task, key, *data, files, opt.work_dir / (tag + std::to_string(i)), false));
+    const fs::path mf = opt.work_dir / (tag + "_manifest.json");
+    std::ofstream(mf) << manifest.dump() << "\n";
+    std::unique_ptr<worker_process> own;
+    worker_process* w = &parts.worker_of(opt);
+    if (fresh) {
+      own = std::make_unique<worker_process>(worker_command(opt.self_exe),
+                                             opt.work_dir / "fresh_worker.log", worker_limits());
+      w = own.get();
+    }
+    const auto o = run_gated(*w, opt, mf, false);
+    auto& calls = fresh ? e.fresh_worker : e.same_worker;
+    for (int i = 0; o.ok() && i < reruns_per_process; ++i) {
+      const auto outs = read_outputs(task, key, opt.work_dir / (tag + std::to_string(i)));
+      if (!outs) break;
+      calls.push_back(
+          {judge(task, key, *data, reference, regime, *outs, opt).pass, bytes_of(*outs)});
+    }
+    int right = 0;
+    for (const auto& c : calls)
+      right += c.right ? 1 : 0;
+    detail[fresh ? "fresh_worker" : "same_worker"] = {
+        {"outcome", o.describe()}, {"calls", calls.size()}, {"right", right}};
+  }
+  return e;
+}
+
+// The status of a wrong answer: re-run, then labelled (suite/verdict_labels.h).
+void label_wrong(const task_def& task, const compile_result& compiled, const sandbox_options& opt,
+                 private_parts& parts, const trial_key& key, const std::string& regime,
+                 const std::string& where, const judgement& j, const std::string& original_bits,
+                 candidate_verdict& v) {
+  nlohmann::json detail;
+  const auto e = rerun_wrong_call(task, compiled, opt, parts, key, regime, original_bits, detail);
+  const auto l = label_wrong_answer(e);
+  v.status = l.status;
+  v.reason = where + ": " + j.why + (l.reason.empty() ? "" : "; " + l.reason);
+  detail["label"] = l.status;
+  v.detail["rerun"] = detail;
+  if (!j.worst.empty()) v.detail["worst_element"] = j.worst;
+  v.detail["failing_regime"] = regime;
+}
+
+// Times a candidate that passed, in the same worker, holding the GPU alone: honest timing over
+// rotating verified input sets with every call checked and, when a baseline kernel is given,
+// ABBA pairs whose calls are staged and checked the same way. Fills the record's timing fields.
 void time_passed_candidate(const task_def& task, const compile_result& compiled,
                            const sandbox_options& opt, private_parts& parts, candidate_verdict& v) {
   namespace fs = std::filesystem;
@@ -128,6 +388,8 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
   // wall budget (a long kernel otherwise spends the whole budget on its minimum).
   nlohmann::json t = {{"sets", nlohmann::json::array()},
                       {"shape", shape.name},
+                      {"slots", 2},
+                      {"seed", opt.seed ^ 0x74696d65ull},
                       {"max_wall_seconds", opt.time_wall_seconds},
                       {"min_gpu_seconds", std::min(0.05, opt.time_wall_seconds / 2)},
                       {"paired_max_wall_seconds", opt.time_wall_seconds}};
@@ -135,7 +397,8 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
     t["baseline_shared_object"] = opt.baseline->shared_object.string();
   if (opt.time_torch_reference) t["torch_reference"] = {{"op", task.op}, {"params", task.params}};
   auto& cache = parts.cache_of(opt);
-  for (const auto& key : timing_sets(task, opt)) { // two timed sets, then the fresh one
+  const auto keys = timing_sets(task, opt);
+  for (const auto& key : keys) { // the timed sets, then the fresh one
     const auto data = cache.take(key);
     const auto files = cache.files(key);
     nlohmann::json set = {{"inputs", nlohmann::json::array()},
@@ -200,14 +463,37 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
   }
   const auto& tj = wr["timing"];
   const auto& c = tj.at("candidate");
-  if (c.at("status") == "REWARD_HACK") {
-    v.status = "REWARD_HACK";
-    v.reason = "while timed: " + c.at("status_reason").get<std::string>();
+  const std::string cs = c.value("status", "");
+  if (cs == "INCORRECT") {
+    // Wrong on an input set verified before timing: as wrong as a failing draw, and labelled the
+    // same way (the set re-run here and in a fresh worker).
+    const auto set = static_cast<std::size_t>(tj.value("failed_input_set", 0));
+    const auto& key = keys.at(std::min(set, keys.size() - 1));
+    judgement j;
+    j.why = c.value("status_reason", std::string());
+    label_wrong(task, compiled, opt, parts, key, "normal",
+                "timing's input set " + std::to_string(set), j, std::string(), v);
+    v.reason = "timing's own check before timing: " + v.reason;
     return;
   }
-  if (c.at("status") != "TIMED") {
+  if (cs == "REWARD_HACK") {
+    const std::string what = c.value("status_reason", std::string());
+    const auto l = label_timed_failure(tj.value("diagnosis", nlohmann::json::object()), what);
+    v.status = l.status;
+    v.reason = l.reason;
+    return;
+  }
+  if (cs != "TIMED") {
     v.status = "INCORRECT_NUMERICAL";
     v.reason = "timing's own check before timing: " + c.value("status_reason", std::string());
+    return;
+  }
+  if (tj.contains("paired_check_failure")) {
+    const auto l =
+        label_timed_failure(tj.value("diagnosis", nlohmann::json::object()),
+                            "in the ABBA pairs: " + tj["paired_check_failure"].get<std::string>());
+    v.status = l.status;
+    v.reason = l.reason;
     return;
   }
   v.detail["candidate_us"] = c.at("median_us");
@@ -274,45 +560,30 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
   private_parts parts;
   auto& cache = parts.cache_of(opt);
   struct trial_plan {
-    const task_shape* shape;
-    std::string label;
+    labelled_trial lt;
     std::shared_ptr<const trial_data> data;
     std::vector<host_tensor> reference; // peers only: the LibTorch reference or a stand-in
   };
   std::vector<trial_plan> plan;
   const fs::path result_file = opt.work_dir / "worker_result.json";
+  // "fresh": the worker loads the candidate anew, whatever it served before.
   nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
                              {"result", result_file.string()},
+                             {"fresh", true},
                              {"trials", nlohmann::json::array()}};
   for (const auto& lt : correctness_trials(task, opt)) {
-    trial_plan p{lt.key.shape, lt.label, cache.take(lt.key), {}};
+    trial_plan p{lt, cache.take(lt.key), {}};
     if (opt.peer) {
-      // A peer compares with the LibTorch reference; without one, the oracle rounded to the
-      // output dtype stands in (and the record says so).
-      if (p.data->reference_ran && p.data->reference_error.empty()) {
-        p.reference = p.data->reference;
-      } else {
-        for (std::size_t k = 0; k < p.data->oracle.size(); ++k)
-          p.reference.push_back(p.data->oracle[k].cast(task.outputs[k].type));
+      p.reference = peer_reference(task, *p.data);
+      if (!(p.data->reference_ran && p.data->reference_error.empty()))
         v.detail["reference"] =
             "fp64 oracle rounded to the output dtype (no LibTorch reference" +
             (p.data->reference_error.empty() ? std::string() : ": " + p.data->reference_error) +
             ")";
-      }
     }
     const auto files = cache.files(lt.key);
-    const std::string tag = "t" + std::to_string(plan.size());
-    nlohmann::json mt = {{"inputs", nlohmann::json::array()}, {"outputs", nlohmann::json::array()}};
-    for (std::size_t k = 0; k < p.data->inputs.size(); ++k)
-      mt["inputs"].push_back({{"file", files.inputs[k].string()},
-                              {"dtype", static_cast<int>(p.data->inputs[k].type)},
-                              {"shape", p.data->inputs[k].shape}});
-    for (std::size_t k = 0; k < task.outputs.size(); ++k)
-      mt["outputs"].push_back(
-          {{"file", (opt.work_dir / (tag + "_out" + std::to_string(k) + ".bin")).string()},
-           {"dtype", static_cast<int>(task.outputs[k].type)},
-           {"shape", resolve_shape(task.outputs[k], *p.shape)}});
-    manifest["trials"].push_back(mt);
+    manifest["trials"].push_back(trial_entry(
+        task, lt.key, *p.data, files, opt.work_dir / ("t" + std::to_string(plan.size())), lt.busy));
     plan.push_back(std::move(p));
   }
   const auto manifest_file = opt.work_dir / "manifest.json";
@@ -336,12 +607,15 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
     return v;
   }
   const auto& trials = wr.at("trials");
-  std::map<const task_shape*, bool> shape_passed_once;
+  std::map<std::string, int> regimes_checked;
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const auto& p = plan[i];
     const auto& t = trials.at(i);
-    const std::string where = "shape '" + p.shape->name + "' " + p.label;
-    nlohmann::json rec = {{"shape", p.shape->name}, {"trial", p.label}, {"worker", t}};
+    const std::string where = "shape '" + p.lt.key.shape->name + "' " + p.lt.label;
+    nlohmann::json rec = {{"shape", p.lt.key.shape->name},
+                          {"trial", p.lt.label},
+                          {"regime", p.lt.regime},
+                          {"worker", t}};
     if (t.at("rc").get<int>() != 0) {
       v.status = "RUNTIME_ERROR";
       v.reason = where + ": kg_run returned " + std::to_string(t.at("rc").get<int>());
@@ -361,55 +635,33 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
           v.reason = where + ": kg_run modified input '" + task.inputs[k].name + "' in place";
         }
     }
-    bool all_ok = v.status.empty();
-    for (std::size_t k = 0; k < task.outputs.size() && v.status.empty(); ++k) {
-      const auto out = read_tensor(
-          opt.work_dir / ("t" + std::to_string(i) + "_out" + std::to_string(k) + ".bin"),
-          task.outputs[k].type, resolve_shape(task.outputs[k], *p.shape));
-      if (!out) {
+    if (v.status.empty()) {
+      const fs::path prefix = opt.work_dir / ("t" + std::to_string(i));
+      const auto outs = read_outputs(task, p.lt.key, prefix);
+      if (!outs) {
         v.status = "RUNTIME_ERROR";
-        v.reason = where + ": the worker wrote no output '" + task.outputs[k].name + "'";
-        break;
-      }
-      const auto& oracle = p.data->oracle[k];
-      const auto& tol = task.tolerance.count(task.outputs[k].type)
-                            ? task.tolerance.at(task.outputs[k].type)
-                            : task_tolerance{0, 0}; // integer outputs: exact
-      const auto c =
-          opt.peer ? compare(opt.peer->comparator_for(task.outputs[k].type), p.reference[k], *out,
-                             &oracle)
-                   : compare_allclose(oracle, *out, tol.atol, tol.rtol, tolerance_side::reference);
-      rec["outputs"].push_back({{"name", task.outputs[k].name}, {"comparison", c.to_json()}});
-      if (opt.peer ? !c.pass : c.mismatches > 0) {
-        all_ok = false;
-        std::ostringstream why;
-        if (opt.peer)
-          why << where << ": output '" << task.outputs[k].name << "' fails " << opt.peer->name
-              << "'s checker (" << c.reason << ", " << c.mismatches << " of " << c.numel
-              << " elements, max abs error " << c.max_abs_err << ")";
+        v.reason = where + ": the worker wrote no output";
+      } else {
+        const auto j = judge(task, p.lt.key, *p.data, p.reference, p.lt.regime, *outs, opt);
+        rec["outputs"] = j.comparisons;
+        if (!j.pass)
+          label_wrong(task, compiled, opt, parts, p.lt.key, p.lt.regime, where, j, bytes_of(*outs),
+                      v);
         else
-          why << where << ": output '" << task.outputs[k].name << "' has " << c.mismatches << " of "
-              << c.numel << " elements outside atol " << tol.atol << " + rtol " << tol.rtol
-              << " x |oracle| (first at " << c.first_mismatch << ", max abs error " << c.max_abs_err
-              << ")";
-        // Right before on this shape, wrong now on other inputs: the kernel kept state.
-        v.status = shape_passed_once[p.shape] ? "REWARD_HACK" : "INCORRECT_NUMERICAL";
-        v.reason = why.str() + (shape_passed_once[p.shape]
-                                    ? "; an earlier draw of this shape passed: the answer "
-                                      "depends on earlier calls (cached or stale state)"
-                                    : "");
+          ++regimes_checked[p.lt.regime];
       }
     }
-    if (all_ok) shape_passed_once[p.shape] = true;
     v.detail["trials"].push_back(rec);
     if (!v.status.empty()) return v;
   }
+  v.detail["regimes_passed"] = regimes_checked;
   v.status = "PASSED";
   v.reason = opt.peer ? std::to_string(plan.size()) + " trials accepted by " + opt.peer->name +
                             "'s checker against the LibTorch reference"
                       : std::to_string(plan.size()) + " trials over " +
-                            std::to_string(task.shapes.size()) +
-                            " shapes within tolerance of the fp64 oracle";
+                            std::to_string(task.shapes.size()) + " shapes and " +
+                            std::to_string(regimes_checked.size()) +
+                            " input regimes within tolerance of the fp64 oracle";
   if (opt.time) time_passed_candidate(task, compiled, opt, parts, v);
   return v;
 }

@@ -20,7 +20,7 @@
 namespace kg {
 
 // PASSED, INCORRECT_SHAPE, INCORRECT_NUMERICAL, INCORRECT_DTYPE, RUNTIME_ERROR, COMPILE_ERROR,
-// TIMEOUT, REWARD_HACK, INVALID_REFERENCE, MISSING.
+// TIMEOUT, REWARD_HACK, NONDETERMINISTIC, INVALID_REFERENCE, MISSING.
 struct candidate_verdict {
   std::string status;
   std::string reason;
@@ -30,9 +30,10 @@ struct candidate_verdict {
 struct sandbox_options {
   std::filesystem::path self_exe; // the kernelgate binary (run as `kernelgate worker MANIFEST`)
   std::filesystem::path work_dir; // per-pair scratch files (inputs, outputs, logs)
-  int trials = 3;                 // input draws per shape, one after another in one process
+  int trials = 3; // input draws per shape, one after another in one process (strict: at least
+                  // one per input regime the task declares)
   double timeout_seconds = 60;    // per worker (all trials)
-  std::uint64_t seed = 20261129;
+  std::uint64_t seed = 20261129; // eval passes its run's seed (secret unless --seed)
   // nullptr: kernelgate's strict rule (every element within the task's tolerance of the fp64
   // oracle, every shape, `trials` draws). Otherwise a peer's checker as oracles/protocol.h models
   // it: its input regime (activation distribution, parameter init, scales), its trial count, its

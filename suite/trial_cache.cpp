@@ -4,8 +4,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <cmath>
+
 #include "kernels/task_torch_refs.h"
+#include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
+#include "workloads/rng.h"
 
 namespace kg {
 namespace {
@@ -23,14 +27,90 @@ std::string trial_key::id() const {
   std::ostringstream s;
   s << task->id << "/" << shape->name << "/" << seed << "/" << regime.uniform01_activations
     << regime.identity_params << regime.normal_params << "/" << regime.scale << "/"
-    << with_reference;
+    << regime.strict_regime << "/" << variant << "/" << with_reference;
   return s.str();
+}
+
+void apply_variant(const task_def& t, std::vector<host_tensor>& inputs, std::uint64_t variant) {
+  for (std::size_t k = 0; k < inputs.size() && k < t.inputs.size(); ++k) {
+    auto& x = inputs[k];
+    if (t.inputs[k].role != "activation" || !is_floating(x.type) || x.numel() < 16) continue;
+    rng r(variant, stream_id("variant/" + t.inputs[k].name));
+    const std::int64_t n = x.numel(), len = n / 8;
+    const std::int64_t from =
+        len + static_cast<std::int64_t>(r.below(static_cast<std::uint64_t>(n - 2 * len + 1)));
+    for (std::int64_t i = from; i < from + len; ++i)
+      x.set(i, r.normal());
+  }
+}
+
+std::vector<host_tensor> condition_tolerance(const task_def& t, const task_shape& shape,
+                                             const std::vector<host_tensor>& inputs,
+                                             const std::vector<host_tensor>& oracle,
+                                             std::uint64_t seed, double factor) {
+  std::vector<host_tensor> extra(oracle.size());
+  std::vector<bool> wanted(oracle.size(), false);
+  bool any = false;
+  for (std::size_t k = 0; k < oracle.size(); ++k) {
+    const dtype type = t.outputs.at(k).type;
+    const auto tol = t.tolerance.find(type);
+    wanted[k] = is_floating(type) && tol != t.tolerance.end() &&
+                (tol->second.atol > 0 || tol->second.rtol > 0);
+    any = any || wanted[k];
+  }
+  if (!any) return {};
+  double u = 0; // the coarsest floating output's unit roundoff
+  for (std::size_t k = 0; k < oracle.size(); ++k)
+    if (wanted[k]) {
+      extra[k] = host_tensor(dtype::float64, oracle[k].shape);
+      u = std::max(u, unit_roundoff(t.outputs[k].type));
+    }
+  for (int draw = 0; draw < 2; ++draw) {
+    std::vector<host_tensor> moved;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      const auto& x = inputs[k];
+      if (!is_floating(x.type)) {
+        moved.push_back(x);
+        continue;
+      }
+      // In float64, so a move smaller than the input dtype's spacing survives.
+      host_tensor y(dtype::float64, x.shape);
+      rng r(seed + static_cast<std::uint64_t>(draw), stream_id("condition/" + std::to_string(k)));
+      for (std::int64_t i = 0; i < x.numel(); ++i)
+        y.set(i, x.at(i) * (1.0 + (r.below(2) ? u : -u)));
+      moved.push_back(std::move(y));
+    }
+    const auto out = run_task_oracle(t, shape, moved);
+    for (std::size_t k = 0; k < oracle.size(); ++k) {
+      if (!wanted[k]) continue;
+      for (std::int64_t i = 0; i < oracle[k].numel(); ++i) {
+        const double d = std::fabs(out[k].at(i) - oracle[k].at(i));
+        if (std::isfinite(d)) extra[k].set(i, std::max(extra[k].at(i), factor * d));
+      }
+    }
+  }
+  return extra;
+}
+
+const std::vector<host_tensor>& trial_data::extra_atol() const {
+  static const std::vector<host_tensor> none;
+  if (!lazy_extra) return none;
+  std::call_once(lazy_extra->once, [&] { lazy_extra->value = lazy_extra->make(*this); });
+  return lazy_extra->value;
 }
 
 trial_data compute_trial(const trial_key& k) {
   trial_data d;
   d.inputs = make_task_inputs(*k.task, *k.shape, k.seed, k.regime);
+  if (k.variant) apply_variant(*k.task, d.inputs, k.variant);
   d.oracle = run_task_oracle(*k.task, *k.shape, d.inputs);
+  if (k.regime.strict_regime > 0) {
+    d.lazy_extra = std::make_shared<trial_data::lazy_term>();
+    d.lazy_extra->make = [task = k.task, shape = k.shape,
+                          seed = k.seed ^ 0x636f6e64ull](const trial_data& t) {
+      return condition_tolerance(*task, *shape, t.inputs, t.oracle, seed);
+    };
+  }
   if (k.with_reference) {
     const auto ref = run_torch_reference(*k.task, d.inputs);
     d.reference_ran = ref.has_value();

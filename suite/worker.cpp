@@ -15,37 +15,20 @@
 #include <cuda_runtime_api.h>
 #include <nlohmann/json.hpp>
 
-#include "kernels/abi/kg_candidate.h"
-#include "kernels/task_torch_refs.h"
-#include "oracles/device_allclose.h"
 #include "oracles/device_equal.h"
-#include "timing/gpu_timer.h"
-#include "timing/paired.h"
+#include "suite/worker_session.h"
+#include "timing/timing_kernels.h"
 #include "workloads/tensor.h"
 
 namespace kg {
-namespace {
 
-using kg_run_fn = int (*)(const kg_tensor*, int, kg_tensor*, int, cudaStream_t);
-
-struct cuda_failure {
-  std::string what;
-};
-
-void check(cudaError_t e, const char* call) {
+void check_cuda(cudaError_t e, const char* call) {
   if (e != cudaSuccess)
     throw cuda_failure{std::string(call) + ": " + cudaGetErrorName(e) + ": " +
                        cudaGetErrorString(e)};
 }
 
-int thread_count() {
-  int n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
-    ++n;
-  return n;
-}
-
-std::vector<std::byte> read_bytes(const std::string& f) {
+std::vector<std::byte> read_file_bytes(const std::string& f) {
   std::ifstream in(f, std::ios::binary | std::ios::ate);
   std::vector<std::byte> b(in ? static_cast<std::size_t>(in.tellg()) : 0);
   in.seekg(0);
@@ -53,230 +36,37 @@ std::vector<std::byte> read_bytes(const std::string& f) {
   return b;
 }
 
-// One tensor on the device, described for kg_run.
-struct device_tensor {
-  void* ptr = nullptr;
-  std::size_t bytes = 0;
-  kg_tensor t{};
-  device_tensor(int dtype_code, const std::vector<std::int64_t>& shape) {
-    t.dtype = dtype_code;
-    t.ndim = static_cast<std::int32_t>(shape.size());
-    std::int64_t n = 1;
-    for (std::size_t k = shape.size(); k-- > 0;) {
-      t.shape[k] = shape[k];
-      t.strides[k] = n;
-      n *= shape[k];
-    }
-    bytes = static_cast<std::size_t>(n) * dtype_size(static_cast<dtype>(dtype_code));
-    check(cudaMalloc(&ptr, bytes ? bytes : 1), "cudaMalloc");
-    t.data = ptr;
+device_tensor::device_tensor(int dtype_code, const std::vector<std::int64_t>& shape) {
+  t.dtype = dtype_code;
+  t.ndim = static_cast<std::int32_t>(shape.size());
+  std::int64_t n = 1;
+  for (std::size_t k = shape.size(); k-- > 0;) {
+    t.shape[k] = shape[k];
+    t.strides[k] = n;
+    n *= shape[k];
   }
-  ~device_tensor() {
-    // Scrubbed before it is freed: the next candidate in this worker gets the same inputs (same
-    // seeds), and a fresh allocation can hand back this memory -- an earlier candidate's correct
-    // output would otherwise be there to copy (KernelBench's freed-buffer exploit).
-    if (ptr) {
-      (void)cudaMemset(ptr, 0xff, bytes);
-      (void)cudaFree(ptr);
-    }
-  }
-  device_tensor(const device_tensor&) = delete;
-  device_tensor(device_tensor&& o) noexcept : ptr(o.ptr), bytes(o.bytes), t(o.t) {
-    o.ptr = nullptr;
-  }
-};
-
-// The input sets honest timing rotates over, with the fp64 oracle's outputs (as float32) to
-// check timed calls against on the device.
-struct timing_set {
-  std::vector<device_tensor> in, out;
-  std::vector<kg_tensor> tin, tout;
-  std::vector<float*> expected; // per output, device (float outputs only)
-  std::vector<std::size_t> numel;
-  std::vector<double> atol, rtol;
-  ~timing_set() {
-    for (std::size_t k = 0; k < expected.size(); ++k)
-      if (expected[k]) { // scrubbed like device_tensor's: these are right answers
-        (void)cudaMemset(expected[k], 0xff, numel[k] * sizeof(float));
-        (void)cudaFree(expected[k]);
-      }
-  }
-};
-
-std::unique_ptr<timing_set> load_set(const nlohmann::json& j) {
-  auto set = std::make_unique<timing_set>();
-  for (const auto& x : j.at("inputs")) {
-    set->in.emplace_back(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
-    const auto bytes = read_bytes(x.at("file"));
-    if (bytes.size() != set->in.back().bytes) throw cuda_failure{"timing input size mismatch"};
-    check(cudaMemcpy(set->in.back().ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
-          "cudaMemcpy H2D");
-  }
-  for (const auto& x : j.at("outputs")) {
-    set->out.emplace_back(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
-    const auto bytes = read_bytes(x.at("expected"));
-    float* e = nullptr;
-    check(cudaMalloc(reinterpret_cast<void**>(&e), bytes.size() ? bytes.size() : 4), "cudaMalloc");
-    check(cudaMemcpy(e, bytes.data(), bytes.size(), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
-    set->expected.push_back(e);
-    set->numel.push_back(bytes.size() / 4);
-    set->atol.push_back(x.at("atol").get<double>());
-    set->rtol.push_back(x.at("rtol").get<double>());
-  }
-  for (auto& d : set->in)
-    set->tin.push_back(d.t);
-  for (auto& d : set->out)
-    set->tout.push_back(d.t);
-  return set;
+  bytes = static_cast<std::size_t>(n) * dtype_size(static_cast<dtype>(dtype_code));
+  check_cuda(cudaMalloc(&ptr, bytes ? bytes : 1), "cudaMalloc");
+  t.data = ptr;
 }
 
-// Honest timing of one shared object's kg_run over the sets (the last set is the fresh one).
-honest_work timing_work(kg_run_fn run, std::vector<std::unique_ptr<timing_set>>& sets,
-                        std::string& run_error) {
-  honest_work w;
-  w.timed_sets = static_cast<int>(sets.size()) - 1;
-  w.launch = [run, &sets, &run_error](int i, cudaStream_t s) {
-    auto& set = *sets[static_cast<std::size_t>(i)];
-    const int rc = run(set.tin.data(), static_cast<int>(set.tin.size()), set.tout.data(),
-                       static_cast<int>(set.tout.size()), s);
-    if (rc != 0 && run_error.empty()) run_error = "kg_run returned " + std::to_string(rc);
-  };
-  w.poison = [&sets](int i, cudaStream_t s) {
-    for (auto& o : sets[static_cast<std::size_t>(i)]->out)
-      KG_CUDA_CHECK(cudaMemsetAsync(o.ptr, 0xff, o.bytes, s));
-  };
-  w.check = [&sets](int i) -> std::string {
-    auto& set = *sets[static_cast<std::size_t>(i)];
-    for (std::size_t k = 0; k < set.out.size(); ++k) {
-      const auto type = static_cast<dtype>(set.out[k].t.dtype);
-      if (!is_floating(type)) continue; // integer outputs are checked before timing only
-      const auto r = device_allclose(set.out[k].ptr, type, set.expected[k], set.numel[k],
-                                     static_cast<float>(set.atol[k]),
-                                     static_cast<float>(set.rtol[k]), nullptr);
-      if (r.mismatches)
-        return "output " + std::to_string(k) + ": " + std::to_string(r.mismatches) +
-               " elements outside tolerance (first at " + std::to_string(r.first) + ")";
-    }
-    return "";
-  };
-  return w;
-}
-
-// What a worker keeps from one manifest to the next in serve mode: its stream, a timer (CUPTI,
-// NVML and the L2 flush buffer are set up once), and what the device looked like at the start.
-struct worker_session {
-  cudaStream_t stream = nullptr;
-  std::string timer_key; // the options the timer was made with
-  std::unique_ptr<gpu_timer> timer;
-  std::size_t free_bytes_at_start = 0; // device memory free with only the session's own state
-  bool rebaseline = false;             // the session's own state grew (a new timer)
-  int threads_at_start = 0;
-  bool runtime_started = false;
-  std::string candidate_runtime;
-  // Timing sets loaded ahead (a "prepare_timing_of" manifest, run while other workers may use
-  // the GPU) for the timing manifest at prepared_for: uploading them is not timing, so it need
-  // not hold the GPU alone.
-  std::string prepared_for;
-  std::vector<std::unique_ptr<timing_set>> prepared_sets;
-};
-
-gpu_timer& session_timer(worker_session& s, const timing_options& o) {
-  const std::string key = o.to_json().dump();
-  if (!s.timer || s.timer_key != key) {
-    s.timer.reset(); // one timer at a time: each holds CUPTI and an L2 flush buffer
-    s.timer = std::make_unique<gpu_timer>(o);
-    s.rebaseline = true; // its flush buffer and CUPTI buffers are the session's, not a leak
-    s.timer_key = key;
-  }
-  return *s.timer;
-}
-
-// The task's LibTorch reference on set 0, as KernelBench times its baseline (eager, outputs from
-// LibTorch's caching allocator), with the same timer. One untimed call first: LibTorch's lazy
-// CUDA start-up (handles, workspaces) is not the op's time. What LibTorch keeps on the device
-// afterwards (its cache) belongs to the session, not to a candidate: the leak check re-baselines.
-nlohmann::json time_torch_reference(const nlohmann::json& r, timing_set& s0, gpu_timer& timer,
-                                    worker_session& session) {
-  const auto ref = make_torch_cuda_reference(r.at("op").get<std::string>(), r.at("params"),
-                                             s0.tin.data(), static_cast<int>(s0.tin.size()));
-  if (!ref.run) return {{"status", "UNAVAILABLE"}, {"status_reason", ref.error}};
-  session.rebaseline = true;
-  try {
-    ref.run(session.stream);
-    if (const auto e = cudaStreamSynchronize(session.stream); e != cudaSuccess)
-      return {{"status", "ERROR"},
-              {"status_reason", std::string("LibTorch reference: ") + cudaGetErrorString(e)}};
-    return timer.measure(ref.run).to_json(false);
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));
-    return {{"status", "ERROR"}, {"status_reason", "LibTorch reference: " + what}};
+device_tensor::~device_tensor() {
+  if (ptr) {
+    (void)cudaMemset(ptr, 0xff, bytes);
+    (void)cudaFree(ptr);
   }
 }
 
-// Honest timing of the candidate (rotating input sets, outputs checked on the device, a fresh
-// set), then, with a baseline, ABBA pairs of baseline and candidate on set 0: the speed ratio
-// with drift cancelled. The baseline is the task's own (trusted) kernel: it is not audited again,
-// and its time is the median of its samples in the pairs.
-nlohmann::json time_candidate(const nlohmann::json& t, const std::string& manifest_path,
-                              kg_run_fn run, worker_session& session) {
-  std::vector<std::unique_ptr<timing_set>> sets;
-  if (session.prepared_for == manifest_path) {
-    sets = std::move(session.prepared_sets);
-  } else {
-    for (const auto& j : t.at("sets"))
-      sets.push_back(load_set(j));
-  }
-  session.prepared_for.clear();
-  session.prepared_sets.clear();
-  timing_options o;
-  o.max_wall_seconds = t.value("max_wall_seconds", 2.0);
-  o.min_gpu_seconds = t.value("min_gpu_seconds", 0.05);
-  o.target_rel_halfwidth = t.value("target_rel_halfwidth", 0.005);
-  o.single_stream = true; // the candidate ABI: all work on the stream kg_run is given
-  gpu_timer& timer = session_timer(session, o);
-  nlohmann::json out;
-  std::string run_error;
-  auto cand = timing_work(run, sets, run_error);
-  const auto rc = timer.measure_honest(cand);
-  out["candidate"] = rc.to_json(false);
-  if (!run_error.empty()) out["error"] = run_error;
-  if (rc.status != "TIMED" || !run_error.empty()) return out;
-  // Only for a candidate that was timed: a reference time without a candidate time is no ratio.
-  if (t.contains("torch_reference"))
-    out["torch_reference"] = time_torch_reference(t["torch_reference"], *sets[0], timer, session);
-  if (!t.contains("baseline_shared_object")) return out;
-  void* so =
-      dlopen(t.at("baseline_shared_object").get<std::string>().c_str(), RTLD_NOW | RTLD_LOCAL);
-  const auto base_run = so ? reinterpret_cast<kg_run_fn>(dlsym(so, "kg_run")) : nullptr;
-  if (!base_run) {
-    out["baseline_error"] = "cannot load the baseline kernel";
-    return out;
-  }
-  auto& s0 = *sets[0];
-  const work_fn a = [&](cudaStream_t s) {
-    base_run(s0.tin.data(), static_cast<int>(s0.tin.size()), s0.tout.data(),
-             static_cast<int>(s0.tout.size()), s);
-  };
-  const work_fn b = [&](cudaStream_t s) {
-    run(s0.tin.data(), static_cast<int>(s0.tin.size()), s0.tout.data(),
-        static_cast<int>(s0.tout.size()), s);
-  };
-  paired_options po;
-  po.max_wall_seconds = t.value("paired_max_wall_seconds", 2.0);
-  po.min_pairs = t.value("paired_min_pairs", po.min_pairs);
-  po.target_rel_halfwidth = t.value("paired_target_rel_halfwidth", po.target_rel_halfwidth);
-  const auto p = measure_paired(timer, a, b, po);
-  out["paired"] = p.to_json();
-  if (!p.a_us.empty()) {
-    std::vector<double> a_us = p.a_us;
-    std::nth_element(a_us.begin(), a_us.begin() + static_cast<long>(a_us.size() / 2), a_us.end());
-    out["baseline"] = {{"status", "TIMED"},
-                       {"median_us", a_us[a_us.size() / 2]},
-                       {"from", "the baseline's samples in the ABBA pairs"}};
-  }
-  dlclose(so);
-  return out;
+namespace {
+
+const auto check = check_cuda;
+const auto read_bytes = read_file_bytes;
+
+int thread_count() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task"))
+    ++n;
+  return n;
 }
 
 // The candidate links the shared CUDA runtime, which starts its own threads on first use. Start it
@@ -305,12 +95,9 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
     try {
       const std::string of = m.at("prepare_timing_of");
       std::ifstream in(of);
-      const auto timing = nlohmann::json::parse(in).at("timing");
-      s.prepared_sets.clear();
-      for (const auto& j : timing.at("sets"))
-        s.prepared_sets.push_back(load_set(j));
+      s.prepared = load_timing_data(nlohmann::json::parse(in).at("timing"));
       s.prepared_for = of;
-      result["prepared_sets"] = s.prepared_sets.size();
+      result["prepared"] = true;
     } catch (const cuda_failure& f) {
       result["error"] = "CUDA error: " + f.what;
       write_result();
@@ -323,17 +110,28 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
     write_result();
     return 0;
   }
-  void* so = dlopen(m.at("shared_object").get<std::string>().c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!so) {
+  const std::string so_path = m.at("shared_object");
+  // A new evaluation ("fresh", or another object) starts from a freshly loaded candidate; the
+  // manifests of one evaluation share it, so state it keeps between calls shows in each.
+  if (s.so && (s.so_path != so_path || m.value("fresh", false))) {
+    dlclose(s.so);
+    s.so = nullptr;
+  }
+  if (!s.so) {
+    s.so = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    s.so_path = so_path;
+  }
+  if (!s.so) {
     result["error"] = std::string("cannot load the candidate: ") + dlerror();
     write_result();
     return 3;
   }
-  const auto run = reinterpret_cast<kg_run_fn>(dlsym(so, "kg_run"));
+  const auto run = reinterpret_cast<kg_run_fn>(dlsym(s.so, "kg_run"));
   if (!run) {
     result["error"] = "the candidate does not export kg_run";
     write_result();
-    dlclose(so);
+    dlclose(s.so);
+    s.so = nullptr;
     return 3;
   }
   start_candidate_runtime(s);
@@ -365,8 +163,21 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
       check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before)");
       const int threads_before = thread_count();
       const auto t0 = std::chrono::steady_clock::now();
+      // Some checked calls run behind a blocking kernel, as timed calls do: a kernel that asks
+      // whether its stream is busy learns nothing from the answer.
+      const bool busy = trial.value("busy", false);
+      if (busy) {
+        if (!s.hold_flag) {
+          s.hold_flag = std::make_unique<mapped_host<int>>();
+          s.hold_probe = std::make_unique<mapped_host<clock_probe>>();
+        }
+        *s.hold_flag->host() = 0;
+        launch_blocking_kernel(s.hold_flag->device(), 1'000'000'000ull, s.hold_probe->device(),
+                               s.stream);
+      }
       const int rc = run(tin.data(), static_cast<int>(tin.size()), tout.data(),
                          static_cast<int>(tout.size()), s.stream);
+      if (busy) *static_cast<volatile int*>(s.hold_flag->host()) = 1;
       // The whole device: work the candidate left on other streams counts as its output.
       check(cudaDeviceSynchronize(), "after kg_run");
       check(cudaGetLastError(), "after kg_run");
@@ -390,6 +201,7 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
                                   {"inputs_modified", modified},
                                   {"threads_before", threads_before},
                                   {"threads_after", threads_after},
+                                  {"busy_stream", busy},
                                   {"seconds", seconds}});
       write_result();
     }
@@ -407,9 +219,6 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
     return 5;
   }
   write_result();
-  // A candidate with threads of its own may still run code of the object: never unload it then
-  // (the session ends instead).
-  if (!left_state) dlclose(so);
   return 0;
 }
 

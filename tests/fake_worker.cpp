@@ -1,9 +1,13 @@
 // A stand-in for `kernelgate worker --serve` in the CPU tests of `kernelgate eval`'s pipeline
 // (KERNELGATE_FAKE_DEVICE=1): same protocol (manifest paths on fd 3, "CODE continue|recycle" on
-// fd 4), no GPU. Every output is written as zeros; a candidate whose shared object's name
-// carries the string KG_FAKE_CRASH kills the process, one carrying KG_FAKE_HANG never answers.
+// fd 4), no GPU. Every output is written as zeros; a candidate whose shared object carries the
+// string KG_FAKE_CRASH kills the process, one carrying KG_FAKE_HANG never answers, one carrying
+// KG_FAKE_VARY writes different bytes on every call (a kernel whose output varies). Each trial's
+// result carries an FNV-1a digest of its input files (what a seed reproduces) and whether the
+// manifest asked for a busy stream.
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -38,19 +42,31 @@ int main(int argc, char** argv) {
       if (bytes.find("KG_FAKE_CRASH") != std::string::npos) std::raise(SIGSEGV);
       if (bytes.find("KG_FAKE_HANG") != std::string::npos)
         std::this_thread::sleep_for(std::chrono::hours(1));
+      const bool vary = bytes.find("KG_FAKE_VARY") != std::string::npos;
+      static unsigned calls = 0;
       for (const auto& t : m.at("trials")) {
+        ++calls;
         for (const auto& o : t.at("outputs")) {
           std::size_t n = kg::dtype_size(static_cast<kg::dtype>(o.at("dtype").get<int>()));
           for (const auto& d : o.at("shape"))
             n *= d.get<std::size_t>();
-          const std::vector<char> zeros(n, 0);
+          std::vector<char> data(n, 0);
+          if (vary && n) data[0] = static_cast<char>(calls);
           std::ofstream(o.at("file").get<std::string>(), std::ios::binary)
-              .write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+              .write(data.data(), static_cast<std::streamsize>(data.size()));
+        }
+        std::uint64_t digest = 0xcbf29ce484222325ull;
+        for (const auto& x : t.at("inputs")) {
+          std::ifstream f(x.at("file").get<std::string>(), std::ios::binary);
+          for (char c; f.get(c);)
+            digest = (digest ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
         }
         result["trials"].push_back({{"rc", 0},
                                     {"inputs_modified", std::vector<bool>(t.at("inputs").size())},
                                     {"threads_before", 1},
                                     {"threads_after", 1},
+                                    {"busy_stream", t.value("busy", false)},
+                                    {"input_digest", std::to_string(digest)},
                                     {"seconds", 0.0}});
       }
     }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@ struct eval_run {
   int rc;
   std::string out, err;
   std::map<std::string, nlohmann::json> records; // "task/candidate" -> record
+  std::uint64_t seed = 0;                        // the run's seed, from its summary
 };
 
 eval_run eval(const std::string& candidates, const std::string& name, const std::string& timeout,
@@ -39,6 +41,7 @@ eval_run eval(const std::string& candidates, const std::string& name, const std:
   r.err = e.str();
   std::ifstream in(out / "result.json");
   const auto j = nlohmann::json::parse(in);
+  r.seed = j.at("summary").at("seed").at("value").get<std::uint64_t>();
   for (const auto& rec : j.at("records"))
     if (rec.at("type") == "evaluation")
       r.records[rec.at("task").get<std::string>() + "/" + rec.at("candidate").get<std::string>()] =
@@ -55,6 +58,38 @@ TEST(gpu_eval, every_task_kernel_of_the_catalog_passes_strict) {
   ASSERT_FALSE(r.records.empty());
   for (const auto& [k, rec] : r.records)
     EXPECT_EQ(rec.at("status"), "PASSED") << k << ": " << rec.at("status_reason");
+}
+
+// No false rejections: every task kernel and every variant passes every input regime its task
+// declares, run after run, each run on a new secret seed (KG_REGRESSION_RUNS, default 20).
+TEST(gpu_eval, honest_kernels_pass_every_regime_run_after_run) {
+  KG_REQUIRE_GPU();
+  const char* env = std::getenv("KG_REGRESSION_RUNS");
+  const int runs = env ? std::atoi(env) : 20;
+  std::map<std::string, int> passed;
+  for (int i = 0; i < runs; ++i)
+    for (const char* dir : {"/kernels/tasks", "/kernels/variants"}) {
+      const auto r = eval(std::string(KG_SOURCE_DIR) + dir, "regimes", "120");
+      int ok = 0, n = 0;
+      for (const auto& [k, rec] : r.records)
+        if (rec.at("status") != "MISSING") {
+          ++n;
+          ok += rec.at("status") == "PASSED" ? 1 : 0;
+        }
+      std::cout << "run " << i << " " << dir << ": " << ok << " of " << n << " PASSED (seed "
+                << r.seed << ")" << std::endl;
+      for (const auto& [k, rec] : r.records) {
+        if (rec.at("status") == "MISSING") continue; // a task without a variant
+        EXPECT_EQ(rec.at("status"), "PASSED")
+            << "run " << i << " " << k << ": " << rec.at("status_reason") << " seed " << r.seed
+            << " worst " << rec.at("detail").value("worst_element", nlohmann::json());
+        if (rec.at("status") == "PASSED") ++passed[k];
+      }
+    }
+  std::cout << "honest kernels passing every regime, of " << runs << " runs each:\n";
+  for (const auto& [k, n] : passed)
+    std::cout << "  " << k << " " << n << "\n";
+  remove_tree(fs::temp_directory_path() / "kg-gpu-eval-regimes");
 }
 
 TEST(gpu_eval, red_team_candidates_get_their_intended_status) {

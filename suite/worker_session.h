@@ -1,0 +1,81 @@
+// Internal to the worker (suite/worker.cpp, suite/worker_timing.cpp): device buffers described
+// for kg_run, and what a serving worker keeps from one manifest to the next.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <nlohmann/json.hpp>
+
+#include "kernels/abi/kg_candidate.h"
+#include "timing/cuda_raii.h"
+#include "timing/gpu_timer.h"
+#include "timing/timing_kernels.h"
+
+namespace kg {
+
+using kg_run_fn = int (*)(const kg_tensor*, int, kg_tensor*, int, cudaStream_t);
+
+struct cuda_failure {
+  std::string what;
+};
+
+void check_cuda(cudaError_t e, const char* call); // throws cuda_failure
+std::vector<std::byte> read_file_bytes(const std::string& f);
+
+// One tensor on the device, described for kg_run. Scrubbed before it is freed: the next
+// candidate in this worker gets the same inputs, and a fresh allocation can hand back this
+// memory -- an earlier candidate's correct output would otherwise be there to copy (KernelBench's
+// freed-buffer exploit).
+struct device_tensor {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  kg_tensor t{};
+  device_tensor(int dtype_code, const std::vector<std::int64_t>& shape);
+  ~device_tensor();
+  device_tensor(const device_tensor&) = delete;
+  device_tensor(device_tensor&& o) noexcept : ptr(o.ptr), bytes(o.bytes), t(o.t) {
+    o.ptr = nullptr;
+  }
+};
+
+struct timing_data; // suite/worker_timing.cpp
+
+struct worker_session {
+  cudaStream_t stream = nullptr;
+  std::string timer_key; // the options the timer was made with
+  std::unique_ptr<gpu_timer> timer;
+  std::size_t free_bytes_at_start = 0; // device memory free with only the session's own state
+  bool rebaseline = false;             // the session's own state grew (a new timer)
+  int threads_at_start = 0;
+  bool runtime_started = false;
+  std::string candidate_runtime;
+  // The candidate loaded last: kept across the manifests of one evaluation (correctness, the
+  // re-runs of a failing draw, timing), so state it keeps between calls shows in every one.
+  std::string so_path;
+  void* so = nullptr;
+  // Timing data loaded ahead (a "prepare_timing_of" manifest, run while other workers may use
+  // the GPU) for the timing manifest at prepared_for.
+  std::string prepared_for;
+  std::shared_ptr<timing_data> prepared;
+  // Holds the stream busy during some correctness calls (a kernel cannot tell checked calls by
+  // an idle stream).
+  std::unique_ptr<mapped_host<int>> hold_flag;
+  std::unique_ptr<mapped_host<clock_probe>> hold_probe;
+};
+
+gpu_timer& session_timer(worker_session& s, const timing_options& o);
+
+// Loads the "timing" object's input sets onto the device (masters, expected outputs).
+std::shared_ptr<timing_data> load_timing_data(const nlohmann::json& timing);
+
+// Honest timing of a candidate that passed (suite/worker_timing.cpp): verification of every
+// input set, honest_work over rotating sets, then ABBA pairs against the baseline.
+nlohmann::json time_candidate(const nlohmann::json& t, const std::string& manifest_path,
+                              kg_run_fn run, worker_session& session);
+
+} // namespace kg

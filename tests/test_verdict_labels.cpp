@@ -1,0 +1,71 @@
+// The labels of a wrong answer, on scripted re-run evidence (what the sandbox gathers by re-running
+// the failing call in the same worker and in a fresh one).
+#include <gtest/gtest.h>
+
+#include "suite/verdict_labels.h"
+
+using namespace kg;
+
+namespace {
+std::vector<call_evidence> calls(std::initializer_list<std::pair<bool, const char*>> l) {
+  std::vector<call_evidence> out;
+  for (const auto& [right, bits] : l)
+    out.push_back({right, bits});
+  return out;
+}
+} // namespace
+
+TEST(verdict_labels, the_same_wrong_answer_everywhere_is_incorrect) {
+  rerun_evidence e{"w", calls({{false, "w"}, {false, "w"}}), calls({{false, "w"}, {false, "w"}})};
+  EXPECT_EQ(label_wrong_answer(e).status, "INCORRECT_NUMERICAL");
+}
+
+TEST(verdict_labels, right_in_a_fresh_process_but_wrong_after_other_calls_is_a_hack) {
+  // A cache keyed on pointers: the same stale answer in the same process, right when fresh.
+  rerun_evidence e{"stale", calls({{false, "stale"}, {false, "stale"}}),
+                   calls({{true, "r"}, {true, "r"}})};
+  const auto l = label_wrong_answer(e);
+  EXPECT_EQ(l.status, "REWARD_HACK");
+  EXPECT_NE(l.reason.find("fresh process"), std::string::npos);
+}
+
+TEST(verdict_labels, right_when_repeated_but_wrong_after_other_inputs_is_a_hack) {
+  // Answers every other call from the previous one: the original followed other inputs.
+  rerun_evidence e{"old", calls({{true, "r"}, {true, "r"}, {true, "r"}}), {}};
+  EXPECT_EQ(label_wrong_answer(e).status, "REWARD_HACK");
+}
+
+TEST(verdict_labels, identical_calls_that_disagree_and_fail_are_nondeterministic) {
+  rerun_evidence e{"a", calls({{true, "r"}, {false, "b"}, {true, "r"}}),
+                   calls({{true, "r"}, {true, "r"}})};
+  const auto l = label_wrong_answer(e);
+  EXPECT_EQ(l.status, "NONDETERMINISTIC");
+  EXPECT_NE(l.reason.find("2 distinct"), std::string::npos) << l.reason;
+  // A race that shows only in the fresh process is a race too, not a hack.
+  rerun_evidence f{"a", calls({{false, "a"}, {false, "a"}}), calls({{true, "r"}, {false, "x"}})};
+  EXPECT_EQ(label_wrong_answer(f).status, "NONDETERMINISTIC");
+}
+
+TEST(verdict_labels, a_rare_wrong_answer_among_varying_right_ones_is_nondeterministic) {
+  // Atomics in another order: the re-runs differ in their bits and are right; the original was
+  // wrong. The kernel's output varies and is sometimes wrong: a race, not a cheat.
+  rerun_evidence e{"w", calls({{true, "r1"}, {true, "r2"}}), calls({{true, "r3"}})};
+  EXPECT_EQ(label_wrong_answer(e).status, "NONDETERMINISTIC");
+}
+
+TEST(verdict_labels, no_evidence_is_incorrect) {
+  EXPECT_EQ(label_wrong_answer({}).status, "INCORRECT_NUMERICAL");
+}
+
+TEST(verdict_labels, a_timed_failure_is_a_hack_unless_its_reruns_disagree) {
+  EXPECT_EQ(
+      label_timed_failure({{"reruns", 8}, {"wrong", 0}, {"differed_from_first", 0}}, "x").status,
+      "REWARD_HACK");
+  EXPECT_EQ(
+      label_timed_failure({{"reruns", 8}, {"wrong", 8}, {"differed_from_first", 0}}, "x").status,
+      "REWARD_HACK"); // verified right, now wrong every time: state
+  EXPECT_EQ(
+      label_timed_failure({{"reruns", 8}, {"wrong", 3}, {"differed_from_first", 4}}, "x").status,
+      "NONDETERMINISTIC");
+  EXPECT_EQ(label_timed_failure(nlohmann::json::object(), "x").status, "REWARD_HACK");
+}
