@@ -3,7 +3,13 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
+#include <iterator>
 #include <system_error>
+
+#include <cerrno>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace kg {
 
@@ -43,18 +49,59 @@ result_writer::result_writer(std::filesystem::path dir, std::string kind,
                        (ec ? ": " + ec.message() : ": not a folder"));
   std::filesystem::remove(dir_ / "result.json", ec);
   if (ec) throw output_error("cannot remove stale " + (dir_ / "result.json").string());
-  stream_.open(dir_ / "records.jsonl", std::ios::binary | std::ios::trunc);
-  if (!stream_) throw output_error("cannot write to output folder " + dir_.string());
+  fd_ = ::open((dir_ / "records.jsonl").c_str(),
+               O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw output_error("cannot write to output folder " + dir_.string());
   envelope_ = {{"schema", result_schema_id}, {"kind", kind},
                {"created", utc_timestamp()}, {"argv", argv},
                {"environment", environment}, {"config", config}};
 }
 
+result_writer::~result_writer() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 void result_writer::append(nlohmann::json record) {
-  stream_ << record.dump() << '\n';
-  stream_.flush();
-  if (!stream_) throw output_error("cannot append to " + (dir_ / "records.jsonl").string());
+  const std::string line = record.dump() + "\n";
+  std::size_t done = 0;
+  while (done < line.size()) { // a regular file takes it whole; a short write is finished
+    const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw output_error("cannot append to " + (dir_ / "records.jsonl").string());
+    done += static_cast<std::size_t>(n);
+  }
   records_.push_back(std::move(record));
+}
+
+std::string remove_stale_result(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::remove(dir / "result.json", ec);
+  return ec ? "cannot remove the stale " + (dir / "result.json").string() + ": " + ec.message()
+            : "";
+}
+
+std::vector<nlohmann::json> read_records(const std::filesystem::path& file, int* torn) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw output_error("cannot read " + file.string());
+  const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::vector<nlohmann::json> out;
+  if (torn) *torn = 0;
+  std::size_t from = 0, line = 1;
+  while (from < text.size()) {
+    const std::size_t end = text.find('\n', from);
+    if (end == std::string::npos) { // the last line was cut short: not a record
+      if (torn) ++*torn;
+      break;
+    }
+    try {
+      out.push_back(nlohmann::json::parse(std::string_view(text).substr(from, end - from)));
+    } catch (const nlohmann::json::exception& e) {
+      throw output_error(file.string() + ": line " + std::to_string(line) + " is not JSON");
+    }
+    from = end + 1;
+    ++line;
+  }
+  return out;
 }
 
 std::filesystem::path result_writer::finish(nlohmann::json summary) {

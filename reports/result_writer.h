@@ -28,6 +28,12 @@ public:
   result_writer(std::filesystem::path dir, std::string kind, std::vector<std::string> argv,
                 nlohmann::json environment, nlohmann::json config);
 
+  ~result_writer();
+  result_writer(const result_writer&) = delete;
+  result_writer& operator=(const result_writer&) = delete;
+
+  // One write(2) of the whole line, record and newline together: a kill leaves records.jsonl
+  // holding whole lines only.
   void append(nlohmann::json record);
   std::size_t record_count() const { return records_.size(); }
   // Writes result.json atomically; returns its path.
@@ -39,8 +45,18 @@ private:
   std::filesystem::path dir_;
   nlohmann::json envelope_;
   std::vector<nlohmann::json> records_;
-  std::ofstream stream_;
+  int fd_ = -1; // records.jsonl, append-only
 };
+
+// Removes DIR/result.json, if any: a command that takes --out calls it before its first check,
+// so a result.json present is always this run's, even when the run stops before measuring.
+// Returns "" or why it could not.
+std::string remove_stale_result(const std::filesystem::path& dir);
+
+// The records of a records.jsonl, line by line; a last line without its newline (a write cut
+// short by a kill) is dropped and counted in `torn`. Throws output_error on an unreadable file
+// or a malformed whole line.
+std::vector<nlohmann::json> read_records(const std::filesystem::path& file, int* torn = nullptr);
 
 std::string utc_timestamp(); // ISO 8601, seconds, "Z"
 
