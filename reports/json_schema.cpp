@@ -5,7 +5,10 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <stdexcept>
 #include <string_view>
+
+#include <pthread.h>
 
 namespace kg {
 
@@ -101,6 +104,41 @@ std::size_t code_points(const std::string& s) {
 }
 
 // Keeps messages readable when an enum or const holds a large value.
+// libstdc++'s regex executor recurses once per character of the subject: a 100 KB string
+// overflows an 8 MB stack. Subjects past a few thousand characters are searched on a thread of
+// their own with a stack sized for them; past max_pattern_subject they are not searched at all.
+constexpr std::size_t max_pattern_subject = std::size_t{1} << 18;
+
+bool bounded_search(const std::string& text, const std::regex& re) {
+  if (text.size() <= 2048) return std::regex_search(text, re);
+  struct job {
+    const std::string* text;
+    const std::regex* re;
+    bool found = false;
+    bool failed = false;
+  } j{&text, &re};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, (std::size_t{64} << 20) + 2048 * text.size());
+  pthread_t t;
+  const int rc = pthread_create(
+      &t, &attr,
+      [](void* p) -> void* {
+        auto* jp = static_cast<job*>(p);
+        try {
+          jp->found = std::regex_search(*jp->text, *jp->re);
+        } catch (const std::regex_error&) { // error_complexity, error_stack
+          jp->failed = true;
+        }
+        return nullptr;
+      },
+      &j);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) throw std::runtime_error("cannot start a thread for a pattern check");
+  pthread_join(t, nullptr);
+  return j.found && !j.failed;
+}
+
 std::string short_dump(const json& v) {
   std::string s = v.dump();
   if (s.size() > 80) s = s.substr(0, 77) + "...";
@@ -310,7 +348,14 @@ private:
     const std::regex* re = compiled(it->get_ref<const std::string&>(), path, out);
     if (re == nullptr || !applies) return;
     // JSON Schema patterns are unanchored, hence regex_search rather than regex_match.
-    if (!std::regex_search(doc.get_ref<const std::string&>(), *re))
+    const auto& text = doc.get_ref<const std::string&>();
+    if (text.size() > max_pattern_subject) {
+      out.push_back({path, "string of " + std::to_string(text.size()) +
+                               " characters is longer than the " +
+                               std::to_string(max_pattern_subject) + " a pattern is checked on"});
+      return;
+    }
+    if (!bounded_search(text, *re))
       out.push_back({path, "string " + short_dump(doc) + " does not match pattern " + it->dump()});
   }
 
@@ -422,7 +467,7 @@ private:
       if (patterns != nullptr) {
         for (const auto& [pattern, subschema] : patterns->items()) {
           const std::regex* re = compiled(pattern, path, out);
-          if (re != nullptr && std::regex_search(key, *re)) {
+          if (re != nullptr && key.size() <= max_pattern_subject && bounded_search(key, *re)) {
             covered = true;
             check(subschema, value, where, out, depth + 1);
           }

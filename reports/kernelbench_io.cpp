@@ -1,4 +1,5 @@
 #include "reports/kernelbench_io.h"
+#include "reports/json_input.h"
 
 #include <optional>
 
@@ -53,9 +54,13 @@ eval_problems read_eval(const json_file& f) {
   if (!f.doc.is_object())
     fail(f, std::string("expected an object of problem id -> samples, got ") + f.doc.type_name());
   eval_problems out;
+  std::map<long, std::string> keys; // "1" and "01" name the same problem: refused, not merged
   for (const auto& [key, samples] : f.doc.items()) {
     const auto id = parse_id(key);
-    if (!id) fail(f, "key '" + key + "' is not a problem id (a non-negative integer)");
+    if (!id) fail(f, "key '" + printable(key) + "' is not a problem id (a non-negative integer)");
+    if (const auto [it, fresh] = keys.emplace(*id, key); !fresh)
+      fail(f, "keys '" + printable(it->second) + "' and '" + printable(key) +
+                  "' name the same problem " + std::to_string(*id));
     const std::string where = "problem " + key;
     if (!samples.is_array())
       fail(f, where + ": expected an array of samples, got " + samples.type_name());
