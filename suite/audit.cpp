@@ -6,6 +6,7 @@
 
 #include "kernels/layernorm_backend.h"
 #include "oracles/protocol.h"
+#include "reports/json_input.h"
 #include "suite/exit_codes.h"
 
 namespace kg {
@@ -35,17 +36,18 @@ std::span<const std::string_view> audit_backends() {
 
 int run_audit(const audit_request& req, std::ostream& out, std::ostream& err) {
   if (std::find(names.begin(), names.end(), req.name) == names.end()) {
-    err << "kernelgate: unknown audit '" << req.name << "' (known: " << joined(names) << ")\n";
+    err << "kernelgate: unknown audit '" << printable(req.name) << "' (known: " << joined(names)
+        << ")\n";
     return exit_code::bad_input;
   }
   if (std::find(backends.begin(), backends.end(), req.backend) == backends.end()) {
-    err << "kernelgate: unknown backend '" << req.backend << "' (known: " << joined(backends)
-        << ")\n";
+    err << "kernelgate: unknown backend '" << printable(req.backend)
+        << "' (known: " << joined(backends) << ")\n";
     return exit_code::bad_input;
   }
   const auto checker = find_protocol(req.protocol);
   if (!checker) {
-    err << "kernelgate: unknown protocol '" << req.protocol
+    err << "kernelgate: unknown protocol '" << printable(req.protocol)
         << "' (known: " << joined(protocol_names()) << ")\n";
     return exit_code::bad_input;
   }

@@ -12,6 +12,7 @@
 #include "mutants/outcome_matrix.h"
 #include "oracles/layernorm_oracle.h"
 #include "oracles/protocol.h"
+#include "reports/json_input.h"
 #include "reports/environment.h"
 #include "reports/result_writer.h"
 #include "reports/sha256.h"
@@ -307,7 +308,7 @@ int run_layernorm_affine_audit(const audit_request& req, const protocol& checker
     writer =
         std::make_unique<result_writer>(req.out, "audit", req.argv, collect_environment(), config);
   } catch (const output_error& e) {
-    err << "kernelgate: " << e.what() << "\n";
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
   }
 
@@ -443,7 +444,7 @@ int run_layernorm_affine_audit(const audit_request& req, const protocol& checker
   try {
     path = writer->finish(summary);
   } catch (const output_error& e) {
-    err << "kernelgate: " << e.what() << " (records kept in "
+    err << "kernelgate: " << printable(e.what(), 400) << " (records kept in "
         << (req.out / "records.jsonl").string() << ")\n";
     return exit_code::internal;
   }

@@ -1,6 +1,7 @@
 #include "suite/cli.h"
 
 #include <algorithm>
+#include <charconv>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -10,8 +11,10 @@
 
 #include "oracles/protocol.h"
 #include "reports/environment.h"
+#include "reports/json_input.h"
 #include "reports/json_schema.h"
 #include "reports/result_schema.h"
+#include "reports/result_writer.h"
 #include "suite/audit.h"
 #include "suite/eval_command.h"
 #include "suite/exit_codes.h"
@@ -73,11 +76,11 @@ parse_options(const std::vector<std::string>& args, std::size_t first,
       continue;
     }
     if (std::find(allowed.begin(), allowed.end(), a) == allowed.end()) {
-      err << "kernelgate: unknown option '" << a << "'\n";
+      err << "kernelgate: unknown option '" << printable(a) << "'\n";
       return std::nullopt;
     }
     if (i + 1 >= args.size()) {
-      err << "kernelgate: option '" << a << "' needs a value\n";
+      err << "kernelgate: option '" << printable(a) << "' needs a value\n";
       return std::nullopt;
     }
     opts[a] = args[++i];
@@ -142,16 +145,11 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
     err << "kernelgate: validate needs one file\n";
     return exit_code::bad_input;
   }
-  std::ifstream f(args[2]);
-  if (!f) {
-    err << "kernelgate: cannot read '" << args[2] << "'\n";
-    return exit_code::bad_input;
-  }
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::parse_error& e) {
-    err << "kernelgate: malformed JSON in '" << args[2] << "': " << e.what() << "\n";
+    doc = read_json_file_checked(args[2]);
+  } catch (const json_input_error& e) {
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
   }
   const auto errors = validate_json(nlohmann::json::parse(result_schema_text()), doc);
@@ -161,8 +159,26 @@ int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::o
     return exit_code::ok;
   }
   for (const auto& e : errors)
-    err << args[2] << ": " << e.path << ": " << e.message << "\n";
+    err << printable(args[2]) << ": " << printable(e.path) << ": " << printable(e.message, 400)
+        << "\n";
   return exit_code::failures;
+}
+
+// Internal: the sandbox runs candidates as `kernelgate worker MANIFEST`, and `kernelgate eval`
+// keeps workers as `kernelgate worker --serve REQUEST_FD REPLY_FD`.
+int cmd_worker(const std::vector<std::string>& args, std::ostream& err) {
+  if (args.size() == 3) return run_worker(args[2]);
+  int fds[2] = {-1, -1};
+  if (args.size() == 5 && args[2] == "--serve") {
+    for (int k = 0; k < 2; ++k) {
+      const auto& a = args[3 + static_cast<std::size_t>(k)];
+      const auto [p, ec] = std::from_chars(a.data(), a.data() + a.size(), fds[k]);
+      if (ec != std::errc() || p != a.data() + a.size() || fds[k] < 0) fds[k] = -1;
+    }
+    if (fds[0] >= 0 && fds[1] >= 0) return run_worker_serve(fds[0], fds[1]);
+  }
+  err << "kernelgate: worker (internal) takes MANIFEST, or --serve REQUEST_FD REPLY_FD\n";
+  return exit_code::bad_input;
 }
 
 } // namespace
@@ -173,6 +189,15 @@ int kernelgate_main(const std::vector<std::string>& args, std::ostream& out, std
     return args.size() < 2 ? exit_code::bad_input : exit_code::ok;
   }
   const std::string& cmd = args[1];
+  // A result.json in the output folder is always this run's: an old one goes before any check
+  // of the options or inputs, so a run that stops early leaves none behind.
+  if (cmd == "audit" || cmd == "time" || cmd == "eval" || cmd == "fastp" || cmd == "workload")
+    for (std::size_t i = 2; i + 1 < args.size(); ++i)
+      if (args[i] == "--out")
+        if (const auto why = remove_stale_result(args[i + 1]); !why.empty()) {
+          err << "kernelgate: " << printable(why) << "\n";
+          return exit_code::bad_input;
+        }
   try {
     if (cmd == "env") return cmd_env(args, out, err);
     if (cmd == "audit") return cmd_audit(args, out, err);
@@ -184,14 +209,12 @@ int kernelgate_main(const std::vector<std::string>& args, std::ostream& out, std
     if (cmd == "workload") return run_workload_command(args, out, err);
     // Internal: the sandbox runs candidates as `kernelgate worker MANIFEST`, and `kernelgate eval`
     // keeps workers as `kernelgate worker --serve REQUEST_FD REPLY_FD`.
-    if (cmd == "worker" && args.size() == 3) return run_worker(args[2]);
-    if (cmd == "worker" && args.size() == 5 && args[2] == "--serve")
-      return run_worker_serve(std::stoi(args[3]), std::stoi(args[4]));
+    if (cmd == "worker") return cmd_worker(args, err);
   } catch (const std::exception& e) {
-    err << "kernelgate: internal error: " << e.what() << "\n";
+    err << "kernelgate: internal error: " << printable(e.what(), 400) << "\n";
     return exit_code::internal;
   }
-  err << "kernelgate: unknown command '" << cmd << "' (see kernelgate help)\n";
+  err << "kernelgate: unknown command '" << printable(cmd) << "' (see kernelgate help)\n";
   return exit_code::bad_input;
 }
 

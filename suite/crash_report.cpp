@@ -64,9 +64,16 @@ void on_crash(int sig, siginfo_t* info, void* context) {
 void install_crash_report() {
   void* warm[1];
   (void)::backtrace(warm, 1); // loads libgcc now: not inside the handler
+  // The handler runs on a stack of its own: after a stack overflow the thread's stack has no
+  // room left for it, and without one the process would die printing nothing.
+  static std::uint8_t alt_stack[1 << 18];
+  stack_t ss{};
+  ss.ss_sp = alt_stack;
+  ss.ss_size = sizeof alt_stack;
+  ::sigaltstack(&ss, nullptr);
   struct sigaction sa {};
   sa.sa_sigaction = on_crash;
-  sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+  sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
   for (const int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
     ::sigaction(sig, &sa, nullptr);

@@ -1,4 +1,5 @@
 #include "suite/decode_workload.h"
+#include "timing/interrupt.h"
 
 #include <algorithm>
 #include <atomic>
@@ -78,6 +79,7 @@ decode_workload_output run_decode_qwen3_4b(const decode_workload_options& o) {
   std::vector<double> seconds[2];
   for (int i = 0; i < o.latency_samples; ++i)
     for (const bool pl : {true, false}) {
+      throw_if_stop_requested();
       e.set_programmatic_launch(pl);
       const auto t0 = std::chrono::steady_clock::now();
       e.step(tok, pos, slot);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
@@ -24,6 +25,7 @@
 #include "oracles/protocol.h"
 #include "oracles/task_oracles.h"
 #include "reports/environment.h"
+#include "reports/json_input.h"
 #include "reports/result_writer.h"
 #include "reports/sha256.h"
 #include "suite/candidate_compiler.h"
@@ -148,7 +150,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       std::string known = "strict";
       for (const auto n : protocol_names())
         if (n != "strict") known += ", " + std::string(n);
-      err << "kernelgate: unknown protocol '" << o["--protocol"] << "' (known: " << known << ")\n";
+      err << "kernelgate: unknown protocol '" << printable(o["--protocol"]) << "' (known: " << known
+          << ")\n";
       return exit_code::bad_input;
     }
   }
@@ -157,7 +160,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   auto num = [&](const std::string& k, auto& v) {
     const auto& s = o[k];
     const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    return ec == std::errc() && p == s.data() + s.size();
+    // (from_chars reads "nan" and "inf" as doubles: no option of eval takes either)
+    return ec == std::errc() && p == s.data() + s.size() && std::isfinite(static_cast<double>(v));
   };
   if (!num("--trials", trials) || trials < 1 || !num("--timeout", timeout) || timeout <= 0 ||
       !num("--jobs", jobs) || jobs < 0 || !num("--workers", workers) || workers < 0 ||
@@ -182,7 +186,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   try {
     tasks = load_tasks(o["--tasks"]);
   } catch (const task_error& e) {
-    err << "kernelgate: " << e.what() << "\n";
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
   }
   for (const auto& t : tasks)
@@ -191,7 +195,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       return exit_code::bad_input;
     }
   if (!fs::is_directory(o["--candidates"])) {
-    err << "kernelgate: --candidates '" << o["--candidates"] << "' is not a folder\n";
+    err << "kernelgate: --candidates '" << printable(o["--candidates"]) << "' is not a folder\n";
     return exit_code::bad_input;
   }
   // KERNELGATE_FAKE_DEVICE=1 (with KERNELGATE_WORKER naming a stand-in worker): the CPU tests
@@ -248,7 +252,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
     writer =
         std::make_unique<result_writer>(o["--out"], "eval", args, collect_environment(), config);
   } catch (const output_error& e) {
-    err << "kernelgate: " << e.what() << "\n";
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
   }
   // Compile every distinct source at once, on every core (or --jobs), through the cache.

@@ -10,6 +10,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "reports/json_input.h"
 #include "reports/environment.h"
 #include "reports/eval_results_io.h"
 #include "reports/kernelbench_io.h"
@@ -328,10 +329,10 @@ int run_fastp_command(const std::vector<std::string>& args, std::ostream& out, s
     req = parse_request(args);
     src = load_source(req);
   } catch (const bad_option& e) {
-    err << "kernelgate: " << e.what() << "\n";
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
   } catch (const fastp_input_error& e) {
-    err << "kernelgate: " << e.what() << "\n";
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
   }
   // The output folder is set up before any work, so an unusable one is bad input that prints
@@ -348,7 +349,7 @@ int run_fastp_command(const std::vector<std::string>& args, std::ostream& out, s
       writer =
           std::make_unique<result_writer>(*req.out, "fastp", args, collect_environment(), config);
     } catch (const output_error& e) {
-      err << "kernelgate: " << e.what() << "\n";
+      err << "kernelgate: " << printable(e.what(), 400) << "\n";
       return exit_code::bad_input;
     }
   }

@@ -6,14 +6,17 @@
 
 #include <glob.h>
 
+#include "reports/json_input.h"
 #include "reports/json_schema.h"
 
 namespace kg {
 namespace {
 
+constexpr std::uint64_t max_dim = std::uint64_t{1} << 40;
+
 [[noreturn]] void fail(const std::filesystem::path& f, const std::string& field,
                        const std::string& why) {
-  throw task_error(f.string() + ": " + field + ": " + why);
+  throw task_error(printable(f.string()) + ": " + printable(field) + ": " + printable(why, 400));
 }
 
 task_tensor parse_tensor(const nlohmann::json& j) {
@@ -45,13 +48,11 @@ void check_regimes(const std::filesystem::path& f, const task_def& t) {
 } // namespace
 
 task_def load_task(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) fail(file, "(file)", "cannot be read");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    fail(file, "(json)", std::string("malformed JSON: ") + e.what());
+    j = read_json_file_checked(file);
+  } catch (const json_input_error& e) {
+    throw task_error(e.what());
   }
   static const nlohmann::json schema = nlohmann::json::parse(task_schema_text());
   if (const auto errors = validate_json(schema, j); !errors.empty())
@@ -72,9 +73,20 @@ task_def load_task(const std::filesystem::path& file) {
     t.inputs.push_back(parse_tensor(x));
   for (const auto& x : j.at("outputs"))
     t.outputs.push_back(parse_tensor(x));
-  for (const auto& s : j.at("shapes"))
-    t.shapes.push_back(
-        {s.at("name").get<std::string>(), s.at("dims").get<std::map<std::string, std::int64_t>>()});
+  for (std::size_t k = 0; k < j.at("shapes").size(); ++k) {
+    const auto& s = j["shapes"][k];
+    task_shape shape{s.at("name").get<std::string>(), {}};
+    for (const auto& [name, v] : s.at("dims").items()) {
+      // Whole numbers a tensor can have: a value past 2^40 elements a dimension is a mistake,
+      // and one past 2^63 would wrap negative.
+      if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > max_dim) ||
+          v.get<std::int64_t>() < 1 || v.get<std::int64_t>() > static_cast<std::int64_t>(max_dim))
+        fail(file, "/shapes/" + std::to_string(k) + "/dims/" + name,
+             "must be a whole number from 1 to 2^40");
+      shape.dims[name] = v.get<std::int64_t>();
+    }
+    t.shapes.push_back(std::move(shape));
+  }
   for (const auto& [k, v] : j.at("tolerance").items())
     t.tolerance[*parse_dtype(k)] = {v.at("atol").get<double>(), v.at("rtol").get<double>()};
   if (j.contains("regimes")) {
@@ -129,6 +141,7 @@ task_def load_task(const std::filesystem::path& file) {
     for (const auto* e : {&t.flops, &t.min_bytes})
       try {
         if (eval_dim_expr(*e, s.dims) < 0) fail(file, field, "'" + *e + "' is negative");
+        // (eval_dim_expr refuses values that are not finite)
       } catch (const std::invalid_argument& ex) {
         fail(file, e == &t.flops ? "/flops" : "/min_bytes", ex.what());
       }

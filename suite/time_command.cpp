@@ -13,6 +13,7 @@
 
 #include "kernels/layernorm_affine_cuda.h"
 #include "reports/environment.h"
+#include "reports/json_input.h"
 #include "reports/result_writer.h"
 #include "suite/exit_codes.h"
 #include "suite/options.h"
@@ -106,7 +107,8 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
       std::string known;
       for (const auto& [name, f] : impls)
         known += (known.empty() ? "" : ", ") + name;
-      err << "kernelgate: unknown implementation '" << n << "' (known: " << known << ")\n";
+      err << "kernelgate: unknown implementation '" << printable(n) << "' (known: " << known
+          << ")\n";
       return exit_code::bad_input;
     }
   }
@@ -126,10 +128,11 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
     bad = "--shape '" + o["--shape"] + "' (ROWSxCOLS)";
   else if (!type || (*type != dtype::float32 && *type != dtype::float16))
     bad = "--dtype '" + o["--dtype"] + "' (float32, float16)";
-  else if (mec != std::errc() || mp != me.data() + me.size() || min_effect < 0 || min_effect >= 1)
+  else if (mec != std::errc() || mp != me.data() + me.size() ||
+           !(min_effect >= 0 && min_effect < 1)) // (NaN fails both)
     bad = "--min-effect '" + me + "' (a fraction in [0, 1))";
   if (!bad.empty()) {
-    err << "kernelgate: invalid " << bad << "\n";
+    err << "kernelgate: invalid " << printable(bad) << "\n";
     return exit_code::bad_input;
   }
   const device_info dev = query_device(0);
@@ -142,7 +145,7 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
   try {
     clocks = std::make_unique<clock_guard>(nvml, 0, *policy);
   } catch (const clock_policy_error& e) {
-    err << "kernelgate: " << e.what() << "\n";
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::unavailable;
   }
   timing_options topt;
@@ -151,7 +154,7 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
   try {
     timer_holder = std::make_unique<gpu_timer>(topt);
   } catch (const timing_error& e) { // e.g. --backend cupti under another profiler
-    err << "kernelgate: " << e.what() << "\n";
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::unavailable;
   }
   gpu_timer& timer = *timer_holder;
@@ -165,7 +168,7 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
   try {
     writer = std::make_unique<result_writer>(out_dir, "time", args, collect_environment(), config);
   } catch (const output_error& e) {
-    err << "kernelgate: " << e.what() << "\n";
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
   }
   nlohmann::json summary = {{"status", "complete"}};

@@ -10,6 +10,8 @@
 // contexts (suite/decode_workload.h). Each run prints its
 // metrics with intervals and its gate verdicts and writes a `workload` result.
 #include "suite/workload_command.h"
+#include "reports/json_input.h"
+#include "timing/interrupt.h"
 
 #include <charconv>
 #include <chrono>
@@ -95,6 +97,7 @@ timed_steps(lora_trainer& t, const std::vector<lora_batch>& batches, int steps, 
             const std::function<void(int, const std::vector<lora_job_step>&)>& after) {
   std::vector<double> seconds;
   for (int s = 0; s < steps; ++s) {
+    throw_if_stop_requested();
     const auto t0 = std::chrono::steady_clock::now();
     const auto r = t.step(batches, lr); // reads the losses back: the step has finished
     seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
@@ -213,7 +216,7 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
   for (const auto& w : workloads)
     if (id == w.id) def = &w;
   if (!def) {
-    err << "kernelgate: unknown workload '" << id << "' (kernelgate workload list)\n";
+    err << "kernelgate: unknown workload '" << printable(id) << "' (kernelgate workload list)\n";
     return exit_code::bad_input;
   }
   const decode_workload_options defaults;
@@ -237,13 +240,23 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
     const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     return ec == std::errc() && p == s.data() + s.size();
   };
-  if (!num("--steps", steps) || steps < 2 || !num("--jobs", jobs) || jobs < 0 || jobs > 16 ||
-      (o["--device"] != "cpu" && o["--device"] != "cuda")) {
-    err << "kernelgate: --steps takes a whole number >= 2, --jobs 1..16, --device cpu or cuda\n";
+  if (!num("--steps", steps) || steps < 2 || steps > 100000 || !num("--jobs", jobs) || jobs < 0 ||
+      jobs > 16 || (o["--device"] != "cpu" && o["--device"] != "cuda")) {
+    err << "kernelgate: --steps takes a whole number 2..100000, --jobs 1..16, --device cpu or "
+           "cuda\n";
     return exit_code::bad_input;
   }
   const bool colocated_training = id == "decode-colocated-training";
   const bool decode = id == "decode-qwen3-4b" || id == "decode-colocated" || colocated_training;
+  // Options of the decode workloads mean nothing to the others: refused, not ignored.
+  if (!decode)
+    for (std::size_t i = 4; i < args.size(); ++i)
+      for (const char* k :
+           {"--start-rps", "--trace-seconds", "--max-load-steps", "--itl-limit-ms", "--repeats"})
+        if (args[i] == k) {
+          err << "kernelgate: " << k << " applies to the decode workloads, not to " << id << "\n";
+          return exit_code::bad_input;
+        }
   decode_workload_options dopt;
   if (decode) {
     auto real = [&](const std::string& k, double& v) {
@@ -306,7 +319,7 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
     writer = std::make_unique<result_writer>(o["--out"], "workload", args, collect_environment(),
                                              full_config);
   } catch (const output_error& e) {
-    err << "kernelgate: " << e.what() << "\n";
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
   }
   run_output r;
@@ -322,6 +335,17 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
       r = def->gpu_only ? run_lora_qwen3_4b(steps, jobs)
                         : run_lora_small(o["--device"], steps, jobs);
     }
+  } catch (const interrupted_error& e) {
+    // SIGINT/SIGTERM: what ran is not a measurement of the whole workload; the result says so.
+    writer->append({{"type", "workload"},
+                    {"id", "workload/" + id},
+                    {"workload", id},
+                    {"error", e.what()},
+                    {"gates", nlohmann::json::array()}});
+    writer->finish({{"status", "interrupted"}});
+    err << "kernelgate: workload " << id << " interrupted; partial result in "
+        << printable(o["--out"]) << "\n";
+    return exit_code::interrupted;
   } catch (const std::exception& e) {
     // The run failed (a LibTorch or CUDA error): a record says so; the result is still written.
     writer->append({{"type", "workload"},

@@ -18,6 +18,9 @@ void install_interrupt_handlers() {
 bool stop_requested() {
   return stop_flag != 0;
 }
+void throw_if_stop_requested() {
+  if (stop_flag != 0) throw interrupted_error();
+}
 void request_stop() {
   stop_flag = 1;
 }

@@ -2,7 +2,15 @@
 // so an interrupted run still writes what it measured (marked incomplete) instead of dying.
 #pragma once
 
+#include <stdexcept>
+
 namespace kg {
+// Thrown by throw_if_stop_requested(): a long run catches it, writes what it has with status
+// "interrupted" and exits 130.
+struct interrupted_error : std::runtime_error {
+  interrupted_error() : std::runtime_error("interrupted by a signal") {}
+};
+void throw_if_stop_requested();
 void install_interrupt_handlers();
 bool stop_requested();
 void request_stop(); // tests use this to simulate a signal

@@ -1,4 +1,5 @@
 #include "workloads/decode_driver.h"
+#include "timing/interrupt.h"
 
 #include <algorithm>
 #include <chrono>
@@ -69,6 +70,7 @@ search_decode_load(decode_engine& e, const arrival_options& arrivals,
                    const std::function<void(const load_point&, const batching_result&)>& progress) {
   return search_load(
       [&](double rps) {
+        throw_if_stop_requested(); // between load points: an interrupted search ends here
         auto a = arrivals;
         a.requests_per_second = rps;
         auto b = batching;

@@ -1,8 +1,11 @@
 #include "workloads/task.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <stdexcept>
+#include <system_error>
+#include <vector>
 
 #include "workloads/generators.h"
 #include "workloads/rng.h"
@@ -10,70 +13,107 @@
 namespace kg {
 namespace {
 
-// Recursive descent: expr = term {(+|-) term}; term = factor {(*|/) factor};
-// factor = number | symbol | ( expr ) | - factor.
+// Shunting-yard over + - * / ( ), unary minus, numbers and dimension symbols: two explicit stacks
+// and no recursion, so no input can exhaust the call stack.
 struct expr_parser {
   const std::string& s;
   const std::map<std::string, std::int64_t>& dims;
   std::size_t i = 0;
+  std::vector<double> values;
+  std::vector<char> ops; // + - * / ( and 'n' (unary minus)
 
   [[noreturn]] void fail(const std::string& why) const {
-    throw std::invalid_argument("expression '" + s + "': " + why);
+    throw std::invalid_argument("expression '" + s.substr(0, 80) + (s.size() > 80 ? "..." : "") +
+                                "': " + why);
   }
-  void skip() {
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i])))
-      ++i;
-  }
-  double expr() {
-    double v = term();
-    for (skip(); i < s.size() && (s[i] == '+' || s[i] == '-'); skip()) {
-      const char op = s[i++];
-      const double r = term();
-      v = op == '+' ? v + r : v - r;
+  static int precedence(char op) { return op == 'n' ? 3 : (op == '*' || op == '/') ? 2 : 1; }
+  void apply(char op) {
+    if (op == 'n') {
+      if (values.empty()) fail("ends early");
+      values.back() = -values.back();
+      return;
     }
+    if (values.size() < 2) fail("ends early");
+    const double r = values.back();
+    values.pop_back();
+    double& l = values.back();
+    if (op == '/' && r == 0) fail("division by zero");
+    l = op == '+' ? l + r : op == '-' ? l - r : op == '*' ? l * r : l / r;
+  }
+  double number() {
+    std::size_t j = i;
+    while (j < s.size() &&
+           (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.' || s[j] == 'e' ||
+            s[j] == 'E' ||
+            ((s[j] == '+' || s[j] == '-') && j > i && (s[j - 1] == 'e' || s[j - 1] == 'E'))))
+      ++j;
+    double v = 0;
+    const auto [p, ec] = std::from_chars(s.data() + i, s.data() + j, v);
+    if (ec == std::errc::result_out_of_range) fail("a number out of range");
+    if (ec != std::errc() || p != s.data() + j) fail("a malformed number");
+    i = j;
     return v;
   }
-  double term() {
-    double v = factor();
-    for (skip(); i < s.size() && (s[i] == '*' || s[i] == '/'); skip()) {
-      const char op = s[i++];
-      const double r = factor();
-      if (op == '/' && r == 0) fail("division by zero");
-      v = op == '*' ? v * r : v / r;
-    }
-    return v;
-  }
-  double factor() {
-    skip();
-    if (i >= s.size()) fail("ends early");
-    if (s[i] == '-') {
-      ++i;
-      return -factor();
-    }
-    if (s[i] == '(') {
-      ++i;
-      const double v = expr();
-      skip();
-      if (i >= s.size() || s[i] != ')') fail("missing ')'");
-      ++i;
-      return v;
-    }
-    if (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.') {
-      std::size_t used = 0;
-      const double v = std::stod(s.substr(i), &used);
-      i += used;
-      return v;
-    }
-    if (std::isalpha(static_cast<unsigned char>(s[i])) || s[i] == '_') {
-      const std::size_t b = i;
-      while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_'))
+  double run() {
+    bool operand = true; // expecting an operand (or a unary minus / opening parenthesis)
+    for (;;) {
+      while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i])))
         ++i;
-      const std::string name = s.substr(b, i - b);
-      const auto it = dims.find(name);
-      if (it == dims.end()) fail("unknown dimension '" + name + "'");
-      return static_cast<double>(it->second);
+      if (i >= s.size()) break;
+      const char c = s[i];
+      if (operand) {
+        if (c == '-') {
+          ops.push_back('n');
+          ++i;
+        } else if (c == '(') {
+          ops.push_back('(');
+          ++i;
+        } else if (std::isdigit(static_cast<unsigned char>(c)) || c == '.') {
+          values.push_back(number());
+          operand = false;
+        } else if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+          const std::size_t b = i;
+          while (i < s.size() && (std::isalnum(static_cast<unsigned char>(s[i])) || s[i] == '_'))
+            ++i;
+          const std::string name = s.substr(b, i - b);
+          const auto it = dims.find(name);
+          if (it == dims.end()) fail("unknown dimension '" + name.substr(0, 40) + "'");
+          values.push_back(static_cast<double>(it->second));
+          operand = false;
+        } else {
+          fail(std::string("unexpected '") + c + "'");
+        }
+        if (ops.size() > 100000) fail("nested too deep");
+        continue;
+      }
+      if (c == ')') {
+        while (!ops.empty() && ops.back() != '(')
+          apply(pop());
+        if (ops.empty()) fail("unmatched ')'");
+        ops.pop_back();
+        ++i;
+      } else if (c == '+' || c == '-' || c == '*' || c == '/') {
+        while (!ops.empty() && ops.back() != '(' && precedence(ops.back()) >= precedence(c))
+          apply(pop());
+        ops.push_back(c);
+        operand = true;
+        ++i;
+      } else {
+        fail("trailing '" + s.substr(i, 40) + "'");
+      }
     }
-    fail(std::string("unexpected '") + s[i] + "'");
+    if (operand) fail("ends early");
+    while (!ops.empty()) {
+      if (ops.back() == '(') fail("missing ')'");
+      apply(pop());
+    }
+    if (values.size() != 1) fail("ends early");
+    return values.back();
+  }
+  char pop() {
+    const char op = ops.back();
+    ops.pop_back();
+    return op;
   }
 };
 
@@ -81,18 +121,25 @@ struct expr_parser {
 
 double eval_dim_expr(const std::string& expr, const std::map<std::string, std::int64_t>& dims) {
   expr_parser p{expr, dims};
-  const double v = p.expr();
-  p.skip();
-  if (p.i != expr.size()) p.fail("trailing '" + expr.substr(p.i) + "'");
+  const double v = p.run();
+  if (!std::isfinite(v)) p.fail("the value is not finite");
   return v;
 }
 
 std::int64_t resolve_dim(const std::string& dim, const task_shape& shape) {
-  if (!dim.empty() && std::isdigit(static_cast<unsigned char>(dim[0]))) return std::stoll(dim);
+  if (!dim.empty() && std::isdigit(static_cast<unsigned char>(dim[0]))) {
+    std::int64_t v = 0;
+    const auto [p, ec] = std::from_chars(dim.data(), dim.data() + dim.size(), v);
+    if (ec == std::errc::result_out_of_range)
+      throw std::invalid_argument("dimension '" + dim.substr(0, 40) + "' is out of range");
+    if (ec != std::errc() || p != dim.data() + dim.size())
+      throw std::invalid_argument("dimension '" + dim.substr(0, 40) + "' is not a whole number");
+    return v;
+  }
   const auto it = shape.dims.find(dim);
   if (it == shape.dims.end())
-    throw std::invalid_argument("dimension '" + dim + "' is not defined by shape '" + shape.name +
-                                "'");
+    throw std::invalid_argument("dimension '" + dim.substr(0, 40) + "' is not defined by shape '" +
+                                shape.name + "'");
   return it->second;
 }
 
