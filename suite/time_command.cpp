@@ -22,6 +22,7 @@
 #include "timing/device_buffer.h"
 #include "timing/device_info.h"
 #include "timing/gpu_timer.h"
+#include "timing/interrupt.h"
 #include "timing/paired.h"
 
 namespace kg {
@@ -189,6 +190,12 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
     }
     print_result(out, o["--impl"], r);
     summary[o["--impl"]] = r.to_json(false);
+    if (stop_requested()) { // SIGINT/SIGTERM: the samples so far are written, marked incomplete
+      summary["status"] = "interrupted";
+      writer->finish(summary);
+      err << "kernelgate: interrupted; partial result in " << printable(out_dir) << "\n";
+      return exit_code::interrupted;
+    }
     if (!o["--vs"].empty()) {
       const timed_impl& base = impls.at(o["--vs"]);
       timed_layernorm base_problem(cfg, base.expected);
