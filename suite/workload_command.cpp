@@ -335,27 +335,21 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
       r = def->gpu_only ? run_lora_qwen3_4b(steps, jobs)
                         : run_lora_small(o["--device"], steps, jobs);
     }
-  } catch (const interrupted_error& e) {
-    // SIGINT/SIGTERM: what ran is not a measurement of the whole workload; the result says so.
-    writer->append({{"type", "workload"},
-                    {"id", "workload/" + id},
-                    {"workload", id},
-                    {"error", e.what()},
-                    {"gates", nlohmann::json::array()}});
-    writer->finish({{"status", "interrupted"}});
-    err << "kernelgate: workload " << id << " interrupted; partial result in "
-        << printable(o["--out"]) << "\n";
-    return exit_code::interrupted;
   } catch (const std::exception& e) {
-    // The run failed (a LibTorch or CUDA error): a record says so; the result is still written.
+    // Interrupted (SIGINT/SIGTERM), or failed (a LibTorch or CUDA error): a record says so and
+    // the result is still written, marked as what it is.
+    const bool stopped = dynamic_cast<const interrupted_error*>(&e) != nullptr;
     writer->append({{"type", "workload"},
                     {"id", "workload/" + id},
                     {"workload", id},
                     {"error", e.what()},
                     {"gates", nlohmann::json::array()}});
-    writer->finish({{"status", "failed"}});
-    err << "kernelgate: workload " << id << " failed: " << e.what() << "\n";
-    return exit_code::failures;
+    writer->finish({{"status", stopped ? "interrupted" : "failed"}});
+    err << "kernelgate: workload " << id
+        << (stopped ? " interrupted; partial result in " + printable(o["--out"])
+                    : " failed: " + printable(e.what(), 400))
+        << "\n";
+    return stopped ? exit_code::interrupted : exit_code::failures;
   }
   nlohmann::json gates = nlohmann::json::array();
   bool all = true;
