@@ -73,7 +73,9 @@ case "$mode" in
     cd "$build"
     ctest --output-on-failure -j "$jobs"
     # ctest does not print a skipped test's message: show why the GPU tests skipped, if they did.
-    ctest -L gpu -R cupti_activity_tracing_works_here -V 2>&1 | grep -m1 -o 'GPU test skipped: .*' || true ;;
+    ctest -L gpu -R cupti_activity_tracing_works_here -V 2>&1 | grep -m1 -o 'GPU test skipped: .*' || true
+    # ... and what the fuzz target ran (its case count and outcome).
+    ctest -R '^fuzz.readers$' -V 2>&1 | grep -m1 -o '[0-9]* cases (seed.*' || true ;;
   run)
     "$build/suite/kernelgate" env
     if gpu_present; then backend=cuda; else backend=cpu; fi
