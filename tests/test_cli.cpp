@@ -183,6 +183,7 @@ TEST(cli, eval_bad_input_names_the_file_and_field) {
   EXPECT_EQ(r.rc, exit_code::bad_input);
   EXPECT_NE(r.err.find("relu.json: /inputs/0/dtype"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err; // one line
+  kg::remove_tree(dir);
 }
 
 TEST(cli, eval_without_a_gpu_exits_3) {

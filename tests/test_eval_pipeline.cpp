@@ -210,6 +210,10 @@ const nlohmann::json& evaluation(const fake_eval& e) {
 // The seed is secret until the run ends, then published; --seed gives back the same inputs.
 TEST(eval_pipeline, the_secret_seed_is_recorded_after_the_run_and_reproduces_it) {
   const fs::path d = fs::temp_directory_path() / ("kg-eval-seed-" + std::to_string(::getpid()));
+  const struct cleanup {
+    fs::path p;
+    ~cleanup() { remove_tree(p); }
+  } gone{d};
   const auto a = run_fake_eval(d, "", {});
   ASSERT_TRUE(a.result.contains("summary")) << a.err;
   const auto seed = a.result["summary"]["seed"]["value"].get<std::uint64_t>();
@@ -239,6 +243,10 @@ TEST(eval_pipeline, the_secret_seed_is_recorded_after_the_run_and_reproduces_it)
 // wrong output every time (zeros): INCORRECT_NUMERICAL, naming the regime and the worst element.
 TEST(eval_pipeline, a_failing_draw_is_rerun_and_labelled_by_what_the_reruns_show) {
   const fs::path d = fs::temp_directory_path() / ("kg-eval-label-" + std::to_string(::getpid()));
+  const struct cleanup {
+    fs::path p;
+    ~cleanup() { remove_tree(p); }
+  } gone{d};
   const auto vary = run_fake_eval(
       d, "__attribute__((used)) static const char marker[] = \"KG_FAKE_VARY\";\n", {"--seed", "7"});
   const auto& v = evaluation(vary);

@@ -24,7 +24,12 @@ const char* good = R"json({
   "tolerance": {"float32": {"atol": 0, "rtol": 0}}, "library_calls": "forbidden"})json";
 
 fs::path write_task(const std::string& text, const std::string& id = "t") {
-  const fs::path dir = fs::temp_directory_path() / ("kg-task-test-" + std::to_string(::getpid()));
+  // Removed when the test process ends: tests leave nothing in /tmp.
+  static const struct root {
+    fs::path p = fs::temp_directory_path() / ("kg-task-test-" + std::to_string(::getpid()));
+    ~root() { remove_tree(p); }
+  } r;
+  const fs::path dir = r.p;
   fs::create_directories(dir);
   const fs::path f = dir / (id + ".json");
   std::ofstream(f) << text;

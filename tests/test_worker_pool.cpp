@@ -19,7 +19,12 @@ using namespace std::chrono_literals;
 namespace {
 
 fs::path scratch(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("kg-wp-" + std::to_string(::getpid())) / name;
+  // The process's own folder, removed when the test process ends: tests leave nothing in /tmp.
+  static const struct root {
+    fs::path p = fs::temp_directory_path() / ("kg-wp-" + std::to_string(::getpid()));
+    ~root() { remove_tree(p); }
+  } r;
+  const fs::path d = r.p / name;
   remove_tree(d);
   fs::create_directories(d);
   return d;
