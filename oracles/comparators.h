@@ -1,5 +1,5 @@
 // Comparators: each returns a verdict with the error statistics behind it. They model the peers'
-// checkers exactly (../shared/reference/peers.md) so kernelgate can audit them, plus two of its
+// checkers exactly (oracles/protocol.h and docs/architecture.md say how) so kernelgate can audit them, plus two of its
 // own that compare against an fp64 oracle.
 #pragma once
 

@@ -1,4 +1,4 @@
-// The LayerNorm affine ablation (targets.md section 1): 18 configurations x 4 affine regimes x
+// The LayerNorm affine ablation (docs/cli.md, audit): 18 configurations x 4 affine regimes x
 // (6 altered formulas + the copied-reference control) = 504 observations under one checker, two
 // extra controls outside the 504, and a second table: which protocol presets accept each formula
 // with the inputs each preset would really generate.

@@ -39,7 +39,7 @@ std::optional<timing_backend> parse_timing_backend(std::string_view s);
 
 struct timing_options {
   // Default auto: on the H200 the CUPTI span repeated to 0.03% or better across fresh processes
-  // on all four ops of targets.md section 5, where event timing had 0.3-0.6% outlier processes
+  // on all four ops of kg_bench_repeatability, where event timing had 0.3-0.6% outlier processes
   // and adds ~2.3 us of launch gap to every kernel (docs/architecture.md, timing).
   timing_backend backend = timing_backend::automatic;
   int warmup = 3;                     // at least this many warm-up samples ...
