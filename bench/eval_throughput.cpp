@@ -8,13 +8,16 @@
 // to end.
 //
 //   kg_bench_eval_throughput [--tasks GLOB] [--copies N] [--workers N]
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <sstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +27,31 @@
 
 using namespace kg;
 namespace fs = std::filesystem;
+
+namespace {
+
+// The phase log's lines from byte `from` on: seconds and count per phase, largest first.
+void print_phases(const fs::path& log, std::uintmax_t from) {
+  std::ifstream in(log);
+  in.seekg(static_cast<std::streamoff>(from));
+  std::map<std::string, std::pair<double, int>> by;
+  long pid = 0;
+  std::string name;
+  double s = 0;
+  while (in >> pid >> name >> s) {
+    by[name].first += s;
+    ++by[name].second;
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> rows(by.begin(), by.end());
+  std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+  std::cout << "    host phases (seconds summed over threads and processes, count):";
+  for (const auto& [n, v] : rows)
+    std::cout << " " << n << " " << std::setprecision(2) << v.first << " (" << v.second << ");";
+  std::cout << "\n";
+}
+
+} // namespace
 
 int main(int argc, char** argv) {
   std::string tasks = std::string(KG_SOURCE_DIR) + "/data/tasks", workers = "0";
@@ -60,6 +88,9 @@ int main(int argc, char** argv) {
           << src.str();
   }
   const std::string cache = (root / "cache").string();
+  // Where each run's host time went, by phase, over every process of the run (timing/phase_log.h).
+  const fs::path phase_log = root / "phases.log";
+  ::setenv("KG_PHASE_LOG", phase_log.c_str(), 1);
   struct run {
     const char* name;
     const char* time;
@@ -73,6 +104,8 @@ int main(int argc, char** argv) {
                       run{"warm cache, correctness only", "no"}}) {
     const fs::path out = root / r.name;
     std::ostringstream o, e;
+    std::error_code size_ec;
+    const auto log_from = fs::exists(phase_log) ? fs::file_size(phase_log, size_ec) : 0;
     const auto t0 = std::chrono::steady_clock::now();
     const int rc = kernelgate_main({"kernelgate", "eval", "--tasks", tasks, "--candidates",
                                     candidates.string(), "--cache", cache, "--time", r.time,
@@ -98,7 +131,7 @@ int main(int argc, char** argv) {
     if (rc != 0 && rc != 1) std::cerr << e.str();
     // Where the run's time went, summed over pairs: worker seconds per phase (correctness runs
     // overlap on the GPU; timing holds it alone) and, inside timing, the measurements' own walls.
-    double check_s = 0, prep_s = 0, time_s = 0, cand_s = 0, paired_s = 0, torch_s = 0;
+    double check_s = 0, time_s = 0, cand_s = 0, paired_s = 0, torch_s = 0;
     double samples = 0, cand_pairs = 0;
     auto num = [](const nlohmann::json& o, const char* k) {
       return o.is_object() && o.contains(k) && o[k].is_number() ? o[k].get<double>() : 0.0;
@@ -106,7 +139,6 @@ int main(int argc, char** argv) {
     for (const auto& rec : j.at("records")) {
       const auto& d = rec.value("detail", nlohmann::json::object());
       if (d.contains("worker")) check_s += num(d["worker"], "seconds");
-      if (d.contains("timing_prepare_worker")) prep_s += num(d["timing_prepare_worker"], "seconds");
       if (d.contains("timing_worker")) time_s += num(d["timing_worker"], "seconds");
       if (!d.contains("timing") || !d["timing"].is_object()) continue;
       const auto& t = d["timing"];
@@ -118,8 +150,9 @@ int main(int argc, char** argv) {
       if (t.contains("paired")) paired_s += num(t["paired"], "wall_seconds");
       if (t.contains("torch_reference")) torch_s += num(t["torch_reference"], "wall_seconds");
     }
+    print_phases(phase_log, log_from);
     std::cout << "    worker seconds summed over pairs: correctness " << std::setprecision(1)
-              << check_s << ", timing-set upload " << prep_s << ", timing " << time_s
+              << check_s << " (with timing's input sets loaded and verified), timing " << time_s
               << " (candidate loops " << cand_s << ", ABBA pairs " << paired_s << ", LibTorch "
               << torch_s << "); candidate samples per timed pair "
               << (cand_pairs > 0 ? samples / cand_pairs : 0.0) << "\n";

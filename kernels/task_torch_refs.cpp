@@ -245,6 +245,12 @@ std::optional<torch_reference_result> run_torch_reference(const task_def& t,
   return r;
 }
 
+void use_one_torch_cpu_thread() {
+  // Process-wide, and every thread that starts LibTorch's CPU pool afterwards reads it; the
+  // calling thread's own OpenMP setting is set here too.
+  if (at::get_num_threads() != 1) at::set_num_threads(1);
+}
+
 std::string torch_version() {
   return TORCH_VERSION;
 }

@@ -29,6 +29,11 @@ bool has_torch_reference(std::string_view op);
 std::optional<torch_reference_result> run_torch_reference(const task_def& t,
                                                           const std::vector<host_tensor>& inputs);
 
+// One LibTorch CPU thread per op from now on, in this process: eval computes many trials at once,
+// one per core, and each op fanning out over every core on top of that oversubscribes them (the
+// spinning OpenMP threads then cost more than the ops).
+void use_one_torch_cpu_thread();
+
 // LibTorch's version string (TORCH_VERSION).
 std::string torch_version();
 

@@ -26,7 +26,12 @@ if [ -n "${RUN_THROUGHPUT:-}" ]; then
   step throughput "${THROUGHPUT_TIMEOUT:-400}" ./bench/kg_bench_eval_throughput
   cat "$logs/throughput.log"
 fi
-KG_REGRESSION_RUNS=${RUNS:-20} step regression "${REGRESSION_TIMEOUT:-500}" \
+# Where the regression's host time goes (timing/phase_log.h), summed by phase.
+rm -f "$logs/regression_phases.log"
+KG_PHASE_LOG="$logs/regression_phases.log" KG_REGRESSION_RUNS=${RUNS:-20} \
+  step regression "${REGRESSION_TIMEOUT:-500}" \
   ./tests/kg_gpu_tests --gtest_filter='gpu_eval.honest_kernels*'
 grep -E 'Failure|^run [0-9]+ |OK \]|FAILED' "$logs/regression.log" | head -80
+awk '{s[$2] += $3; n[$2]++} END {for (k in s) printf "%s %.2f s (%d)\n", k, s[k], n[k]}' \
+  "$logs/regression_phases.log" 2>/dev/null | sort -k2 -nr | head -30
 echo "total: ${SECONDS}s"

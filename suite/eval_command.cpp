@@ -38,6 +38,7 @@
 #include "suite/worker_pool.h"
 #include "timing/device_info.h"
 #include "timing/interrupt.h"
+#include "timing/phase_log.h"
 #include "workloads/rng.h"
 
 namespace kg {
@@ -439,7 +440,15 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
     }
   };
   auto runnable = [&](std::size_t i) { return i < pairs.size() && !pairs[i].source.empty(); };
-  const std::size_t lookahead = static_cast<std::size_t>(workers) + 2;
+  // How far ahead the CPU side is queued: the pairs of the next `workers` + 1 tasks (a task's
+  // trials are shared by all its candidates), fewer once the cached trials pass a memory budget
+  // (an eighth of the machine's memory; the files sit in memory-backed scratch too).
+  const std::size_t tasks_ahead = static_cast<std::size_t>(workers) + 1;
+  const std::size_t memory_budget = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * page / 8
+                                 : std::size_t{2} << 30;
+  }();
   std::atomic<std::size_t> next{0};
   std::atomic<bool> stopped{false};
   const fs::path logs = fs::path(o["--out"]) / "workers";
@@ -449,15 +458,25 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
                           logs / ("worker-" + std::to_string(n) + ".log"), worker_limits());
     for (std::size_t i; (i = next++) < pairs.size();) {
       const auto& p = pairs[i];
-      // The CPU side of this pair and the next ones (inputs, oracles, references), on other
-      // cores while the GPU runs this one.
-      for (std::size_t j = i; j <= i + lookahead; ++j)
-        if (runnable(j)) {
+      scoped_phase pair_phase("eval.pair");
+      // The CPU side of this pair and the next ones (inputs, oracles, references), on the
+      // cache's pool while the GPU runs this one.
+      {
+        scoped_phase phase("eval.prefetch");
+        std::size_t tasks_seen = 0;
+        const task_def* last = nullptr;
+        for (std::size_t j = i; j < pairs.size(); ++j) {
+          if (pairs[j].task != last && ++tasks_seen > tasks_ahead) break;
+          if (pairs[j].task != last && tasks_seen > 2 && cache.resident_bytes() > memory_budget)
+            break;
+          last = pairs[j].task;
+          if (!runnable(j)) continue;
           for (const auto& k : reference_keys(*pairs[j].task))
             cache.prefetch(k);
           for (const auto& k : planned_trials(*pairs[j].task, shared))
             cache.prefetch(k);
         }
+      }
       candidate_verdict v;
       bool asked_torch = false;
       if (stopped || stop_requested()) {
@@ -468,7 +487,10 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
         v.status = "MISSING";
         v.reason = "no candidate for this task in " + o["--candidates"];
       } else {
-        std::call_once(reference_checked.at(p.task->id), check_reference, *p.task);
+        {
+          scoped_phase phase("eval.check_reference");
+          std::call_once(reference_checked.at(p.task->id), check_reference, *p.task);
+        }
         std::string invalid;
         {
           std::lock_guard<std::mutex> l(invalid_m);
@@ -489,7 +511,14 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
             if (!torch_entry.count(p.task->id) && !torch_in_flight[p.task->id])
               so.time_torch_reference = asked_torch = torch_in_flight[p.task->id] = true;
           }
-          v = evaluate_candidate(*p.task, *by_source.at(p.source), so);
+          try {
+            v = evaluate_candidate(*p.task, *by_source.at(p.source), so);
+          } catch (const std::exception& e) {
+            // A fault of the harness, not the candidate's: this pair says so, the others run on.
+            v = candidate_verdict{};
+            v.status = "RUNTIME_ERROR";
+            v.reason = std::string("kernelgate failed evaluating this pair: ") + e.what();
+          }
           remove_tree(so.work_dir); // its outputs were read; the trial files stay shared
         }
       }

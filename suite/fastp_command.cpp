@@ -10,9 +10,9 @@
 #include <ostream>
 #include <sstream>
 
-#include "reports/json_input.h"
 #include "reports/environment.h"
 #include "reports/eval_results_io.h"
+#include "reports/json_input.h"
 #include "reports/kernelbench_io.h"
 #include "reports/result_writer.h"
 #include "reports/text_table.h"

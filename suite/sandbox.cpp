@@ -3,7 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <fstream>
+#include <future>
+#include <optional>
 #include <sstream>
 
 #include "kernels/task_torch_refs.h"
@@ -12,6 +15,7 @@
 #include "suite/process.h"
 #include "suite/symbol_scan.h"
 #include "suite/verdict_labels.h"
+#include "timing/phase_log.h"
 #include "workloads/rng.h"
 
 namespace kg {
@@ -123,9 +127,13 @@ struct private_parts {
 // timing.
 worker_outcome run_gated(worker_process& w, const sandbox_options& opt,
                          const std::filesystem::path& manifest, bool exclusive) {
-  if (opt.gate) exclusive ? opt.gate->lock() : opt.gate->lock_shared();
+  if (opt.gate) {
+    scoped_phase p(exclusive ? "gate.wait_exclusive" : "gate.wait_shared");
+    exclusive ? opt.gate->lock() : opt.gate->lock_shared();
+  }
   worker_outcome o;
   try {
+    scoped_phase p(exclusive ? "gate.held_exclusive" : "gate.held_shared");
     o = w.run(manifest, opt.timeout_seconds);
   } catch (...) {
     if (opt.gate) exclusive ? opt.gate->unlock() : opt.gate->unlock_shared();
@@ -275,10 +283,10 @@ judgement judge(const task_def& task, const trial_key& key, const trial_data& da
     const auto tol = tolerance_of(task, task.outputs[k].type, regime);
     // The condition term only where the task's own tolerance is not enough.
     const host_tensor* extra = nullptr;
-    auto c = opt.peer ? compare(opt.peer->comparator_for(task.outputs[k].type), reference[k],
-                                outs[k], &oracle)
-                      : compare_allclose(oracle, outs[k], tol.atol, tol.rtol,
-                                         tolerance_side::reference);
+    auto c = opt.peer
+                 ? compare(opt.peer->comparator_for(task.outputs[k].type), reference[k], outs[k],
+                           &oracle)
+                 : compare_allclose(oracle, outs[k], tol.atol, tol.rtol, tolerance_side::reference);
     if (!opt.peer && c.mismatches > 0 && (extra = condition_term(data, k)))
       c = compare_allclose(oracle, outs[k], tol.atol, tol.rtol, tolerance_side::reference, extra);
     j.comparisons.push_back({{"name", task.outputs[k].name}, {"comparison", c.to_json()}});
@@ -377,12 +385,13 @@ void label_wrong(const task_def& task, const compile_result& compiled, const san
   v.detail["failing_regime"] = regime;
 }
 
-// Times a candidate that passed, in the same worker, holding the GPU alone: honest timing over
-// rotating verified input sets with every call checked and, when a baseline kernel is given,
-// ABBA pairs whose calls are staged and checked the same way. Fills the record's timing fields.
-void time_passed_candidate(const task_def& task, const compile_result& compiled,
-                           const sandbox_options& opt, private_parts& parts, candidate_verdict& v) {
+// The timing manifest of a candidate (written before its correctness run, which loads and
+// verifies its input sets ahead, sharing the GPU): honest timing on the task's first shape over
+// rotating verified input sets, then ABBA pairs against the baseline when one is given.
+std::filesystem::path write_timing_manifest(const task_def& task, const compile_result& compiled,
+                                            const sandbox_options& opt, private_parts& parts) {
   namespace fs = std::filesystem;
+  scoped_phase phase("sandbox.timing_manifest");
   const task_shape& shape = task.shapes.front();
   // GPU time the stopping rule asks for before the interval may end a run: at most half the
   // wall budget (a long kernel otherwise spends the whole budget on its minimum).
@@ -398,6 +407,8 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
   if (opt.time_torch_reference) t["torch_reference"] = {{"op", task.op}, {"params", task.params}};
   auto& cache = parts.cache_of(opt);
   const auto keys = timing_sets(task, opt);
+  for (const auto& key : keys)
+    cache.prefetch(key);
   for (const auto& key : keys) { // the timed sets, then the fresh one
     const auto data = cache.take(key);
     const auto files = cache.files(key);
@@ -419,31 +430,24 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
     }
     t["sets"].push_back(set);
   }
-  const fs::path result_file = opt.work_dir / "timing_result.json";
   nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
-                             {"result", result_file.string()},
+                             {"result", (opt.work_dir / "timing_result.json").string()},
                              {"trials", nlohmann::json::array()},
                              {"timing", t}};
   const fs::path manifest_file = opt.work_dir / "timing_manifest.json";
   std::ofstream(manifest_file) << manifest.dump(1) << "\n";
+  return manifest_file;
+}
+
+// Times a candidate that passed, in the same worker, holding the GPU alone (the sets were loaded
+// and verified by its correctness run; a worker started since prepares them itself): every call
+// checked. Fills the record's timing fields.
+void time_passed_candidate(const task_def& task, const compile_result& compiled,
+                           const sandbox_options& opt, private_parts& parts,
+                           const std::filesystem::path& manifest_file, candidate_verdict& v) {
   auto& worker = parts.worker_of(opt);
-  // The sets go to the device first, sharing the GPU with other workers' checks; only the
-  // measurement itself holds it alone.
-  const fs::path prepare_file = opt.work_dir / "timing_prepare.json";
-  std::ofstream(prepare_file)
-      << nlohmann::json{{"prepare_timing_of", manifest_file.string()},
-                        {"result", (opt.work_dir / "timing_prepare_result.json").string()}}
-             .dump()
-      << "\n";
-  const auto prep = run_gated(worker, opt, prepare_file, false);
-  v.detail["timing_prepare_worker"] = {{"outcome", prep.describe()}, {"seconds", prep.seconds}};
-  if (prep.timed_out) {
-    v.status = "TIMEOUT";
-    v.reason = "timing: loading the timing inputs ran past the " +
-               std::to_string(opt.timeout_seconds) + " s limit";
-    return;
-  }
-  // (A failed prepare leaves a fresh worker, which loads the sets itself below.)
+  const auto result_file = opt.work_dir / "timing_result.json";
+  const auto keys = timing_sets(task, opt);
   const auto o = run_gated(worker, opt, manifest_file, true);
   const auto wr = read_worker_result(result_file);
   v.detail["timing"] = wr.value("timing", nlohmann::json::object());
@@ -571,7 +575,18 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
                              {"result", result_file.string()},
                              {"fresh", true},
                              {"trials", nlohmann::json::array()}};
-  for (const auto& lt : correctness_trials(task, opt)) {
+  // Timing's input sets are loaded and verified at the end of the correctness run (the GPU
+  // shared), so that the timing run holds it alone only to measure.
+  std::filesystem::path timing_manifest;
+  if (opt.time) {
+    timing_manifest = write_timing_manifest(task, compiled, opt, parts);
+    manifest["prepare_timing_of"] = timing_manifest.string();
+  }
+  const auto trials_planned = correctness_trials(task, opt);
+  std::optional<scoped_phase> phase(std::in_place, "sandbox.take_trials");
+  for (const auto& lt : trials_planned) // on the cache's pool, all at once
+    cache.prefetch(lt.key);
+  for (const auto& lt : trials_planned) {
     trial_plan p{lt, cache.take(lt.key), {}};
     if (opt.peer) {
       p.reference = peer_reference(task, *p.data);
@@ -588,6 +603,7 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
   }
   const auto manifest_file = opt.work_dir / "manifest.json";
   std::ofstream(manifest_file) << manifest.dump(1) << "\n";
+  phase.reset();
   auto& worker = parts.worker_of(opt);
   const auto o = run_gated(worker, opt, manifest_file, false);
   v.detail["worker"] = {{"outcome", o.describe()}, {"seconds", o.seconds}};
@@ -606,8 +622,45 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
     v.detail["worker_result"] = wr;
     return v;
   }
-  const auto& trials = wr.at("trials");
+  const auto& trials = wr.value("trials", nlohmann::json::array());
+  if (trials.size() < plan.size()) {
+    v.status = "RUNTIME_ERROR";
+    v.reason = "the worker reported " + std::to_string(trials.size()) + " of " +
+               std::to_string(plan.size()) + " trials";
+    v.detail["worker_result"] = wr;
+    return v;
+  }
   std::map<std::string, int> regimes_checked;
+  phase.emplace("sandbox.judge");
+  // Every trial's outputs read and judged at once, a few threads at a time (an output can be tens
+  // of MB compared in fp64); the verdict below still takes them in order and stops at the first
+  // failing one.
+  struct judged {
+    std::optional<std::vector<host_tensor>> outs;
+    judgement j;
+  };
+  auto judge_trial = [&](std::size_t i) {
+    judged r;
+    r.outs = read_outputs(task, plan[i].lt.key, opt.work_dir / ("t" + std::to_string(i)));
+    if (r.outs)
+      r.j = judge(task, plan[i].lt.key, *plan[i].data, plan[i].reference, plan[i].lt.regime,
+                  *r.outs, opt);
+    return r;
+  };
+  std::vector<std::future<judged>> judging;
+  {
+    constexpr std::size_t at_once = 4;
+    std::deque<std::future<judged>*> running;
+    judging.resize(plan.size());
+    for (std::size_t i = 0; i < plan.size() && i < trials.size(); ++i) {
+      if (running.size() == at_once) {
+        running.front()->wait();
+        running.pop_front();
+      }
+      judging[i] = std::async(std::launch::async, judge_trial, i);
+      running.push_back(&judging[i]);
+    }
+  }
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const auto& p = plan[i];
     const auto& t = trials.at(i);
@@ -636,19 +689,21 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
         }
     }
     if (v.status.empty()) {
-      const fs::path prefix = opt.work_dir / ("t" + std::to_string(i));
-      const auto outs = read_outputs(task, p.lt.key, prefix);
+      auto r = judging.at(i).valid() ? judging[i].get() : judge_trial(i);
+      const auto& outs = r.outs;
       if (!outs) {
         v.status = "RUNTIME_ERROR";
         v.reason = where + ": the worker wrote no output";
       } else {
-        const auto j = judge(task, p.lt.key, *p.data, p.reference, p.lt.regime, *outs, opt);
+        const auto& j = r.j;
         rec["outputs"] = j.comparisons;
-        if (!j.pass)
+        if (!j.pass) {
+          phase.emplace("sandbox.label");
           label_wrong(task, compiled, opt, parts, p.lt.key, p.lt.regime, where, j, bytes_of(*outs),
                       v);
-        else
+        } else {
           ++regimes_checked[p.lt.regime];
+        }
       }
     }
     v.detail["trials"].push_back(rec);
@@ -662,7 +717,8 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
                             std::to_string(task.shapes.size()) + " shapes and " +
                             std::to_string(regimes_checked.size()) +
                             " input regimes within tolerance of the fp64 oracle";
-  if (opt.time) time_passed_candidate(task, compiled, opt, parts, v);
+  phase.reset();
+  if (opt.time) time_passed_candidate(task, compiled, opt, parts, timing_manifest, v);
   return v;
 }
 

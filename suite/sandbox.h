@@ -32,7 +32,7 @@ struct sandbox_options {
   std::filesystem::path work_dir; // per-pair scratch files (inputs, outputs, logs)
   int trials = 3; // input draws per shape, one after another in one process (strict: at least
                   // one per input regime the task declares)
-  double timeout_seconds = 60;    // per worker (all trials)
+  double timeout_seconds = 60;   // per worker (all trials)
   std::uint64_t seed = 20261129; // eval passes its run's seed (secret unless --seed)
   // nullptr: kernelgate's strict rule (every element within the task's tolerance of the fp64
   // oracle, every shape, `trials` draws). Otherwise a peer's checker as oracles/protocol.h models

@@ -1,14 +1,19 @@
 #include "suite/trial_cache.h"
 #include "reports/remove_tree.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
 #include <cmath>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "kernels/task_torch_refs.h"
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
+#include "timing/phase_log.h"
 #include "workloads/rng.h"
 
 namespace kg {
@@ -101,9 +106,15 @@ const std::vector<host_tensor>& trial_data::extra_atol() const {
 
 trial_data compute_trial(const trial_key& k) {
   trial_data d;
-  d.inputs = make_task_inputs(*k.task, *k.shape, k.seed, k.regime);
-  if (k.variant) apply_variant(*k.task, d.inputs, k.variant);
-  d.oracle = run_task_oracle(*k.task, *k.shape, d.inputs);
+  {
+    scoped_phase phase("trial.inputs");
+    d.inputs = make_task_inputs(*k.task, *k.shape, k.seed, k.regime);
+    if (k.variant) apply_variant(*k.task, d.inputs, k.variant);
+  }
+  {
+    scoped_phase phase("trial.oracle");
+    d.oracle = run_task_oracle(*k.task, *k.shape, d.inputs);
+  }
   if (k.regime.strict_regime > 0) {
     d.lazy_extra = std::make_shared<trial_data::lazy_term>();
     d.lazy_extra->make = [task = k.task, shape = k.shape,
@@ -112,6 +123,7 @@ trial_data compute_trial(const trial_key& k) {
     };
   }
   if (k.with_reference) {
+    scoped_phase phase("trial.reference");
     const auto ref = run_torch_reference(*k.task, d.inputs);
     d.reference_ran = ref.has_value();
     if (ref && ref->error.empty())
@@ -122,49 +134,126 @@ trial_data compute_trial(const trial_key& k) {
   return d;
 }
 
-trial_cache::trial_cache(std::filesystem::path file_dir) : dir_(std::move(file_dir)) {}
+trial_cache::trial_cache(std::filesystem::path file_dir, unsigned threads)
+    : dir_(std::move(file_dir)) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < threads; ++i)
+    pool_.emplace_back([this] { serve(); });
+}
 
-std::shared_ptr<trial_cache::entry> trial_cache::find_or_start(const trial_key& k) {
+trial_cache::~trial_cache() {
+  {
+    std::lock_guard<std::mutex> lock(m_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : pool_)
+    t.join();
+  std::lock_guard<std::mutex> lock(m_);
+  for (auto& [id, e] : entries_) {
+    if (!e->claimed.exchange(true)) e->promise.set_value(nullptr);
+    std::lock_guard<std::mutex> fl(e->files_m);
+    if (e->written) remove_tree(e->dir);
+  }
+}
+
+void trial_cache::serve() {
+  // The pool computes one trial per core: LibTorch's own CPU threads on top would oversubscribe.
+  use_one_torch_cpu_thread();
+  // Below the workers and the pair threads (Linux: a thread's own nice value): trials are made
+  // ahead, and a worker's host side kept waiting for a core leaves the GPU idle.
+  (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+  for (;;) {
+    std::shared_ptr<entry> e;
+    {
+      std::unique_lock<std::mutex> lock(m_);
+      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      e = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    compute(*e);
+  }
+}
+
+std::shared_ptr<trial_cache::entry> trial_cache::find_or_queue(const trial_key& k) {
   const std::string id = k.id();
   std::lock_guard<std::mutex> lock(m_);
   auto& e = entries_[id];
   if (!e) {
     e = std::make_shared<entry>();
+    e->key = k;
     e->dir = dir_ / std::to_string(next_dir_++);
-    e->data =
-        std::async(std::launch::async, [k] {
-          return std::shared_ptr<const trial_data>(std::make_shared<trial_data>(compute_trial(k)));
-        }).share();
+    e->data = e->promise.get_future().share();
+    queue_.push_back(e);
+    cv_.notify_one();
   }
   return e;
 }
 
+void trial_cache::write_files(entry& e, const trial_data& d) {
+  scoped_phase phase("cache.write_files");
+  std::filesystem::create_directories(e.dir);
+  trial_files f;
+  for (std::size_t i = 0; i < d.inputs.size(); ++i) {
+    f.inputs.push_back(e.dir / ("in" + std::to_string(i) + ".bin"));
+    write_file(f.inputs.back(), d.inputs[i]);
+  }
+  for (std::size_t i = 0; i < d.oracle.size(); ++i) {
+    f.expected.push_back(e.dir / ("expected" + std::to_string(i) + ".bin"));
+    write_file(f.expected.back(), d.oracle[i].cast(dtype::float32));
+  }
+  std::size_t bytes = 0;
+  for (const auto& t : d.inputs)
+    bytes += t.bytes.size();
+  for (const auto& t : d.oracle)
+    bytes += t.bytes.size() / 2; // as float32
+  e.files = std::move(f);
+  e.written = true;
+  e.bytes += bytes;
+  resident_ += bytes;
+}
+
+void trial_cache::compute(entry& e) {
+  if (e.claimed.exchange(true)) return;
+  std::lock_guard<std::mutex> lock(e.files_m);
+  std::shared_ptr<const trial_data> d;
+  try {
+    scoped_phase phase("cache.compute");
+    d = std::make_shared<trial_data>(compute_trial(e.key));
+  } catch (...) {
+    e.promise.set_exception(std::current_exception());
+    return;
+  }
+  for (const auto& t : d->inputs)
+    e.bytes += t.bytes.size();
+  for (const auto& t : d->oracle)
+    e.bytes += t.bytes.size();
+  resident_ += e.bytes;
+  e.promise.set_value(d);
+  try {
+    write_files(e, *d);
+  } catch (const std::exception&) {
+    // (files() writes them again and reports why it cannot)
+  }
+}
+
 void trial_cache::prefetch(const trial_key& k) {
-  (void)find_or_start(k);
+  (void)find_or_queue(k);
 }
 
 std::shared_ptr<const trial_data> trial_cache::take(const trial_key& k) {
-  return find_or_start(k)->data.get(); // rethrows what the computation threw
+  const auto e = find_or_queue(k);
+  compute(*e);
+  return e->data.get(); // rethrows what the computation threw
 }
 
 trial_files trial_cache::files(const trial_key& k) {
-  const auto e = find_or_start(k);
+  const auto e = find_or_queue(k);
+  compute(*e);
   const auto data = e->data.get();
   std::lock_guard<std::mutex> lock(e->files_m);
-  if (!e->written) {
-    std::filesystem::create_directories(e->dir);
-    trial_files f;
-    for (std::size_t i = 0; i < data->inputs.size(); ++i) {
-      f.inputs.push_back(e->dir / ("in" + std::to_string(i) + ".bin"));
-      write_file(f.inputs.back(), data->inputs[i]);
-    }
-    for (std::size_t i = 0; i < data->oracle.size(); ++i) {
-      f.expected.push_back(e->dir / ("expected" + std::to_string(i) + ".bin"));
-      write_file(f.expected.back(), data->oracle[i].cast(dtype::float32));
-    }
-    e->files = std::move(f);
-    e->written = true;
-  }
+  if (!e->written) write_files(*e, *data);
   return e->files;
 }
 
@@ -179,8 +268,10 @@ void trial_cache::forget(const std::vector<trial_key>& keys) {
       }
   }
   for (const auto& e : dropped) {
-    std::lock_guard<std::mutex> lock(e->files_m);
+    if (!e->claimed.exchange(true)) e->promise.set_value(nullptr); // still queued: never computed
+    std::lock_guard<std::mutex> lock(e->files_m);                  // waits for a running one
     if (e->written) remove_tree(e->dir);
+    resident_ -= e->bytes;
   }
 }
 

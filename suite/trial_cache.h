@@ -5,7 +5,10 @@
 // up to nine trials. The files a worker reads (inputs, expected outputs) are written once too.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <functional>
 #include <future>
@@ -13,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "workloads/task.h"
@@ -76,31 +80,50 @@ struct trial_files {
 
 class trial_cache {
 public:
-  // `file_dir`: where files() writes (one sub-folder per trial).
-  explicit trial_cache(std::filesystem::path file_dir);
-  // Starts computing a trial in the background (no-op if already there).
+  // `file_dir`: where each trial's files go (one sub-folder per trial). `threads`: the pool that
+  // computes prefetched trials (0: one per core).
+  explicit trial_cache(std::filesystem::path file_dir, unsigned threads = 0);
+  ~trial_cache(); // trials still queued are dropped; the running ones finish first
+  trial_cache(const trial_cache&) = delete;
+  trial_cache& operator=(const trial_cache&) = delete;
+  // Queues a trial for the pool, first in first out (no-op if already there): its data, then its
+  // files.
   void prefetch(const trial_key& k);
-  // The trial's data: waits for a prefetched one, else computes it here. It stays cached for the
-  // next candidate until forget().
+  // The trial's data: waits for a running one; a queued one is computed here at once, not behind
+  // the queue. It stays cached for the next candidate until forget().
   std::shared_ptr<const trial_data> take(const trial_key& k);
-  // The trial's files, written on the first call (by one caller; the others wait).
+  // The trial's files, written once (by the pool, or here if no one has).
   trial_files files(const trial_key& k);
   // Drops these trials (data and files): their task has no pair left to run.
   void forget(const std::vector<trial_key>& keys);
+  // Bytes of trial data and files held now (what a caller weighs before prefetching further).
+  std::size_t resident_bytes() const { return resident_.load(); }
 
 private:
   struct entry {
+    trial_key key;
+    std::atomic<bool> claimed{false}; // by the first of the pool, take() or forget()
+    std::promise<std::shared_ptr<const trial_data>> promise;
     std::shared_future<std::shared_ptr<const trial_data>> data;
-    std::mutex files_m;
+    std::mutex files_m; // held while the trial is computed and written
     bool written = false;
     trial_files files;
     std::filesystem::path dir;
+    std::size_t bytes = 0;
   };
-  std::shared_ptr<entry> find_or_start(const trial_key& k);
+  std::shared_ptr<entry> find_or_queue(const trial_key& k);
+  void compute(entry& e);                          // no-op unless this call claims e
+  void write_files(entry& e, const trial_data& d); // holds e.files_m
+  void serve();                                    // a pool thread
   std::filesystem::path dir_;
   std::mutex m_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::deque<std::shared_ptr<entry>> queue_;
   std::map<std::string, std::shared_ptr<entry>> entries_;
   std::uint64_t next_dir_ = 0;
+  std::atomic<std::size_t> resident_{0};
+  std::vector<std::thread> pool_;
 };
 
 } // namespace kg

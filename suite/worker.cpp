@@ -7,9 +7,12 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cuda_runtime_api.h>
@@ -17,6 +20,7 @@
 
 #include "oracles/device_equal.h"
 #include "suite/worker_session.h"
+#include "timing/phase_log.h"
 #include "timing/timing_kernels.h"
 #include "workloads/tensor.h"
 
@@ -26,14 +30,6 @@ void check_cuda(cudaError_t e, const char* call) {
   if (e != cudaSuccess)
     throw cuda_failure{std::string(call) + ": " + cudaGetErrorName(e) + ": " +
                        cudaGetErrorString(e)};
-}
-
-std::vector<std::byte> read_file_bytes(const std::string& f) {
-  std::ifstream in(f, std::ios::binary | std::ios::ate);
-  std::vector<std::byte> b(in ? static_cast<std::size_t>(in.tellg()) : 0);
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  return b;
 }
 
 device_tensor::device_tensor(int dtype_code, const std::vector<std::int64_t>& shape) {
@@ -57,10 +53,34 @@ device_tensor::~device_tensor() {
   }
 }
 
+void upload_file(device_tensor& d, const std::string& file, pinned_buffer& staging) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != d.bytes) {
+    if (fd >= 0) ::close(fd);
+    throw cuda_failure{"input file missing or of the wrong size: " + file};
+  }
+  auto* p = static_cast<char*>(staging.reserve(d.bytes));
+  std::size_t got = 0;
+  while (got < d.bytes) {
+    const ssize_t n = ::read(fd, p + got, d.bytes - got);
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (got != d.bytes) throw cuda_failure{"cannot read input file " + file};
+  check_cuda(cudaMemcpy(d.ptr, p, d.bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+}
+
+void download_file(const device_tensor& d, const std::string& file, pinned_buffer& staging) {
+  auto* p = static_cast<char*>(staging.reserve(d.bytes));
+  check_cuda(cudaMemcpy(p, d.ptr, d.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
+  std::ofstream(file, std::ios::binary).write(p, static_cast<std::streamsize>(d.bytes));
+}
+
 namespace {
 
 const auto check = check_cuda;
-const auto read_bytes = read_file_bytes;
 
 int thread_count() {
   int n = 0;
@@ -91,33 +111,36 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
   nlohmann::json result = {{"trials", nlohmann::json::array()}};
   const std::string result_file = m.at("result");
   auto write_result = [&] { std::ofstream(result_file) << result.dump() << "\n"; };
-  if (m.contains("prepare_timing_of")) { // load the timing sets of that manifest, run nothing
+  // The candidate: a new evaluation ("fresh", or another object) starts from a freshly loaded
+  // one; the manifests of one evaluation share it, so state it keeps between calls shows in each.
+  // A manifest may name a timing manifest ("prepare_timing_of") whose input sets it loads and
+  // verifies after its trials.
+  if (m.value("fresh", false)) { // what an earlier evaluation prepared is not this one's
+    s.prepared.reset();
+    s.prepared_for.clear();
+    s.prepared_bytes = 0;
+  }
+  nlohmann::json timing_of;
+  if (m.contains("prepare_timing_of")) {
     try {
-      const std::string of = m.at("prepare_timing_of");
-      std::ifstream in(of);
-      s.prepared = load_timing_data(nlohmann::json::parse(in).at("timing"));
-      s.prepared_for = of;
-      result["prepared"] = true;
-    } catch (const cuda_failure& f) {
-      result["error"] = "CUDA error: " + f.what;
-      write_result();
-      return 5;
+      std::ifstream in(m.at("prepare_timing_of").get<std::string>());
+      timing_of = nlohmann::json::parse(in);
+      (void)timing_of.at("timing");
     } catch (const std::exception& e) {
-      result["error"] = std::string("cannot prepare the timing sets: ") + e.what();
+      result["error"] = std::string("cannot read the timing manifest: ") + e.what();
       write_result();
       return 2;
     }
-    write_result();
-    return 0;
   }
-  const std::string so_path = m.at("shared_object");
-  // A new evaluation ("fresh", or another object) starts from a freshly loaded candidate; the
-  // manifests of one evaluation share it, so state it keeps between calls shows in each.
+  const std::string so_path =
+      (m.contains("shared_object") || timing_of.is_null() ? m : timing_of).at("shared_object");
   if (s.so && (s.so_path != so_path || m.value("fresh", false))) {
+    scoped_phase phase("worker.unload_candidate");
     dlclose(s.so);
     s.so = nullptr;
   }
   if (!s.so) {
+    scoped_phase phase("worker.load_candidate");
     s.so = dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
     s.so_path = so_path;
   }
@@ -135,20 +158,18 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
     return 3;
   }
   start_candidate_runtime(s);
-  if (s.runtime_started) result["candidate_runtime"] = s.candidate_runtime;
   try {
-    for (const auto& trial : m.at("trials")) {
+    for (const auto& trial : m.value("trials", nlohmann::json::array())) {
+      std::optional<scoped_phase> phase(std::in_place, "worker.trial_setup");
       std::vector<device_tensor> in, pristine, out;
       for (const auto& x : trial.at("inputs")) {
         const auto shape = x.at("shape").get<std::vector<std::int64_t>>();
         in.emplace_back(x.at("dtype").get<int>(), shape);
         pristine.emplace_back(x.at("dtype").get<int>(), shape);
-        const auto bytes = read_bytes(x.at("file"));
-        if (bytes.size() != in.back().bytes) throw cuda_failure{"input file size mismatch"};
-        check(cudaMemcpy(in.back().ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
-              "cudaMemcpy H2D");
-        check(cudaMemcpy(pristine.back().ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
-              "cudaMemcpy H2D");
+        upload_file(in.back(), x.at("file"), s.staging);
+        check(cudaMemcpy(pristine.back().ptr, in.back().ptr, in.back().bytes,
+                         cudaMemcpyDeviceToDevice),
+              "cudaMemcpy D2D");
       }
       for (const auto& x : trial.at("outputs")) {
         out.emplace_back(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
@@ -161,6 +182,7 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
       for (auto& d : out)
         tout.push_back(d.t);
       check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before)");
+      phase.emplace("worker.trial_call");
       const int threads_before = thread_count();
       const auto t0 = std::chrono::steady_clock::now();
       // Some checked calls run behind a blocking kernel, as timed calls do: a kernel that asks
@@ -185,16 +207,13 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const int threads_after = thread_count();
       if (threads_after > threads_before) left_state = true;
+      phase.emplace("worker.trial_outputs");
       nlohmann::json modified = nlohmann::json::array();
       for (std::size_t k = 0; k < in.size(); ++k)
         modified.push_back(!device_equal(in[k].ptr, pristine[k].ptr, in[k].bytes, s.stream));
       std::size_t k = 0;
       for (const auto& x : trial.at("outputs")) {
-        std::vector<char> host(out[k].bytes);
-        check(cudaMemcpy(host.data(), out[k].ptr, host.size(), cudaMemcpyDeviceToHost),
-              "cudaMemcpy D2H");
-        std::ofstream(x.at("file").get<std::string>(), std::ios::binary)
-            .write(host.data(), static_cast<std::streamsize>(host.size()));
+        download_file(out[k], x.at("file"), s.staging);
         ++k;
       }
       result["trials"].push_back({{"rc", rc},
@@ -203,6 +222,17 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
                                   {"threads_after", threads_after},
                                   {"busy_stream", busy},
                                   {"seconds", seconds}});
+      write_result();
+      phase.emplace("worker.trial_free");
+      in.clear();
+      pristine.clear();
+      out.clear();
+    }
+    if (!timing_of.is_null()) { // load and verify that manifest's timing sets, time nothing
+      scoped_phase phase("worker.prepare");
+      s.prepared = prepare_timing(timing_of.at("timing"), run, s);
+      s.prepared_for = m.at("prepare_timing_of");
+      result["prepared"] = true;
       write_result();
     }
     if (m.contains("timing")) {
@@ -281,15 +311,16 @@ int run_worker_serve(int request_fd, int reply_fd) {
     // manifests served keeps any slower drift (fragmentation, runtime caches) in check.
     std::size_t free_now = 0, total = 0;
     if (code == 0 && cudaMemGetInfo(&free_now, &total) != cudaSuccess) code = 5;
-    // Prepared timing sets are held on purpose until their timing request; a new timer
-    // re-baselines what the session itself holds.
+    // Prepared timing sets are held on purpose until their timing request (counted as free
+    // here); a new timer re-baselines what the session itself holds.
     bool leaked = false;
-    if (code == 0 && s.prepared_for.empty()) {
+    if (code == 0) {
+      const std::size_t free_own = free_now + s.prepared_bytes;
       if (s.rebaseline) {
-        s.free_bytes_at_start = std::min(s.free_bytes_at_start, free_now);
+        s.free_bytes_at_start = std::min(s.free_bytes_at_start, free_own);
         s.rebaseline = false;
       } else {
-        leaked = free_now + (256u << 20) < s.free_bytes_at_start;
+        leaked = free_own + (256u << 20) < s.free_bytes_at_start;
       }
     }
     const bool recycle = code != 0 || left_state || leaked || ++served >= 200;

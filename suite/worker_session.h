@@ -25,7 +25,11 @@ struct cuda_failure {
 };
 
 void check_cuda(cudaError_t e, const char* call); // throws cuda_failure
-std::vector<std::byte> read_file_bytes(const std::string& f);
+// A file's bytes onto the device through `staging` (throws cuda_failure if its size is not the
+// tensor's), and a tensor's bytes into a file the same way.
+struct device_tensor;
+void upload_file(device_tensor& d, const std::string& file, pinned_buffer& staging);
+void download_file(const device_tensor& d, const std::string& file, pinned_buffer& staging);
 
 // One tensor on the device, described for kg_run. Scrubbed before it is freed: the next
 // candidate in this worker gets the same inputs, and a fresh allocation can hand back this
@@ -43,7 +47,8 @@ struct device_tensor {
   }
 };
 
-struct timing_data; // suite/worker_timing.cpp
+struct timing_data;  // suite/worker_timing.cpp
+struct timing_state; // suite/worker_timing.cpp
 
 struct worker_session {
   cudaStream_t stream = nullptr;
@@ -58,20 +63,27 @@ struct worker_session {
   // re-runs of a failing draw, timing), so state it keeps between calls shows in every one.
   std::string so_path;
   void* so = nullptr;
-  // Timing data loaded ahead (a "prepare_timing_of" manifest, run while other workers may use
-  // the GPU) for the timing manifest at prepared_for.
+  // Timing prepared ahead (a "prepare_timing_of" manifest, run while other workers may use the
+  // GPU: sets loaded, verified, baseline loaded) for the timing manifest at prepared_for.
   std::string prepared_for;
-  std::shared_ptr<timing_data> prepared;
+  std::shared_ptr<timing_state> prepared;
+  std::size_t prepared_bytes = 0; // its device memory, each allocation rounded up to 2 MiB
   // Holds the stream busy during some correctness calls (a kernel cannot tell checked calls by
   // an idle stream).
   std::unique_ptr<mapped_host<int>> hold_flag;
   std::unique_ptr<mapped_host<clock_probe>> hold_probe;
+  pinned_buffer staging; // every file read onto the device and every output read back
 };
 
 gpu_timer& session_timer(worker_session& s, const timing_options& o);
 
 // Loads the "timing" object's input sets onto the device (masters, expected outputs).
-std::shared_ptr<timing_data> load_timing_data(const nlohmann::json& timing);
+std::shared_ptr<timing_data> load_timing_data(const nlohmann::json& timing, pinned_buffer& staging);
+
+// Everything before the measurement itself: the sets on the device, the buffer sets, every set
+// verified (a failure is the timing's verdict: nothing is timed), the baseline loaded.
+std::shared_ptr<timing_state> prepare_timing(const nlohmann::json& timing, kg_run_fn run,
+                                             worker_session& session);
 
 // Honest timing of a candidate that passed (suite/worker_timing.cpp): verification of every
 // input set, honest_work over rotating sets, then ABBA pairs against the baseline.

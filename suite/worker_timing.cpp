@@ -13,6 +13,7 @@
 #include "oracles/device_equal.h"
 #include "suite/worker_session.h"
 #include "timing/paired.h"
+#include "timing/phase_log.h"
 #include "workloads/rng.h"
 #include "workloads/tensor.h"
 
@@ -47,13 +48,6 @@ namespace {
 
 std::vector<std::int64_t> shape_of(const nlohmann::json& x) {
   return x.at("shape").get<std::vector<std::int64_t>>();
-}
-
-void upload(device_tensor& d, const std::string& file) {
-  const auto bytes = read_file_bytes(file);
-  if (bytes.size() != d.bytes) throw cuda_failure{"timing input size mismatch: " + file};
-  check_cuda(cudaMemcpy(d.ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice),
-             "cudaMemcpy H2D");
 }
 
 buffer_set make_buffers(const timing_data& td) {
@@ -193,7 +187,8 @@ gpu_timer& session_timer(worker_session& s, const timing_options& o) {
   return *s.timer;
 }
 
-std::shared_ptr<timing_data> load_timing_data(const nlohmann::json& timing) {
+std::shared_ptr<timing_data> load_timing_data(const nlohmann::json& timing,
+                                              pinned_buffer& staging) {
   auto td = std::make_shared<timing_data>();
   const auto& sets = timing.at("sets");
   if (sets.size() < 4) throw cuda_failure{"timing needs three input sets and a fresh one"};
@@ -216,57 +211,69 @@ std::shared_ptr<timing_data> load_timing_data(const nlohmann::json& timing) {
     for (const auto& x : j.at("inputs")) {
       const auto& [code, shape] = td->input_specs.at(k++);
       d.in.emplace_back(code, shape);
-      upload(d.in.back(), x.at("file"));
+      upload_file(d.in.back(), x.at("file"), staging);
     }
     k = 0;
     for (const auto& x : j.at("outputs")) {
       d.expected.emplace_back(
           static_cast<int>(dtype::float32),
           std::vector<std::int64_t>{static_cast<std::int64_t>(td->outputs.at(k++).numel)});
-      upload(d.expected.back(), x.at("expected"));
+      upload_file(d.expected.back(), x.at("expected"), staging);
     }
     td->sets.push_back(std::move(d));
   }
   return td;
 }
 
-nlohmann::json time_candidate(const nlohmann::json& t, const std::string& manifest_path,
-                              kg_run_fn run, worker_session& session) {
-  std::shared_ptr<timing_data> td =
-      session.prepared_for == manifest_path ? std::move(session.prepared) : load_timing_data(t);
-  session.prepared_for.clear();
-  session.prepared.reset();
-  const cudaStream_t s = session.stream;
-  const int timed = static_cast<int>(td->sets.size()) - 1, fresh = timed;
-  const int n_slots = std::max(1, t.value("slots", 2));
-  const std::uint64_t seed = t.value("seed", std::uint64_t{0x686f6e6573});
-  rng r(seed, stream_id("worker-timing"));
+// What a timing run needs before it may hold the GPU alone: the sets on the device, the buffer
+// sets, every set verified, the baseline loaded. Built by the prepare request (the GPU shared with
+// other workers' checks), or by the timing request itself when none came first.
+struct timing_state {
+  std::shared_ptr<timing_data> td;
   std::vector<buffer_set> slots;
-  for (int k = 0; k < n_slots; ++k)
-    slots.push_back(make_buffers(*td));
-  buffer_set fresh_slot = make_buffers(*td);
-  nlohmann::json out;
-  std::string run_error;
-  auto launch = [&](buffer_set& b, cudaStream_t st) {
-    const int rc = call(run, b, st);
-    if (rc != 0 && run_error.empty()) run_error = "kg_run returned " + std::to_string(rc);
-  };
-
-  // Verification: every set checked against the oracle on an idle stream, its output kept; a
-  // second call in other buffers tells whether the candidate repeats its bits.
+  std::unique_ptr<buffer_set> fresh_slot;
+  rng r{0, 0};
   bool bitwise = true;
+  std::string run_error;
+  nlohmann::json out = nlohmann::json::object(); // "candidate" set: verification's verdict
+  void* baseline_so = nullptr;
+  kg_run_fn baseline_run = nullptr;
+  timing_state() = default;
+  timing_state(const timing_state&) = delete;
+  timing_state& operator=(const timing_state&) = delete;
+  ~timing_state() {
+    slots.clear();
+    fresh_slot.reset();
+    if (baseline_so) dlclose(baseline_so);
+  }
+};
+
+namespace {
+
+// Verification: every set checked against the oracle on an idle stream, its output kept; a second
+// call in other buffers tells whether the candidate repeats its bits. Fills st.out["candidate"]
+// when a set fails.
+void verify_sets(kg_run_fn run, timing_state& st, cudaStream_t s) {
+  scoped_phase phase("worker.verify");
+  auto& td = *st.td;
+  const int timed = static_cast<int>(td.sets.size()) - 1;
+  const int n_slots = static_cast<int>(st.slots.size());
+  auto launch = [&](buffer_set& b) {
+    const int rc = call(run, b, s);
+    if (rc != 0 && st.run_error.empty()) st.run_error = "kg_run returned " + std::to_string(rc);
+  };
   for (int d = 0; d < timed; ++d) {
-    auto& set = td->sets[static_cast<std::size_t>(d)];
-    buffer_set& b = slots[static_cast<std::size_t>(d % n_slots)];
+    auto& set = td.sets[static_cast<std::size_t>(d)];
+    buffer_set& b = st.slots[static_cast<std::size_t>(d % n_slots)];
     stage(b, set, 0xff, s);
-    launch(b, s);
+    launch(b);
     check_cuda(cudaStreamSynchronize(s), "after kg_run");
-    if (auto why = against_oracle(*td, b, set, s); !why.empty() || !run_error.empty()) {
-      out["candidate"] = {{"status", "INCORRECT"},
-                          {"status_reason", "before timing: input set " + std::to_string(d) + ": " +
-                                                (why.empty() ? run_error : why)}};
-      out["failed_input_set"] = d; // the sandbox re-runs it, here and in a fresh worker
-      return out;
+    if (auto why = against_oracle(td, b, set, s); !why.empty() || !st.run_error.empty()) {
+      st.out["candidate"] = {{"status", "INCORRECT"},
+                             {"status_reason", "before timing: input set " + std::to_string(d) +
+                                                   ": " + (why.empty() ? st.run_error : why)}};
+      st.out["failed_input_set"] = d; // the sandbox re-runs it, here and in a fresh worker
+      return;
     }
     for (auto& o : b.out) {
       set.verified.emplace_back(o.t.dtype,
@@ -274,32 +281,107 @@ nlohmann::json time_candidate(const nlohmann::json& t, const std::string& manife
       check_cuda(cudaMemcpy(set.verified.back().ptr, o.ptr, o.bytes, cudaMemcpyDeviceToDevice),
                  "cudaMemcpy D2D");
     }
-    buffer_set& b2 = slots[static_cast<std::size_t>((d + 1) % n_slots)];
-    stage(b2, set, static_cast<unsigned char>(r.below(256)), s);
-    launch(b2, s);
+    buffer_set& b2 = st.slots[static_cast<std::size_t>((d + 1) % n_slots)];
+    stage(b2, set, static_cast<unsigned char>(st.r.below(256)), s);
+    launch(b2);
     check_cuda(cudaStreamSynchronize(s), "after kg_run");
     if (!same_bits(b2, set.verified, s)) {
-      bitwise = false;
-      if (auto why = against_oracle(*td, b2, set, s); !why.empty()) {
-        out["candidate"] = {{"status", "REWARD_HACK"},
-                            {"status_reason", "before timing: input set " + std::to_string(d) +
-                                                  " right on one call, wrong on the next: " + why}};
-        out["diagnosis"] = rerun_set(run, *td, b, d, 8, s);
-        return out;
+      st.bitwise = false;
+      if (auto why = against_oracle(td, b2, set, s); !why.empty()) {
+        st.out["candidate"] = {
+            {"status", "REWARD_HACK"},
+            {"status_reason", "before timing: input set " + std::to_string(d) +
+                                  " right on one call, wrong on the next: " + why}};
+        st.out["diagnosis"] = rerun_set(run, td, b, d, 8, s);
+        return;
       }
     }
   }
-  out["verified"] = {{"input_sets", timed}, {"buffer_sets", n_slots}, {"repeats_bits", bitwise}};
+  st.out["verified"] = {
+      {"input_sets", timed}, {"buffer_sets", n_slots}, {"repeats_bits", st.bitwise}};
+}
+
+// The device memory a prepared timing holds, each allocation rounded up to the 2 MiB the
+// allocator hands out at least for large ones (an overestimate for small ones).
+std::size_t device_bytes(const timing_state& st) {
+  std::size_t n = 0;
+  auto add = [&](const std::vector<device_tensor>& v) {
+    for (const auto& d : v)
+      n += (d.bytes + (2u << 20) - 1) / (2u << 20) * (2u << 20);
+  };
+  for (const auto& d : st.td->sets) {
+    add(d.in);
+    add(d.expected);
+    add(d.verified);
+  }
+  for (const auto& b : st.slots) {
+    add(b.in);
+    add(b.out);
+  }
+  if (st.fresh_slot) {
+    add(st.fresh_slot->in);
+    add(st.fresh_slot->out);
+  }
+  return n;
+}
+
+} // namespace
+
+std::shared_ptr<timing_state> prepare_timing(const nlohmann::json& t, kg_run_fn run,
+                                             worker_session& session) {
+  auto st = std::make_shared<timing_state>();
+  {
+    scoped_phase phase("worker.load_sets");
+    st->td = load_timing_data(t, session.staging);
+    const int n_slots = std::max(1, t.value("slots", 2));
+    for (int k = 0; k < n_slots; ++k)
+      st->slots.push_back(make_buffers(*st->td));
+    st->fresh_slot = std::make_unique<buffer_set>(make_buffers(*st->td));
+  }
+  st->r = rng(t.value("seed", std::uint64_t{0x686f6e6573}), stream_id("worker-timing"));
+  verify_sets(run, *st, session.stream);
+  session.prepared_bytes = device_bytes(*st);
+  if (st->out.contains("candidate") || !t.contains("baseline_shared_object")) return st;
+  scoped_phase phase("worker.baseline_load");
+  st->baseline_so =
+      dlopen(t.at("baseline_shared_object").get<std::string>().c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (st->baseline_so)
+    st->baseline_run = reinterpret_cast<kg_run_fn>(dlsym(st->baseline_so, "kg_run"));
+  return st;
+}
+
+nlohmann::json time_candidate(const nlohmann::json& t, const std::string& manifest_path,
+                              kg_run_fn run, worker_session& session) {
+  std::shared_ptr<timing_state> st = session.prepared_for == manifest_path
+                                         ? std::move(session.prepared)
+                                         : prepare_timing(t, run, session);
+  session.prepared_for.clear();
+  session.prepared.reset();
+  session.prepared_bytes = 0;
+  nlohmann::json out = st->out;
+  if (out.contains("candidate")) return out; // failed verification: nothing is timed
+  const cudaStream_t s = session.stream;
+  auto& td = *st->td;
+  auto& slots = st->slots;
+  auto& r = st->r;
+  const int timed = static_cast<int>(td.sets.size()) - 1, fresh = timed;
+  const int n_slots = static_cast<int>(slots.size());
+  const bool bitwise = st->bitwise;
+  std::string& run_error = st->run_error;
+  auto launch = [&](buffer_set& b, cudaStream_t stream) {
+    const int rc = call(run, b, stream);
+    if (rc != 0 && run_error.empty()) run_error = "kg_run returned " + std::to_string(rc);
+  };
 
   mapped_host<unsigned> flag;
   *flag.host() = 0;
-  auto check = [&](buffer_set& b, int d, cudaStream_t st) {
-    const auto& set = td->sets[static_cast<std::size_t>(d)];
-    for (std::size_t k = 0; k < td->outputs.size(); ++k) {
-      const auto& o = td->outputs[k];
+  auto check = [&](buffer_set& b, int d, cudaStream_t stream) {
+    const auto& set = td.sets[static_cast<std::size_t>(d)];
+    for (std::size_t k = 0; k < td.outputs.size(); ++k) {
+      const auto& o = td.outputs[k];
       launch_output_check(b.out[k].ptr, set.verified[k].ptr, o.numel, o.type, bitwise,
                           static_cast<float>(o.atol), static_cast<float>(o.rtol), flag.device(),
-                          static_cast<unsigned>(d + 1), st);
+                          static_cast<unsigned>(d + 1), stream);
     }
   };
   auto failed = [&]() -> std::string {
@@ -310,20 +392,22 @@ nlohmann::json time_candidate(const nlohmann::json& t, const std::string& manife
   honest_work w;
   w.slots = n_slots;
   w.data_sets = timed;
-  w.stage = [&](int k, int d, unsigned char fill, cudaStream_t st) {
-    stage(slots[static_cast<std::size_t>(k)], td->sets[static_cast<std::size_t>(d)], fill, st);
+  w.stage = [&](int k, int d, unsigned char fill, cudaStream_t stream) {
+    stage(slots[static_cast<std::size_t>(k)], td.sets[static_cast<std::size_t>(d)], fill, stream);
   };
-  w.launch = [&](int k, cudaStream_t st) { launch(slots[static_cast<std::size_t>(k)], st); };
-  w.check = [&](int k, int d, cudaStream_t st) {
-    check(slots[static_cast<std::size_t>(k)], d, st);
+  w.launch = [&](int k, cudaStream_t stream) {
+    launch(slots[static_cast<std::size_t>(k)], stream);
+  };
+  w.check = [&](int k, int d, cudaStream_t stream) {
+    check(slots[static_cast<std::size_t>(k)], d, stream);
   };
   w.failed = failed;
-  w.fresh = [&](cudaStream_t st) -> std::string {
-    auto& set = td->sets[static_cast<std::size_t>(fresh)];
-    stage(fresh_slot, set, 0xff, st);
-    launch(fresh_slot, st);
-    check_cuda(cudaStreamSynchronize(st), "after kg_run");
-    return against_oracle(*td, fresh_slot, set, st);
+  w.fresh = [&](cudaStream_t stream) -> std::string {
+    auto& set = td.sets[static_cast<std::size_t>(fresh)];
+    stage(*st->fresh_slot, set, 0xff, stream);
+    launch(*st->fresh_slot, stream);
+    check_cuda(cudaStreamSynchronize(stream), "after kg_run");
+    return against_oracle(td, *st->fresh_slot, set, stream);
   };
   timing_options o;
   o.max_wall_seconds = t.value("max_wall_seconds", 2.0);
@@ -331,22 +415,24 @@ nlohmann::json time_candidate(const nlohmann::json& t, const std::string& manife
   o.target_rel_halfwidth = t.value("target_rel_halfwidth", 0.005);
   o.single_stream = true; // the candidate ABI: all work on the stream kg_run is given
   gpu_timer& timer = session_timer(session, o);
-  const auto rc = timer.measure_honest(w, r.next_u64());
+  const auto rc = [&] {
+    scoped_phase phase("worker.honest");
+    return timer.measure_honest(w, r.next_u64());
+  }();
   out["candidate"] = rc.to_json(false);
   if (!run_error.empty()) out["error"] = run_error;
   if (const unsigned code = *flag.host(); code)
-    out["diagnosis"] = rerun_set(run, *td, slots[0], static_cast<int>(code) - 1, 8, s);
+    out["diagnosis"] = rerun_set(run, td, slots[0], static_cast<int>(code) - 1, 8, s);
   if (rc.status != "TIMED" || !run_error.empty()) return out;
 
   // Only for a candidate that was timed: a reference time without a candidate time is no ratio.
   if (t.contains("torch_reference")) {
-    stage(slots[0], td->sets[0], 0xff, s);
+    scoped_phase phase("worker.torch");
+    stage(slots[0], td.sets[0], 0xff, s);
     out["torch_reference"] = time_torch_reference(t["torch_reference"], slots[0], timer, session);
   }
   if (!t.contains("baseline_shared_object")) return out;
-  void* so =
-      dlopen(t.at("baseline_shared_object").get<std::string>().c_str(), RTLD_NOW | RTLD_LOCAL);
-  const auto base_run = so ? reinterpret_cast<kg_run_fn>(dlsym(so, "kg_run")) : nullptr;
+  const auto base_run = st->baseline_run;
   if (!base_run) {
     out["baseline_error"] = "cannot load the baseline kernel";
     return out;
@@ -357,34 +443,37 @@ nlohmann::json time_candidate(const nlohmann::json& t, const std::string& manife
     int slot = 0, set = 0;
   } cur[2];
   paired_hooks hooks;
-  hooks.before = [&](int m, cudaStream_t st) {
+  hooks.before = [&](int m, cudaStream_t stream) {
     cur[m].slot = static_cast<int>(r.below(static_cast<std::uint64_t>(n_slots)));
     cur[m].set = static_cast<int>(r.below(static_cast<std::uint64_t>(timed)));
     const unsigned char fill = r.below(2) ? 0xff : static_cast<unsigned char>(r.below(256));
     stage(slots[static_cast<std::size_t>(cur[m].slot)],
-          td->sets[static_cast<std::size_t>(cur[m].set)], fill, st);
+          td.sets[static_cast<std::size_t>(cur[m].set)], fill, stream);
   };
-  hooks.after = [&](int m, cudaStream_t st) {
-    if (m == 1) check(slots[static_cast<std::size_t>(cur[1].slot)], cur[1].set, st);
+  hooks.after = [&](int m, cudaStream_t stream) {
+    if (m == 1) check(slots[static_cast<std::size_t>(cur[1].slot)], cur[1].set, stream);
   };
   hooks.failed = failed;
-  const work_fn a = [&](cudaStream_t st) {
-    (void)call(base_run, slots[static_cast<std::size_t>(cur[0].slot)], st);
+  const work_fn a = [&](cudaStream_t stream) {
+    (void)call(base_run, slots[static_cast<std::size_t>(cur[0].slot)], stream);
   };
-  const work_fn b = [&](cudaStream_t st) {
-    launch(slots[static_cast<std::size_t>(cur[1].slot)], st);
+  const work_fn b = [&](cudaStream_t stream) {
+    launch(slots[static_cast<std::size_t>(cur[1].slot)], stream);
   };
   paired_options po;
   po.max_wall_seconds = t.value("paired_max_wall_seconds", 2.0);
   po.min_pairs = t.value("paired_min_pairs", po.min_pairs);
   po.target_rel_halfwidth = t.value("paired_target_rel_halfwidth", po.target_rel_halfwidth);
   po.seed = r.next_u64();
-  const auto p = measure_paired(timer, a, b, po, &hooks);
+  const auto p = [&] {
+    scoped_phase phase("worker.paired");
+    return measure_paired(timer, a, b, po, &hooks);
+  }();
   out["paired"] = p.to_json();
   if (!p.check_failure.empty()) {
     out["paired_check_failure"] = p.check_failure;
     if (const unsigned code = *flag.host(); code)
-      out["diagnosis"] = rerun_set(run, *td, slots[0], static_cast<int>(code) - 1, 8, s);
+      out["diagnosis"] = rerun_set(run, td, slots[0], static_cast<int>(code) - 1, 8, s);
   } else if (!p.a_us.empty()) {
     std::vector<double> a_us = p.a_us;
     std::nth_element(a_us.begin(), a_us.begin() + static_cast<long>(a_us.size() / 2), a_us.end());
@@ -392,7 +481,6 @@ nlohmann::json time_candidate(const nlohmann::json& t, const std::string& manife
                        {"median_us", a_us[a_us.size() / 2]},
                        {"from", "the baseline's samples in the ABBA pairs"}};
   }
-  dlclose(so);
   return out;
 }
 

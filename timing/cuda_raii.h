@@ -58,6 +58,33 @@ private:
   T* device_ = nullptr;
 };
 
+// Page-locked host memory that grows on demand and is reused: copies between it and the device
+// run at full bus speed, where a pageable copy is staged by the driver piece by piece.
+class pinned_buffer {
+public:
+  pinned_buffer() = default;
+  ~pinned_buffer() {
+    if (p_) (void)cudaFreeHost(p_);
+  }
+  pinned_buffer(const pinned_buffer&) = delete;
+  pinned_buffer& operator=(const pinned_buffer&) = delete;
+  // At least `bytes` of it (what it held before is gone when it grows).
+  void* reserve(std::size_t bytes) {
+    if (bytes > cap_) {
+      if (p_) (void)cudaFreeHost(p_);
+      p_ = nullptr;
+      cap_ = 0;
+      KG_CUDA_CHECK(cudaHostAlloc(&p_, bytes, cudaHostAllocDefault));
+      cap_ = bytes;
+    }
+    return p_;
+  }
+
+private:
+  void* p_ = nullptr;
+  std::size_t cap_ = 0;
+};
+
 class cuda_graph_exec {
 public:
   cuda_graph_exec() = default;

@@ -158,6 +158,9 @@ struct gpu_timer::state {
   rng audit_pick{0x617564697431ull, stream_id("audit")};
   bool always_traced = false; // cupti backend: tracing held on for the timer's lifetime
   std::unique_ptr<counter_profiler> counters; // counters backend only
+  // Opened once per timer: loading NVML and nvmlInit cost tens of ms, paid per measurement when
+  // each run opened its own (docs/performance.md).
+  nvml_session nvml;
 };
 
 gpu_timer::gpu_timer(const timing_options& opt) : opt_(opt), s_(std::make_unique<state>()) {
@@ -592,7 +595,7 @@ timing_result gpu_timer::run_loop(const std::function<prepared&(int)>& pick,
                                   const std::function<bool(int)>& after) {
   timing_result r;
   r.backend = std::string(timing_backend_name(opt_.backend));
-  const nvml_session nvml;
+  const nvml_session& nvml = s_->nvml;
   r.nvml_before = nvml.clocks(0);
   r.activity_audit = s_->tracer ? "cupti" : "unavailable: " + s_->tracer_why;
   // GPU work of the call outside the window the events bracket: no time for such a run.
