@@ -7,7 +7,8 @@
 // and exits 3 without one. The wall clock is the GPU-minute: the GPU is held by the run from start
 // to end.
 //
-//   kg_bench_eval_throughput [--tasks GLOB] [--copies N] [--workers N]
+//   kg_bench_eval_throughput [--tasks GLOB] [--copies N] [--workers N] [--compare-workers N]
+// (--compare-workers: one more warm timed run with that many workers, beside the default)
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -54,7 +55,7 @@ void print_phases(const fs::path& log, std::uintmax_t from) {
 } // namespace
 
 int main(int argc, char** argv) {
-  std::string tasks = std::string(KG_SOURCE_DIR) + "/data/tasks", workers = "0";
+  std::string tasks = std::string(KG_SOURCE_DIR) + "/data/tasks", workers = "0", compare_workers;
   int copies = 4;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -64,6 +65,8 @@ int main(int argc, char** argv) {
       copies = std::max(1, std::atoi(argv[i + 1]));
     else if (a == "--workers")
       workers = argv[i + 1];
+    else if (a == "--compare-workers")
+      compare_workers = argv[i + 1];
   }
   std::cout << std::unitbuf; // each row as it is measured: a run cut short keeps the rows before it
   const auto dev = query_device(0);
@@ -92,16 +95,21 @@ int main(int argc, char** argv) {
   const fs::path phase_log = root / "phases.log";
   ::setenv("KG_PHASE_LOG", phase_log.c_str(), 1);
   struct run {
-    const char* name;
+    std::string name;
     const char* time;
+    std::string workers;
   };
   std::cout << "copies per task: " << copies << ", workers: " << workers
             << " (0: kernelgate's default)\n";
   std::cout << std::left << std::setw(32) << "run" << std::right << std::setw(7) << "pairs"
             << std::setw(8) << "passed" << std::setw(10) << "wall s" << std::setw(11) << "evals/min"
             << "   statuses\n";
-  for (const run r : {run{"cold cache, timed", "yes"}, run{"warm cache, timed", "yes"},
-                      run{"warm cache, correctness only", "no"}}) {
+  std::vector<run> runs = {{"cold cache, timed", "yes", workers},
+                           {"warm cache, timed", "yes", workers}};
+  if (!compare_workers.empty())
+    runs.push_back({"warm, timed, " + compare_workers + " workers", "yes", compare_workers});
+  runs.push_back({"warm cache, correctness only", "no", workers});
+  for (const run& r : runs) {
     const fs::path out = root / r.name;
     std::ostringstream o, e;
     std::error_code size_ec;
@@ -109,7 +117,7 @@ int main(int argc, char** argv) {
     const auto t0 = std::chrono::steady_clock::now();
     const int rc = kernelgate_main({"kernelgate", "eval", "--tasks", tasks, "--candidates",
                                     candidates.string(), "--cache", cache, "--time", r.time,
-                                    "--workers", workers, "--out", out.string()},
+                                    "--workers", r.workers, "--out", out.string()},
                                    o, e);
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -129,6 +137,17 @@ int main(int argc, char** argv) {
               << std::setprecision(1) << wall << std::setw(11) << 60.0 * pairs / wall << "  "
               << statuses.str() << "   (exit " << rc << ")\n";
     if (rc != 0 && rc != 1) std::cerr << e.str();
+    // Every pair here is a task's own kernel: anything but PASSED is a false rejection to chase.
+    for (const auto& rec : j.at("records"))
+      if (rec.value("status", "") != "PASSED")
+        std::cout << "    NOT PASSED " << rec.value("id", "") << ": " << rec.value("status", "")
+                  << ": " << rec.value("status_reason", "").substr(0, 400) << " worst "
+                  << rec.value("detail", nlohmann::json::object())
+                         .value("worst_element", nlohmann::json())
+                         .dump()
+                         .substr(0, 600)
+                  << " seed " << j.at("summary").at("seed").value("value", std::uint64_t{0})
+                  << "\n";
     // Where the run's time went, summed over pairs: worker seconds per phase (correctness runs
     // overlap on the GPU; timing holds it alone) and, inside timing, the measurements' own walls.
     double check_s = 0, time_s = 0, cand_s = 0, paired_s = 0, torch_s = 0;

@@ -23,7 +23,7 @@ step catalog 300 ./tests/kg_gpu_tests --gtest_filter='gpu_eval.every_task*:gpu_e
 grep -E 'FAILED|OK \]|speedup' "$logs/catalog.log" | head
 }
 if [ -n "${RUN_THROUGHPUT:-}" ]; then
-  step throughput "${THROUGHPUT_TIMEOUT:-400}" ./bench/kg_bench_eval_throughput
+  step throughput "${THROUGHPUT_TIMEOUT:-400}" ./bench/kg_bench_eval_throughput ${THROUGHPUT_ARGS:-}
   cat "$logs/throughput.log"
 fi
 # Where the regression's host time goes (timing/phase_log.h), summed by phase.
