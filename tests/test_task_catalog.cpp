@@ -151,6 +151,35 @@ TEST(task_catalog, peer_input_regimes_model_the_peers_generators) {
   EXPECT_EQ(b[1].bytes, a[1].bytes); // parameters are not scaled
 }
 
+// The cache's pool: resident bytes are the trial's data and files, counted from the trial
+// computed independently, and back to zero once forgotten; a cache destroyed with trials still
+// queued returns at once and leaves no file behind.
+TEST(trial_cache, resident_bytes_follow_the_trials_and_queued_ones_are_dropped) {
+  const auto t = load_task(std::string(KG_SOURCE_DIR) + "/data/tasks/softmax_lastdim.json");
+  const auto dir = std::filesystem::temp_directory_path() / "kg-test-trial-pool";
+  remove_tree(dir);
+  {
+    trial_cache cache(dir, 1);
+    const trial_key k{&t, &t.shapes[0], 9, {}, false};
+    EXPECT_EQ(cache.resident_bytes(), 0u);
+    (void)cache.files(k); // data, then files
+    const auto d = compute_trial(k);
+    std::size_t want = 0;
+    for (const auto& x : d.inputs)
+      want += 2 * x.bytes.size(); // held, and written
+    for (const auto& x : d.oracle)
+      want += x.bytes.size() + x.numel() * 4; // held in fp64, written as float32
+    EXPECT_EQ(cache.resident_bytes(), want);
+    cache.forget({k});
+    EXPECT_EQ(cache.resident_bytes(), 0u);
+    // A queue longer than one thread gets through before the destructor runs.
+    for (std::uint64_t seed = 100; seed < 140; ++seed)
+      cache.prefetch({&t, &t.shapes[0], seed, {}, false});
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir) && !std::filesystem::is_empty(dir));
+  remove_tree(dir);
+}
+
 // Trials prepared ahead on other cores are the trials computed inline, byte for byte; their
 // files hold the same bytes; forgetting a trial removes its files.
 TEST(trial_cache, prefetched_trials_equal_inline_ones) {
