@@ -1,10 +1,11 @@
-// SHA-256 (FIPS 180-4), so result files can name tensors and inputs by content hash without
-// pulling in a crypto library.
+// SHA-256 (FIPS 180-4) through OpenSSL's libcrypto (EVP), so result files can name tensors and
+// inputs by content hash. No OpenSSL header leaks out of reports/sha256.cpp.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -12,21 +13,21 @@
 namespace kg {
 
 // Streaming hasher: feed bytes with update() in any chunking, then call finish() once. After
-// finish() the object is spent; construct a new one to hash something else.
+// finish() the object is spent; construct a new one to hash something else. Throws
+// std::runtime_error if libcrypto refuses (no SHA-256 provider).
 class sha256 {
 public:
   sha256();
+  ~sha256();
+  sha256(const sha256&) = delete;
+  sha256& operator=(const sha256&) = delete;
   void update(const void* data, std::size_t n);
   std::array<std::uint8_t, 32> finish();
   std::string finish_hex();
 
 private:
-  void compress(const std::uint8_t* block);
-
-  std::array<std::uint32_t, 8> state_;
-  std::array<std::uint8_t, 64> buffer_{};
-  std::size_t buffered_ = 0;
-  std::uint64_t total_bytes_ = 0;
+  struct context; // an EVP_MD_CTX
+  std::unique_ptr<context> ctx_;
 };
 
 // One-shot helpers returning 64 lowercase hex digits.

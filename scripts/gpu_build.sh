@@ -7,6 +7,8 @@ mkdir -p "$logs"
 prefix=/tmp/kg-deps
 mkdir -p $prefix
 for d in "$root"/.deps/debs/*.deb; do dpkg -x "$d" $prefix; done
+# Debian's multiarch headers (openssl/configuration.h) sit beside the prefix's include folder.
+export CPATH="$prefix/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}"
 export KG_PREFIX_PATH=$prefix/usr BUILD_DIR=${BUILD_DIR:-$root/build-gpu}
 SECONDS=0
 bash "$root/scripts/setup.sh" build >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log"; exit 1; }

@@ -1,4 +1,3 @@
-#include <chrono>
 #include <cstddef>
 #include <random>
 #include <string>
@@ -72,12 +71,9 @@ TEST(sha256, chunked_matches_one_shot_on_random_data) {
   }
 }
 
-TEST(sha256, one_megabyte_is_fast) {
+// 1 MiB of 0x5a, the digest by coreutils' sha256sum (an implementation independent of libcrypto's
+// EVP path); its speed is measured in bench/bench_audit.cpp, not here.
+TEST(sha256, one_mebibyte_matches_coreutils) {
   const std::vector<std::byte> data(1 << 20, std::byte{0x5a});
-  const auto start = std::chrono::steady_clock::now();
-  const std::string digest = sha256_hex(data);
-  const auto elapsed = std::chrono::steady_clock::now() - start;
-  EXPECT_EQ(digest.size(), 64u);
-  // Generous bound so Debug and sanitizer builds pass too; Release takes a few milliseconds.
-  EXPECT_LT(std::chrono::duration<double>(elapsed).count(), 1.0);
+  EXPECT_EQ(sha256_hex(data), "bf63d8a95fcc2e64619813aae35fdcbe871fdd9264caa3f365eb3aed0f679129");
 }
