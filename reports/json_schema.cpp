@@ -541,14 +541,93 @@ private:
   std::map<std::string, std::optional<std::regex>> regex_cache_;
 };
 
+// The keywords check() implements, and those it may ignore: annotations (title, format, ...),
+// containers of subschemas ($defs, definitions) and a root $id, which change no verdict. Any
+// other keyword makes the schema invalid: a validator that skipped it would accept documents
+// the schema's author meant to refuse.
+bool implemented_keyword(std::string_view k) {
+  static constexpr std::string_view known[] = {"type",
+                                               "enum",
+                                               "const",
+                                               "properties",
+                                               "patternProperties",
+                                               "required",
+                                               "additionalProperties",
+                                               "items",
+                                               "prefixItems",
+                                               "minItems",
+                                               "maxItems",
+                                               "minimum",
+                                               "maximum",
+                                               "exclusiveMinimum",
+                                               "exclusiveMaximum",
+                                               "minLength",
+                                               "maxLength",
+                                               "pattern",
+                                               "allOf",
+                                               "anyOf",
+                                               "oneOf",
+                                               "not",
+                                               "if",
+                                               "then",
+                                               "else",
+                                               "$ref"};
+  for (const auto x : known)
+    if (x == k) return true;
+  return false;
+}
+
+bool ignored_keyword(std::string_view k) {
+  static constexpr std::string_view ignored[] = {
+      "$schema",          "$comment",       "$defs",      "definitions", "title",     "description",
+      "default",          "examples",       "deprecated", "readOnly",    "writeOnly", "format",
+      "contentMediaType", "contentEncoding"};
+  for (const auto x : ignored)
+    if (x == k) return true;
+  return false;
+}
+
+// Walks every subschema reachable through a keyword (visited or not by a given document) and
+// reports each keyword neither implemented nor ignorable, with the schema pointer it sits at.
+void unsupported_keywords(const json& schema, const std::string& at, bool root,
+                          std::vector<issue>& out, int depth) {
+  if (!schema.is_object() || depth > max_depth) return;
+  for (const auto& [k, v] : schema.items()) {
+    const std::string here = child_path(at, k);
+    if (k == "$id" && root) continue;
+    if (!implemented_keyword(k) && !ignored_keyword(k)) {
+      out.push_back({"",
+                     "invalid schema: keyword \"" + k + "\" at #" + at +
+                         " is not implemented (supported: see reports/json_schema.h)",
+                     true});
+      continue;
+    }
+    if (k == "properties" || k == "patternProperties" || k == "$defs" || k == "definitions") {
+      if (v.is_object())
+        for (const auto& [name, sub] : v.items())
+          unsupported_keywords(sub, child_path(here, name), false, out, depth + 1);
+    } else if (k == "items" || k == "prefixItems" || k == "allOf" || k == "anyOf" || k == "oneOf") {
+      if (v.is_array())
+        for (std::size_t i = 0; i < v.size(); ++i)
+          unsupported_keywords(v[i], child_path(here, i), false, out, depth + 1);
+      else
+        unsupported_keywords(v, here, false, out, depth + 1);
+    } else if (k == "additionalProperties" || k == "not" || k == "if" || k == "then" ||
+               k == "else") {
+      unsupported_keywords(v, here, false, out, depth + 1);
+    }
+  }
+}
+
 } // namespace
 
 std::vector<schema_error> validate_json(const nlohmann::json& schema,
                                         const nlohmann::json& document) {
   validator v(schema);
   std::vector<issue> found;
+  unsupported_keywords(schema, "", true, found, 0);
   try {
-    v.check(schema, document, "", found, 0);
+    if (found.empty()) v.check(schema, document, "", found, 0);
   } catch (const std::exception& e) {
     // Last line of defence (e.g. std::regex running out of stack budget on a huge string): report
     // rather than let a validation call take the tool down.

@@ -3,7 +3,11 @@
 // properties, patternProperties, required, additionalProperties, items, prefixItems, minItems,
 // maxItems, minimum, maximum, exclusiveMinimum, exclusiveMaximum, minLength, maxLength, pattern,
 // allOf, anyOf, oneOf, not, if/then/else, and local $ref ("#", "#/$defs/...", any "#/pointer").
-// Other keywords ($schema, $id, title, description, format, ...) are ignored.
+// Annotations ($schema, $comment, title, description, default, examples, format, deprecated,
+// readOnly, writeOnly, content*), containers ($defs, definitions) and a root $id are ignored. A
+// schema that uses any other keyword anywhere is refused ("invalid schema: keyword ... is not
+// implemented") rather than half-checked. Tested against the official JSON-Schema-Test-Suite
+// (tests/test_json_schema_suite.cpp).
 #pragma once
 
 #include <string>
