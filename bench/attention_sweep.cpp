@@ -38,9 +38,9 @@
 #include "oracles/task_oracles.h"
 #include "suite/task_catalog.h"
 #include "timing/copy_bandwidth.h"
-#include "timing/cuda_check.h"
-#include "timing/device_buffer.h"
-#include "timing/device_info.h"
+#include "gpu/cuda_check.h"
+#include "gpu/device_buffer.h"
+#include "gpu/device_info.h"
 #include "timing/gpu_timer.h"
 #include "workloads/task.h"
 

@@ -14,7 +14,7 @@
 #include "reports/fast_p.h"
 #include "reports/remove_tree.h"
 #include "suite/cli.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 using namespace kg;
 using nlohmann::json;

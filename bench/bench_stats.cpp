@@ -5,7 +5,7 @@
 #include <benchmark/benchmark.h>
 
 #include "stats/bootstrap.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 using namespace kg;
 

@@ -1,4 +1,4 @@
-// Where a decode step's time goes: the Qwen3-4B engine's step (workloads/decode_engine.h) replayed
+// Where a decode step's time goes: the Qwen3-4B engine's step (kernels/decode/decode_engine.h) replayed
 // from its CUDA graph and traced with CUPTI's activity API (timing/activity_tracer.h), every
 // kernel's start and end on the GPU's clock. Per kernel role of the step (the input RMSNorm, the
 // qkv GEMV, ..., in the engine's launch order) it prints the count, the median and summed
@@ -24,10 +24,10 @@
 #include <vector>
 
 #include "timing/activity_tracer.h"
-#include "timing/cuda_check.h"
-#include "timing/cuda_raii.h"
-#include "timing/device_info.h"
-#include "workloads/decode_engine.h"
+#include "gpu/cuda_check.h"
+#include "gpu/cuda_raii.h"
+#include "gpu/device_info.h"
+#include "kernels/decode/decode_engine.h"
 
 using namespace kg;
 

@@ -24,7 +24,7 @@
 
 #include "reports/remove_tree.h"
 #include "suite/cli.h"
-#include "timing/device_info.h"
+#include "gpu/device_info.h"
 
 using namespace kg;
 namespace fs = std::filesystem;

@@ -1,7 +1,7 @@
 // See gemv_reference.h.
 #include "bench/gemv_reference.h"
 
-#include "timing/cuda_check.h"
+#include "gpu/cuda_check.h"
 
 namespace kg {
 namespace {

@@ -52,9 +52,9 @@
 #include "bench/gemv_reference.h"
 #include "kernels/decode/gemv_bf16.h"
 #include "timing/copy_bandwidth.h"
-#include "timing/cuda_check.h"
-#include "timing/device_buffer.h"
-#include "timing/device_info.h"
+#include "gpu/cuda_check.h"
+#include "gpu/device_buffer.h"
+#include "gpu/device_info.h"
 #include "timing/gpu_timer.h"
 
 using namespace kg;

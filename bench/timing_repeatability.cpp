@@ -32,10 +32,10 @@
 
 #include "kernels/bench_ops.h"
 #include "stats/summary.h"
-#include "timing/cuda_raii.h"
-#include "timing/device_buffer.h"
+#include "gpu/cuda_raii.h"
+#include "gpu/device_buffer.h"
 #include "timing/gpu_timer.h"
-#include "timing/nvml.h"
+#include "gpu/nvml.h"
 #include "timing/timing_kernels.h"
 
 using namespace kg;

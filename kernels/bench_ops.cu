@@ -6,7 +6,7 @@
 
 #include "kernels/bench_ops.h"
 #include "kernels/layernorm_affine_cuda.h"
-#include "timing/device_buffer.h"
+#include "gpu/device_buffer.h"
 
 namespace kg {
 namespace {

@@ -1,6 +1,6 @@
 #include "kernels/hogs.h"
 
-#include "timing/cuda_check.h"
+#include "gpu/cuda_check.h"
 
 namespace kg {
 namespace {

@@ -1,7 +1,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/layernorm_affine_cuda.h"
-#include "timing/device_buffer.h"
+#include "gpu/device_buffer.h"
 
 namespace kg {
 namespace {

@@ -2,7 +2,7 @@
 // kernel of kernels/layernorm_affine.cu, behind the common backend interface.
 #include "kernels/layernorm_affine_cuda.h"
 #include "kernels/layernorm_backend.h"
-#include "timing/cuda_check.h"
+#include "gpu/cuda_check.h"
 
 namespace kg {
 namespace {

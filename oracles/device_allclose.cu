@@ -6,8 +6,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "timing/cuda_check.h"
-#include "timing/cuda_raii.h"
+#include "gpu/cuda_check.h"
+#include "gpu/cuda_raii.h"
 
 namespace kg {
 namespace {

@@ -6,7 +6,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "timing/cuda_check.h"
+#include "gpu/cuda_check.h"
 
 namespace kg {
 namespace {

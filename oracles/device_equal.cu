@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "timing/cuda_check.h"
-#include "timing/cuda_raii.h"
+#include "gpu/cuda_check.h"
+#include "gpu/cuda_raii.h"
 
 namespace kg {
 namespace {

@@ -3,7 +3,7 @@
 #include <array>
 #include <sstream>
 
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 namespace kg {
 

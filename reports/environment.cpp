@@ -14,8 +14,8 @@
 #endif
 
 #include "generated/git_revision.h"
-#include "timing/device_info.h"
-#include "timing/nvml.h"
+#include "gpu/device_info.h"
+#include "gpu/nvml.h"
 
 // Build facts the build system passes in; a build that does not is still a valid build.
 #ifndef KG_CUDA_COMPILER_VERSION

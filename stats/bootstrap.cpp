@@ -9,7 +9,7 @@
 #include <boost/math/distributions/normal.hpp>
 
 #include "stats/summary.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 namespace kg {
 

@@ -15,13 +15,13 @@
 
 #include "stats/bootstrap.h"
 #include "suite/decode_workload.h"
-#include "timing/cuda_check.h"
-#include "timing/cuda_raii.h"
-#include "timing/green_partition.h"
+#include "gpu/cuda_check.h"
+#include "gpu/cuda_raii.h"
+#include "gpu/green_partition.h"
 #include "workloads/arrivals.h"
 #include "workloads/colocation.h"
-#include "workloads/decode_driver.h"
-#include "workloads/decode_engine.h"
+#include "kernels/decode/decode_driver.h"
+#include "kernels/decode/decode_engine.h"
 #include "workloads/lora_model.h"
 #include "workloads/lora_torch.h"
 

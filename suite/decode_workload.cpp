@@ -12,13 +12,13 @@
 
 #include "kernels/hogs.h"
 #include "stats/bootstrap.h"
-#include "timing/cuda_check.h"
-#include "timing/cuda_raii.h"
-#include "timing/device_buffer.h"
-#include "timing/green_partition.h"
+#include "gpu/cuda_check.h"
+#include "gpu/cuda_raii.h"
+#include "gpu/device_buffer.h"
+#include "gpu/green_partition.h"
 #include "workloads/arrivals.h"
-#include "workloads/decode_driver.h"
-#include "workloads/decode_engine.h"
+#include "kernels/decode/decode_driver.h"
+#include "kernels/decode/decode_engine.h"
 #include "workloads/qwen3.h"
 
 namespace kg {

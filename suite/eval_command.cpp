@@ -36,10 +36,10 @@
 #include "suite/torch_time_store.h"
 #include "suite/trial_cache.h"
 #include "suite/worker_pool.h"
-#include "timing/device_info.h"
+#include "gpu/device_info.h"
 #include "timing/interrupt.h"
 #include "timing/phase_log.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 namespace kg {
 namespace {

@@ -16,7 +16,7 @@
 #include "suite/symbol_scan.h"
 #include "suite/verdict_labels.h"
 #include "timing/phase_log.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 namespace kg {
 namespace {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "mutants/affine_formula.h"
-#include "timing/cuda_raii.h"
-#include "timing/device_buffer.h"
+#include "gpu/cuda_raii.h"
+#include "gpu/device_buffer.h"
 #include "timing/honest_work.h"
 #include "workloads/layernorm_affine.h"
 

@@ -14,7 +14,7 @@
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
 #include "timing/phase_log.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 namespace kg {
 namespace {

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/abi/kg_candidate.h"
-#include "timing/cuda_raii.h"
+#include "gpu/cuda_raii.h"
 #include "timing/gpu_timer.h"
 #include "timing/timing_kernels.h"
 

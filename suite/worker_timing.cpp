@@ -14,7 +14,7 @@
 #include "suite/worker_session.h"
 #include "timing/paired.h"
 #include "timing/phase_log.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 #include "workloads/tensor.h"
 
 namespace kg {

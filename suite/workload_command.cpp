@@ -27,7 +27,7 @@
 #include "suite/decode_workload.h"
 #include "suite/exit_codes.h"
 #include "suite/options.h"
-#include "timing/device_info.h"
+#include "gpu/device_info.h"
 #include "workloads/lora_model.h"
 #include "workloads/lora_reference.h"
 #include "workloads/lora_torch.h"

@@ -23,7 +23,7 @@
 #include "reports/result_schema.h"
 #include "suite/cli.h"
 #include "suite/task_catalog.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 #include "workloads/task.h"
 
 namespace fs = std::filesystem;

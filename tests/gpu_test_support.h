@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "timing/device_info.h"
+#include "gpu/device_info.h"
 
 #define KG_REQUIRE_GPU()                                                                           \
   do {                                                                                             \

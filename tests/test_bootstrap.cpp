@@ -7,7 +7,7 @@
 #include "stats/bootstrap.h"
 #include "stats/decision.h"
 #include "stats/summary.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 using namespace kg;
 

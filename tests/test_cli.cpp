@@ -14,8 +14,8 @@
 #include "reports/remove_tree.h"
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
-#include "timing/device_info.h"
-#include "timing/green_partition.h"
+#include "gpu/device_info.h"
+#include "gpu/green_partition.h"
 #include "timing/interrupt.h"
 
 using namespace kg;

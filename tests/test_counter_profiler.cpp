@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "timing/counter_profiler.h"
-#include "timing/device_info.h"
+#include "gpu/device_info.h"
 #include "timing/gpu_timer.h"
 
 using namespace kg;

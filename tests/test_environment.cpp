@@ -13,8 +13,8 @@
 #include <gtest/gtest.h>
 
 #include "reports/environment.h"
-#include "timing/device_info.h"
-#include "timing/nvml.h"
+#include "gpu/device_info.h"
+#include "gpu/nvml.h"
 
 #ifndef FAKE_NVML_PATH
 #error "FAKE_NVML_PATH must name the fake NVML shared library"

@@ -16,11 +16,11 @@
 
 #include "bf16_host.h"
 #include "gpu_test_support.h"
-#include "timing/cuda_check.h"
-#include "timing/cuda_raii.h"
-#include "timing/device_buffer.h"
-#include "timing/green_partition.h"
-#include "workloads/decode_engine.h"
+#include "gpu/cuda_check.h"
+#include "gpu/cuda_raii.h"
+#include "gpu/device_buffer.h"
+#include "gpu/green_partition.h"
+#include "kernels/decode/decode_engine.h"
 
 using namespace kg;
 using namespace kg::test;

@@ -13,8 +13,8 @@
 #include "bf16_host.h"
 #include "gpu_test_support.h"
 #include "kernels/decode/decode_kernels.h"
-#include "timing/cuda_check.h"
-#include "timing/device_buffer.h"
+#include "gpu/cuda_check.h"
+#include "gpu/device_buffer.h"
 
 using namespace kg;
 using namespace kg::test;

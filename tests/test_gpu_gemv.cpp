@@ -18,9 +18,9 @@
 
 #include "kernels/decode/decode_kernels.h"
 #include "kernels/decode/gemv_bf16.h"
-#include "timing/cuda_check.h"
-#include "timing/cuda_raii.h"
-#include "timing/device_buffer.h"
+#include "gpu/cuda_check.h"
+#include "gpu/cuda_raii.h"
+#include "gpu/device_buffer.h"
 
 using namespace kg;
 

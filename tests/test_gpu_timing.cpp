@@ -24,11 +24,11 @@
 #include "suite/exit_codes.h"
 #include "suite/timed_layernorm.h"
 #include "timing/activity_tracer.h"
-#include "timing/cuda_raii.h"
-#include "timing/device_buffer.h"
-#include "timing/device_info.h"
+#include "gpu/cuda_raii.h"
+#include "gpu/device_buffer.h"
+#include "gpu/device_info.h"
 #include "timing/gpu_timer.h"
-#include "timing/green_partition.h"
+#include "gpu/green_partition.h"
 #include "timing/timing_kernels.h"
 
 using namespace kg;

@@ -14,7 +14,7 @@
 #include "reports/remove_tree.h"
 #include "suite/task_catalog.h"
 #include "workloads/input_regimes.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 #include "workloads/task.h"
 
 using namespace kg;

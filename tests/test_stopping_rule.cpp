@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "timing/gpu_timer.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 using namespace kg;
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "timing/nvml.h"
+#include "gpu/nvml.h"
 
 namespace kg {
 

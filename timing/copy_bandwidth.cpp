@@ -1,7 +1,7 @@
 #include "timing/copy_bandwidth.h"
 
-#include "timing/cuda_check.h"
-#include "timing/device_buffer.h"
+#include "gpu/cuda_check.h"
+#include "gpu/device_buffer.h"
 
 namespace kg {
 

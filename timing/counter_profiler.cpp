@@ -12,7 +12,7 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 
-#include "timing/cuda_raii.h"
+#include "gpu/cuda_raii.h"
 #include "timing/gpu_timer.h"
 #include "timing/timing_kernels.h"
 

@@ -10,11 +10,11 @@
 
 #include "timing/activity_tracer.h"
 #include "timing/counter_profiler.h"
-#include "timing/cuda_raii.h"
-#include "timing/device_buffer.h"
+#include "gpu/cuda_raii.h"
+#include "gpu/device_buffer.h"
 #include "timing/interrupt.h"
 #include "timing/timing_kernels.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 namespace kg {
 

@@ -20,9 +20,9 @@
 
 #include "stats/bootstrap.h"
 #include "stats/summary.h"
-#include "timing/cuda_raii.h"
+#include "gpu/cuda_raii.h"
 #include "timing/honest_work.h"
-#include "timing/nvml.h"
+#include "gpu/nvml.h"
 
 namespace kg {
 

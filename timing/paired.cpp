@@ -3,7 +3,7 @@
 #include <chrono>
 
 #include "timing/interrupt.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 namespace kg {
 

@@ -1,4 +1,4 @@
-#include "timing/cuda_check.h"
+#include "gpu/cuda_check.h"
 #include "timing/timing_kernels.h"
 
 namespace kg {

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 namespace kg {
 

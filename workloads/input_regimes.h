@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "workloads/rng.h"
+#include "base/rng.h"
 #include "workloads/tensor.h"
 
 namespace kg {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 namespace kg {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "workloads/generators.h"
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 namespace kg {
 namespace {

@@ -1,4 +1,4 @@
-#include "workloads/decode_driver.h"
+#include "kernels/decode/decode_driver.h"
 #include "timing/interrupt.h"
 
 #include <algorithm>
@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "timing/cuda_check.h"
+#include "gpu/cuda_check.h"
 
 namespace kg {
 

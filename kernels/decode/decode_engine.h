@@ -32,8 +32,8 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
-#include "timing/cuda_raii.h"
-#include "timing/device_buffer.h"
+#include "gpu/cuda_raii.h"
+#include "gpu/device_buffer.h"
 #include "workloads/decode_engine_plan.h"
 
 namespace kg {

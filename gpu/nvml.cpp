@@ -1,4 +1,4 @@
-#include "timing/nvml.h"
+#include "gpu/nvml.h"
 
 #include <cstdio>
 #include <cstdlib>

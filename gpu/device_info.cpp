@@ -1,4 +1,4 @@
-#include "timing/device_info.h"
+#include "gpu/device_info.h"
 
 #include <cuda_runtime_api.h>
 

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "timing/cuda_check.h"
+#include "gpu/cuda_check.h"
 
 namespace kg {
 

@@ -10,7 +10,7 @@
 
 #include "workloads/arrivals.h"
 #include "workloads/continuous_batching.h"
-#include "workloads/decode_engine.h"
+#include "kernels/decode/decode_engine.h"
 #include "workloads/load_search.h"
 
 namespace kg {

@@ -1,4 +1,4 @@
-#include "workloads/rng.h"
+#include "base/rng.h"
 
 #include <stdexcept>
 

@@ -1,8 +1,8 @@
-#include "timing/green_partition.h"
+#include "gpu/green_partition.h"
 
 #include <cuda.h>
 
-#include "timing/cuda_check.h"
+#include "gpu/cuda_check.h"
 
 namespace kg {
 namespace {

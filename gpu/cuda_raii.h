@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "timing/cuda_check.h"
+#include "gpu/cuda_check.h"
 
 namespace kg {
 

@@ -1,8 +1,8 @@
 // The placement probe of green_partition.h: each block records the SM it ran on.
-#include "timing/green_partition.h"
+#include "gpu/green_partition.h"
 
-#include "timing/cuda_check.h"
-#include "timing/device_buffer.h"
+#include "gpu/cuda_check.h"
+#include "gpu/device_buffer.h"
 
 namespace kg {
 namespace {

@@ -1,4 +1,4 @@
-#include "workloads/decode_engine.h"
+#include "kernels/decode/decode_engine.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "kernels/decode/decode_kernels.h"
 #include "kernels/decode/gemv_bf16.h"
-#include "timing/cuda_check.h"
+#include "gpu/cuda_check.h"
 
 namespace kg {
 namespace {
