@@ -545,34 +545,35 @@ private:
 // containers of subschemas ($defs, definitions) and a root $id, which change no verdict. Any
 // other keyword makes the schema invalid: a validator that skipped it would accept documents
 // the schema's author meant to refuse.
+constexpr std::string_view implemented[] = {"type",
+                                            "enum",
+                                            "const",
+                                            "properties",
+                                            "patternProperties",
+                                            "required",
+                                            "additionalProperties",
+                                            "items",
+                                            "prefixItems",
+                                            "minItems",
+                                            "maxItems",
+                                            "minimum",
+                                            "maximum",
+                                            "exclusiveMinimum",
+                                            "exclusiveMaximum",
+                                            "minLength",
+                                            "maxLength",
+                                            "pattern",
+                                            "allOf",
+                                            "anyOf",
+                                            "oneOf",
+                                            "not",
+                                            "if",
+                                            "then",
+                                            "else",
+                                            "$ref"};
+
 bool implemented_keyword(std::string_view k) {
-  static constexpr std::string_view known[] = {"type",
-                                               "enum",
-                                               "const",
-                                               "properties",
-                                               "patternProperties",
-                                               "required",
-                                               "additionalProperties",
-                                               "items",
-                                               "prefixItems",
-                                               "minItems",
-                                               "maxItems",
-                                               "minimum",
-                                               "maximum",
-                                               "exclusiveMinimum",
-                                               "exclusiveMaximum",
-                                               "minLength",
-                                               "maxLength",
-                                               "pattern",
-                                               "allOf",
-                                               "anyOf",
-                                               "oneOf",
-                                               "not",
-                                               "if",
-                                               "then",
-                                               "else",
-                                               "$ref"};
-  for (const auto x : known)
+  for (const auto x : implemented)
     if (x == k) return true;
   return false;
 }
@@ -620,6 +621,10 @@ void unsupported_keywords(const json& schema, const std::string& at, bool root,
 }
 
 } // namespace
+
+std::span<const std::string_view> implemented_schema_keywords() {
+  return implemented;
+}
 
 std::vector<schema_error> validate_json(const nlohmann::json& schema,
                                         const nlohmann::json& document) {

@@ -10,7 +10,9 @@
 // (tests/test_json_schema_suite.cpp).
 #pragma once
 
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -26,5 +28,8 @@ struct schema_error {
 // fault is reported as an error at the document location where it was hit.
 std::vector<schema_error> validate_json(const nlohmann::json& schema,
                                         const nlohmann::json& document);
+
+// The keywords validate_json implements (the rest of a schema may only be annotations).
+std::span<const std::string_view> implemented_schema_keywords();
 
 } // namespace kg

@@ -79,32 +79,19 @@ tally run_file(const std::string& keyword) {
 TEST(json_schema_suite, every_supported_keyword_agrees_with_the_official_tests) {
   ASSERT_TRUE(fs::is_directory(suite_dir))
       << suite_dir << " is missing: install Debian's json-schema-test-suite (setup.sh does)";
-  const char* keywords[] = {"type",
-                            "enum",
-                            "const",
-                            "properties",
-                            "patternProperties",
-                            "required",
-                            "additionalProperties",
-                            "items",
-                            "minItems",
-                            "maxItems",
-                            "minimum",
-                            "maximum",
-                            "exclusiveMinimum",
-                            "exclusiveMaximum",
-                            "minLength",
-                            "maxLength",
-                            "pattern",
-                            "allOf",
-                            "anyOf",
-                            "oneOf",
-                            "not",
-                            "if-then-else",
-                            "ref",
-                            "boolean_schema"};
+  // The suite's file for each keyword the validator implements (if/then/else share one; draft 7
+  // has no prefixItems: its pre-2020 spelling, array-valued items, is in items.json), and the
+  // boolean schemas.
+  std::set<std::string> keywords = {"boolean_schema"};
+  for (const auto k : kg::implemented_schema_keywords()) {
+    if (k == "prefixItems") continue;
+    keywords.insert(k == "if" || k == "then" || k == "else" ? "if-then-else"
+                    : k == "$ref"                           ? "ref"
+                                                            : std::string(k));
+  }
+  EXPECT_EQ(keywords.size(), 24u);
   int answered = 0, right = 0;
-  for (const char* k : keywords) {
+  for (const auto& k : keywords) {
     const auto t = run_file(k);
     // Every keyword's own file is mostly answered: refusals are the odd group that leans on a
     // keyword of another file.
