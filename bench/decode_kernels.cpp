@@ -30,7 +30,7 @@
 #include "kernels/abi/kg_candidate.h"
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
-#include "suite/candidate_compiler.h"
+#include "sandbox/candidate_compiler.h"
 #include "suite/task_catalog.h"
 #include "timing/copy_bandwidth.h"
 #include "gpu/cuda_check.h"

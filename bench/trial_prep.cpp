@@ -9,9 +9,9 @@
 #include <iomanip>
 #include <iostream>
 
-#include "suite/sandbox.h"
+#include "sandbox/sandbox.h"
 #include "suite/task_catalog.h"
-#include "suite/trial_cache.h"
+#include "sandbox/trial_cache.h"
 
 using namespace kg;
 

@@ -20,7 +20,7 @@
 #include "suite/exit_codes.h"
 #include "suite/fastp_command.h"
 #include "suite/time_command.h"
-#include "suite/worker.h"
+#include "sandbox/worker.h"
 #include "suite/workload_command.h"
 
 namespace kg {

@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "reports/remove_tree.h"
-#include "suite/candidate_compiler.h"
-#include "suite/process.h"
-#include "suite/symbol_scan.h"
+#include "sandbox/candidate_compiler.h"
+#include "sandbox/process.h"
+#include "sandbox/symbol_scan.h"
 
 using namespace kg;
 namespace fs = std::filesystem;

@@ -20,7 +20,7 @@
 #include "reports/remove_tree.h"
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
-#include "suite/sandbox.h"
+#include "sandbox/sandbox.h"
 #include "suite/task_catalog.h"
 
 using namespace kg;

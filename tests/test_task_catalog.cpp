@@ -9,7 +9,7 @@
 
 #include "reports/remove_tree.h"
 #include "suite/task_catalog.h"
-#include "suite/trial_cache.h"
+#include "sandbox/trial_cache.h"
 
 using namespace kg;
 namespace fs = std::filesystem;

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "reports/remove_tree.h"
-#include "suite/torch_time_store.h"
+#include "sandbox/torch_time_store.h"
 
 using namespace kg;
 namespace fs = std::filesystem;

@@ -7,7 +7,7 @@
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
 #include "suite/task_catalog.h"
-#include "suite/trial_cache.h"
+#include "sandbox/trial_cache.h"
 
 using namespace kg;
 

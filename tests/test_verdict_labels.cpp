@@ -2,7 +2,7 @@
 // the failing call in the same worker and in a fresh one).
 #include <gtest/gtest.h>
 
-#include "suite/verdict_labels.h"
+#include "sandbox/verdict_labels.h"
 
 using namespace kg;
 

@@ -10,7 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "reports/remove_tree.h"
-#include "suite/worker_pool.h"
+#include "sandbox/worker_pool.h"
 
 using namespace kg;
 namespace fs = std::filesystem;

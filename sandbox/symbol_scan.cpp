@@ -1,10 +1,10 @@
-#include "suite/symbol_scan.h"
+#include "sandbox/symbol_scan.h"
 
 #include <cstdio>
 #include <memory>
 #include <sstream>
 
-#include "suite/process.h"
+#include "sandbox/process.h"
 
 namespace kg {
 

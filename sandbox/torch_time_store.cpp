@@ -1,4 +1,4 @@
-#include "suite/torch_time_store.h"
+#include "sandbox/torch_time_store.h"
 
 #include <fstream>
 

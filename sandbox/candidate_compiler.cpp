@@ -1,4 +1,4 @@
-#include "suite/candidate_compiler.h"
+#include "sandbox/candidate_compiler.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "reports/sha256.h"
-#include "suite/process.h"
+#include "sandbox/process.h"
 
 namespace kg {
 namespace {

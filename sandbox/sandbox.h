@@ -1,6 +1,6 @@
 // Evaluates one compiled candidate on one task: imports checked, then every shape of the task on
 // `trials` input draws, all run in a worker process (own CUDA context, process group, wall-clock
-// timeout, resource limits; suite/worker_pool.h), outputs compared in this process with the fp64
+// timeout, resource limits; sandbox/worker_pool.h), outputs compared in this process with the fp64
 // oracle, then a candidate that passed is timed in the same worker. The harness never dies of a
 // candidate: a crash, a hang or a CUDA error is a status with its reason.
 #pragma once
@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "oracles/protocol.h"
-#include "suite/candidate_compiler.h"
-#include "suite/trial_cache.h"
-#include "suite/worker_pool.h"
+#include "sandbox/candidate_compiler.h"
+#include "sandbox/trial_cache.h"
+#include "sandbox/worker_pool.h"
 #include "workloads/task.h"
 
 namespace kg {

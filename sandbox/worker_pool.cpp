@@ -1,4 +1,4 @@
-#include "suite/worker_pool.h"
+#include "sandbox/worker_pool.h"
 
 #include <cerrno>
 #include <chrono>

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "suite/process.h"
+#include "sandbox/process.h"
 
 namespace kg {
 

@@ -1,4 +1,4 @@
-#include "suite/trial_cache.h"
+#include "sandbox/trial_cache.h"
 #include "reports/remove_tree.h"
 
 #include <algorithm>

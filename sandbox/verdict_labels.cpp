@@ -1,4 +1,4 @@
-#include "suite/verdict_labels.h"
+#include "sandbox/verdict_labels.h"
 
 namespace kg {
 namespace {

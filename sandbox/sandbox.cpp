@@ -1,4 +1,4 @@
-#include "suite/sandbox.h"
+#include "sandbox/sandbox.h"
 #include "reports/remove_tree.h"
 
 #include <algorithm>
@@ -12,9 +12,9 @@
 #include "kernels/task_torch_refs.h"
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
-#include "suite/process.h"
-#include "suite/symbol_scan.h"
-#include "suite/verdict_labels.h"
+#include "sandbox/process.h"
+#include "sandbox/symbol_scan.h"
+#include "sandbox/verdict_labels.h"
 #include "timing/phase_log.h"
 #include "base/rng.h"
 
@@ -369,7 +369,7 @@ rerun_evidence rerun_wrong_call(const task_def& task, const compile_result& comp
   return e;
 }
 
-// The status of a wrong answer: re-run, then labelled (suite/verdict_labels.h).
+// The status of a wrong answer: re-run, then labelled (sandbox/verdict_labels.h).
 void label_wrong(const task_def& task, const compile_result& compiled, const sandbox_options& opt,
                  private_parts& parts, const trial_key& key, const std::string& regime,
                  const std::string& where, const judgement& j, const std::string& original_bits,

@@ -1,4 +1,4 @@
-// Internal to the worker (suite/worker.cpp, suite/worker_timing.cpp): device buffers described
+// Internal to the worker (sandbox/worker.cpp, sandbox/worker_timing.cpp): device buffers described
 // for kg_run, and what a serving worker keeps from one manifest to the next.
 #pragma once
 
@@ -47,8 +47,8 @@ struct device_tensor {
   }
 };
 
-struct timing_data;  // suite/worker_timing.cpp
-struct timing_state; // suite/worker_timing.cpp
+struct timing_data;  // sandbox/worker_timing.cpp
+struct timing_state; // sandbox/worker_timing.cpp
 
 struct worker_session {
   cudaStream_t stream = nullptr;
@@ -85,7 +85,7 @@ std::shared_ptr<timing_data> load_timing_data(const nlohmann::json& timing, pinn
 std::shared_ptr<timing_state> prepare_timing(const nlohmann::json& timing, kg_run_fn run,
                                              worker_session& session);
 
-// Honest timing of a candidate that passed (suite/worker_timing.cpp): verification of every
+// Honest timing of a candidate that passed (sandbox/worker_timing.cpp): verification of every
 // input set, honest_work over rotating sets, then ABBA pairs against the baseline.
 nlohmann::json time_candidate(const nlohmann::json& t, const std::string& manifest_path,
                               kg_run_fn run, worker_session& session);

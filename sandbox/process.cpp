@@ -1,4 +1,4 @@
-#include "suite/process.h"
+#include "sandbox/process.h"
 
 #include <cerrno>
 #include <chrono>

@@ -31,7 +31,7 @@ struct process_result {
 process_result run_process(const std::vector<std::string>& argv, const std::filesystem::path& log,
                            const process_limits& limits = {});
 
-// The building blocks of run_process, for children that outlive one call (suite/worker_pool.h):
+// The building blocks of run_process, for children that outlive one call (sandbox/worker_pool.h):
 // starts argv in its own process group with stdin from /dev/null, stdout and stderr appended to
 // `log`, the limits applied, and each pair (parent fd, child fd) of `fds` duplicated into the
 // child.

@@ -1,4 +1,4 @@
-#include "suite/worker.h"
+#include "sandbox/worker.h"
 
 #include <algorithm>
 #include <chrono>
@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "oracles/device_equal.h"
-#include "suite/worker_session.h"
+#include "sandbox/worker_session.h"
 #include "timing/phase_log.h"
 #include "timing/timing_kernels.h"
 #include "workloads/tensor.h"

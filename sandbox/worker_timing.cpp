@@ -11,7 +11,7 @@
 #include "oracles/device_allclose.h"
 #include "oracles/device_check.h"
 #include "oracles/device_equal.h"
-#include "suite/worker_session.h"
+#include "sandbox/worker_session.h"
 #include "timing/paired.h"
 #include "timing/phase_log.h"
 #include "base/rng.h"
