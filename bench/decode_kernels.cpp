@@ -2,11 +2,11 @@
 // each as a fraction of the device-to-device copy bandwidth measured in the same run: the GEMV /
 // skinny GEMM of every projection (qkv 6144x2560, o_proj 2560x4096, gate_up 19456x2560, down
 // 2560x9728, lm_head 151936x2560) at batch 1, 8, 16 and 32, and split-KV decode attention at
-// the contexts of targets.md section 6. The kernels are the task kernels of kernels/tasks and the
-// variants in kernels/variants/<task>/ (each row names which),
-// compiled as candidates are (nvcc, the compile cache) and called through kg_run on the timer's
-// stream; each shape's output is first checked against the fp64 oracle where the oracle is
-// cheap enough (weights up to 64M elements), else marked unchecked.
+// batch 1/8/32 x 2048/8192 tokens (the table in main). The kernels are the task kernels of
+// kernels/tasks and the variants in kernels/variants/<task>/ (each row names which), compiled as
+// candidates are (nvcc, the compile cache) and called through kg_run on the timer's stream; each
+// shape's output is first checked against the fp64 oracle where the oracle is cheap enough (weights
+// up to 64M elements), else marked unchecked.
 //
 // Copy bandwidth = (bytes read + bytes written) / time of a cudaMemcpyAsync device to device,
 // 1 GiB (the ceiling) and 49.8 MB (the down projection's weight), L2 flushed before each sample
@@ -27,15 +27,15 @@
 
 #include <dlfcn.h>
 
+#include "gpu/cuda_check.h"
+#include "gpu/device_buffer.h"
+#include "gpu/device_info.h"
 #include "kernels/abi/kg_candidate.h"
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
 #include "sandbox/candidate_compiler.h"
 #include "suite/task_catalog.h"
 #include "timing/copy_bandwidth.h"
-#include "gpu/cuda_check.h"
-#include "gpu/device_buffer.h"
-#include "gpu/device_info.h"
 #include "timing/gpu_timer.h"
 #include "workloads/qwen3.h"
 #include "workloads/task.h"

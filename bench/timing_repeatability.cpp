@@ -1,8 +1,8 @@
 // Repeatability of timing methods, measured side by side (issue: timing and statistics).
-// For each op of targets.md section 5, five methods each report a median in 8 fresh processes,
-// interleaved round by round: kernelgate's harness (CUDA-event backend, CUPTI backend, and the
-// hardware-counter backend that reads ncu's gpu__time_duration; each rotates over 4 input sets
-// with buffers of their own, as kernelgate's honest timing does), a C++ re-implementation of
+// For each op of bench_ops (kernels/bench_ops.h), five methods each report a median in 8 fresh
+// processes, interleaved round by round: kernelgate's harness (CUDA-event backend, CUPTI backend,
+// and the hardware-counter backend that reads ncu's gpu__time_duration; each rotates over 4 input
+// sets with buffers of their own, as kernelgate's honest timing does), a C++ re-implementation of
 // KernelBench's
 // loop (3 warm-ups, 100 event-timed trials, mean, no flush) and of triton's do_bench (25 ms of
 // warm-up, 100 ms of repetitions, 256 MB cache zeroed before each, median). It prints per op the
@@ -30,12 +30,12 @@
 #include <string>
 #include <vector>
 
-#include "kernels/bench_ops.h"
-#include "stats/summary.h"
 #include "gpu/cuda_raii.h"
 #include "gpu/device_buffer.h"
-#include "timing/gpu_timer.h"
 #include "gpu/nvml.h"
+#include "kernels/bench_ops.h"
+#include "stats/summary.h"
+#include "timing/gpu_timer.h"
 #include "timing/timing_kernels.h"
 
 using namespace kg;
