@@ -39,9 +39,9 @@ struct trial_key {
 struct trial_data {
   std::vector<host_tensor> inputs, oracle;
   // Strict regimes other than normal: per output (float64, the output's shape) the condition
-  // term added to the task's atol element by element (see condition_tolerance); empty: none.
-  // Computed on first use, once: it costs two more oracle runs, and an output within the task's
-  // own tolerance never needs it.
+  // term added to the task's atol element by element (condition_tolerance, floored at the
+  // LibTorch reference's own error); empty: none. Computed on first use, once: it costs a few
+  // oracle runs and a reference run, and an output within the task's own tolerance never needs it.
   const std::vector<host_tensor>& extra_atol() const;
   bool has_condition_term() const { return lazy_extra != nullptr; }
   struct lazy_term {
@@ -58,15 +58,27 @@ struct trial_data {
 trial_data compute_trial(const trial_key& k);
 
 // The tolerance a float kernel needs where the op is ill-conditioned on these inputs: the fp64
-// oracle is run on the inputs with every floating element moved by one unit roundoff of the
-// output's dtype, relative, in a random direction, twice; per output element the term is
-// `factor` x the larger of the two moves. A backward-stable float kernel errs like a perturbation
-// of its inputs of that size, so it passes; a wrong formula errs by far more. Outputs that are
-// integer, or whose task tolerance is exact (0, 0), get none (empty tensor).
+// oracle is run on the inputs with floating elements moved by one unit roundoff of the output's
+// dtype, relative -- every input at once, all up and then in random directions, and each floating
+// input alone in random directions -- and per output element the term is `factor` x the larger of
+// (the largest move of the first two, the sum of the magnitudes of the per-input moves). A
+// backward-stable float kernel errs like such a move, so it passes; a wrong formula errs by far
+// more. Moving all up keeps a reduction's terms from cancelling; summing the per-input moves
+// keeps x + b + r with x ~ -r from cancelling. Outputs that are integer, or whose task tolerance
+// is exact (0, 0), get none (empty tensor). Costs 2 + (floating inputs) oracle runs.
 std::vector<host_tensor> condition_tolerance(const task_def& t, const task_shape& shape,
                                              const std::vector<host_tensor>& inputs,
                                              const std::vector<host_tensor>& oracle,
                                              std::uint64_t seed, double factor = 8.0);
+
+// Raises `extra` (condition_tolerance's, per output) to at least `factor` x the task's LibTorch
+// reference's own error |reference - oracle| at each element, but never past `cap` x the task's
+// bound there (atol + rtol |oracle|): a reference far off at an element vouches for no more.
+// Non-finite reference elements and outputs without a term are left alone.
+void floor_at_reference_error(const task_def& t, const std::vector<host_tensor>& oracle,
+                              const std::vector<host_tensor>& reference,
+                              std::vector<host_tensor>& extra, double factor = 4.0,
+                              double cap = 256.0);
 
 // Redraws one contiguous block (an eighth of the elements, never the first eighth) of every
 // floating activation input from `variant`.

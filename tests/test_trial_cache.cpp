@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/task_torch_refs.h"
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
 #include "suite/task_catalog.h"
@@ -85,6 +86,70 @@ TEST(trial_cache, the_condition_term_grows_with_the_shift_and_exact_tasks_have_n
   EXPECT_TRUE(
       condition_tolerance(a, a.shapes.front(), ain, run_task_oracle(a, a.shapes.front(), ain), 1)
           .empty());
+}
+
+// y = x + bias + residual with x = 1000, residual = -1000, bias = 0.5: y = 0.5, but each input
+// moved by u in magnitude moves y by u |input|, and those moves do not cancel in a float kernel.
+// The per-input moves are summed: 8 u (1000 + 0.5 + 1000) at every element, whatever the signs.
+TEST(trial_cache, the_condition_term_sums_each_inputs_move_so_cancelling_inputs_count) {
+  const auto t = task("fused_bias_dropout_free_residual");
+  const auto& shape = t.shapes.back();
+  auto in = make_task_inputs(t, shape, 4);
+  for (std::int64_t i = 0; i < in[0].numel(); ++i) {
+    in[0].set(i, 1000.0); // exact in bfloat16 (1.953125 x 2^9)
+    in[2].set(i, -1000.0);
+  }
+  for (std::int64_t i = 0; i < in[1].numel(); ++i)
+    in[1].set(i, 0.5);
+  const auto oracle = run_task_oracle(t, shape, in);
+  const auto extra = condition_tolerance(t, shape, in, oracle, 21);
+  ASSERT_EQ(extra.size(), 1u);
+  const double want = 8.0 * std::ldexp(1.0, -8) * 2000.5; // bfloat16's unit roundoff 2^-8
+  for (std::int64_t i = 0; i < oracle[0].numel(); ++i)
+    ASSERT_NEAR(extra[0].at(i), want, 1e-9 * want) << i;
+}
+
+// The floor at the reference's error, by hand: factor 4, cap 256 x (atol + rtol |oracle|) with
+// the task's bfloat16 tolerance (atol 1e-2, rtol 1.6e-2); a NaN reference element is left alone.
+TEST(trial_cache, the_reference_floor_is_four_times_its_error_capped_at_the_bound) {
+  const auto t = task("fused_bias_dropout_free_residual");
+  const auto oracle = std::vector<host_tensor>{
+      host_tensor::from_doubles(dtype::float64, {5}, std::vector<double>{1, 2, 3, 0, -4})};
+  const auto ref = std::vector<host_tensor>{host_tensor::from_doubles(
+      dtype::float64, {5}, std::vector<double>{1.1, 2, NAN, 5, -4.25})};
+  std::vector<host_tensor> extra{
+      host_tensor::from_doubles(dtype::float64, {5}, std::vector<double>{0, 0.5, 0, 0, 0.1})};
+  floor_at_reference_error(t, oracle, ref, extra);
+  EXPECT_NEAR(extra[0].at(0), 0.4, 1e-12);  // 4 x 0.1
+  EXPECT_EQ(extra[0].at(1), 0.5);           // the reference is exact; the term stays
+  EXPECT_EQ(extra[0].at(2), 0.0);           // NaN reference: no floor
+  EXPECT_NEAR(extra[0].at(3), 2.56, 1e-12); // 4 x 5 = 20, capped at 256 x 0.01
+  EXPECT_NEAR(extra[0].at(4), 1.0, 1e-12);  // 4 x 0.25
+}
+
+// A strict trial's term is at least the floor at the LibTorch reference's error, which rounds the
+// rotary angle to float32 (no input move reaches it): checked against the reference run here.
+TEST(trial_cache, a_strict_trials_term_is_never_below_the_reference_floor) {
+  const auto t = task("fused_rope_qk");
+  int shifted = -1;
+  for (std::size_t r = 0; r < t.regimes.size(); ++r)
+    if (t.regimes[r].name() == "shifted") shifted = static_cast<int>(r);
+  ASSERT_GE(shifted, 0);
+  trial_key k{&t, &t.shapes.back(), 31, {}, false};
+  k.regime.strict_regime = shifted;
+  const auto d = compute_trial(k);
+  const auto ref = run_torch_reference(t, d.inputs);
+  ASSERT_TRUE(ref && ref->error.empty());
+  const auto& tol = t.tolerance.at(dtype::bfloat16);
+  std::int64_t raised = 0;
+  for (std::size_t o = 0; o < d.oracle.size(); ++o)
+    for (std::int64_t i = 0; i < d.oracle[o].numel(); ++i) {
+      const double x = d.oracle[o].at(i), e = std::fabs(ref->outputs[o].at(i) - x);
+      const double floor = std::min(4 * e, 256 * (tol.atol + tol.rtol * std::fabs(x)));
+      ASSERT_GE(d.extra_atol()[o].at(i), floor) << o << " " << i;
+      raised += e > 0 ? 1 : 0;
+    }
+  EXPECT_GT(raised, 0); // the reference does err somewhere, so the check above bites
 }
 
 // A strict trial in a regime other than normal carries the term; draw 0 (normal) does not.
