@@ -212,8 +212,9 @@ public:
 
 // Several instances of one op, each with buffers of its own, called in turn: what kernelgate's
 // honest timing does with rotating input sets. A kernel whose speed depends on where its buffers
-// landed (this matmul runs ~0.8% faster in some processes than in others, under every timing
-// method) then gives each process the mean of several placements instead of one draw.
+// landed (this matmul's speed differs between processes under every timing method:
+// docs/performance.md) then gives each process the mean of several placements instead of one
+// draw.
 class rotating_op final : public bench_op {
   std::vector<std::unique_ptr<bench_op>> ops_;
   std::size_t next_ = 0;

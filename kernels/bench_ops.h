@@ -1,5 +1,6 @@
-// The four operations of targets.md section 5, as kernels of our own (no cuBLAS: it is not a
-// project dependency). They exist to compare timing methods side by side, not to be fast.
+// The four operations of kg_bench_repeatability (docs/performance.md, The timing loop), as
+// kernels of our own (no cuBLAS: it is not a project dependency). They exist to compare timing
+// methods side by side, not to be fast.
 #pragma once
 
 #include <cstdint>

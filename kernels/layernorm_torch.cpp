@@ -1,6 +1,7 @@
-// The LibTorch (CPU) LayerNorm backend: the reference of targets.md section 1, eager
-// layer_norm(x, (N,), eps) without affine, then `* weight + bias` in the selected dtype. This is
-// one of the two TUs that include LibTorch (each takes ~30 s to compile).
+// The LibTorch (CPU) LayerNorm backend: the reference of the LayerNorm affine ablation
+// (docs/architecture.md, The LayerNorm affine ablation; docs/cli.md), eager layer_norm(x, (N,),
+// eps) without affine, then `* weight + bias` in the selected dtype. This is one of the two TUs
+// that include LibTorch (each takes ~30 s to compile).
 #include <cstring>
 
 #include <torch/torch.h>

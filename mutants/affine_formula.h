@@ -21,13 +21,13 @@ enum class affine_formula {
 struct formula_info {
   affine_formula formula;
   std::string_view name;   // machine name, used in records
-  std::string_view label;  // row label of the outcome matrix (targets.md section 1)
-  std::string_view family; // mutation family (peers.md: parameter-use faults)
+  std::string_view label;  // row label of the outcome matrix (docs/architecture.md)
+  std::string_view family; // mutation family (parameter-use faults: docs/architecture.md)
   std::string_view math;
 };
 
 const formula_info& info(affine_formula f);
-std::span<const formula_info> altered_formulas(); // the six, in the order of targets.md
+std::span<const formula_info> altered_formulas(); // the six, in docs/architecture.md's order
 std::optional<affine_formula> parse_affine_formula(std::string_view name);
 
 } // namespace kg

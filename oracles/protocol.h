@@ -1,6 +1,7 @@
 // A protocol is how a checker decides: which inputs it generates (by role), how many trials, and
-// which comparator per dtype. Presets model the peers exactly as ../shared/reference/peers.md
-// describes them, so an audit can show what each one would let through; `strict` is kernelgate's.
+// which comparator per dtype. Presets model the peers exactly as docs/architecture.md (Checker
+// presets) describes them, from each peer's public source at a named revision, so an audit can
+// show what each one would let through; `strict` is kernelgate's.
 #pragma once
 
 #include <functional>

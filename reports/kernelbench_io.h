@@ -1,5 +1,5 @@
-// KernelBench's own result files, read with its scoring semantics (peers.md, KernelBench @
-// 423217d9: src/score.py and scripts/benchmark_eval_analysis.py):
+// KernelBench's own result files, read with its scoring semantics (KernelBench @ 423217d9:
+// src/score.py and scripts/benchmark_eval_analysis.py; docs/result-schema.md, fast_p results):
 //   eval_results.json          {"<problem_id>": [{sample_id, compiled, correctness, metadata,
 //                               runtime (ms, -1.0 when absent), runtime_stats}, ...]}
 //   baseline_time_torch.json   {"level1": {"<id>_<Name>.py": {mean (ms), std, min, max,

@@ -149,7 +149,7 @@ struct gpu_timer::state {
   device_buffer flush_seq{sizeof(unsigned)}; // advanced by the blocking kernel every sample
   int flush_blocks = 0;                      // 4 per SM (all resident at once), queried once
   // The flush (fill + discard), captured once: one graph launch costs the host about half of
-  // one kernel launch (H200: 2.4 vs 4.7 us).
+  // one kernel launch (docs/performance.md, The timing loop).
   cuda_graph_exec prefix;
   activity_tracer* tracer = nullptr; // null: CUPTI unavailable or not asked for
   std::string tracer_why;

@@ -38,9 +38,9 @@ std::string_view timing_backend_name(timing_backend b);
 std::optional<timing_backend> parse_timing_backend(std::string_view s);
 
 struct timing_options {
-  // Default auto: on the H200 the CUPTI span repeated to 0.03% or better across fresh processes
-  // on all four ops of kg_bench_repeatability, where event timing had 0.3-0.6% outlier processes
-  // and adds ~2.3 us of launch gap to every kernel (docs/architecture.md, timing).
+  // Default auto: across fresh processes the CUPTI span repeats better than event timing, which
+  // also adds a launch gap to every kernel (docs/architecture.md, timing, and
+  // docs/performance.md have the measurements).
   timing_backend backend = timing_backend::automatic;
   int warmup = 3;                     // at least this many warm-up samples ...
   double warmup_wall_seconds = 0.025; // ... and this much wall time (clocks settle under load),
@@ -50,9 +50,8 @@ struct timing_options {
   int min_samples = 30;
   int max_samples = 20000;
   // Of timed spans, kept samples only. A run's median moves less between processes the more
-  // samples back it (a 1.4 ms matmul: 30 samples left it 0.04% apart, about 0.2 s of samples
-  // 0.02%); the minimum is waived once `enough_samples` are kept, so a 5 us kernel is not asked
-  // for 50,000.
+  // samples back it (docs/performance.md, The timing loop); the minimum is waived once
+  // `enough_samples` are kept, so a 5 us kernel is not asked for 50,000.
   double min_gpu_seconds = 0.25;
   int enough_samples = 2000;
   double target_rel_halfwidth = 0.0025; // of the 95% interval of the median

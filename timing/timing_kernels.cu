@@ -56,9 +56,8 @@ __global__ void l2_fill_kernel(uint4* __restrict__ p, std::size_t n, const unsig
 
 // The second half: drop the buffer's lines from L2 without writing them back (PTX
 // discard.global.L2). L2 is then left empty, as after ncu's cache invalidation. A read-back pass
-// in its place left L2 full of clean flush lines, and the H200 ran a 49.8 MB GEMV 0.4 us slower
-// after it than after ncu's own flush (ncu --cache-control none behind each: 15.89 vs 15.50 us;
-// behind this fill + discard: 15.23 us).
+// in its place left L2 full of clean flush lines, and a GEMV ran slower after it than after ncu's
+// own flush (docs/architecture.md, The timing loop, has the times).
 __global__ void l2_discard_kernel(char* p, std::size_t lines) {
   for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < lines;
        i += static_cast<std::size_t>(gridDim.x) * blockDim.x)

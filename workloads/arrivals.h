@@ -1,6 +1,7 @@
-// The decode engine's offered load (targets.md section 3): Poisson arrivals of requests of 1, 2, 4
-// or 8 sequences (40/30/20/10%), each sequence with a context drawn log-uniformly from 512..8192
-// tokens and 256 output tokens. Seeded: the same seed and rate give the same trace anywhere.
+// The decode engine's offered load (docs/architecture.md, The Qwen3-4B stack): Poisson arrivals
+// of requests of 1, 2, 4 or 8 sequences (40/30/20/10%), each sequence with a context drawn
+// log-uniformly from 512..8192 tokens and 256 output tokens. Seeded: the same seed and rate give
+// the same trace anywhere.
 #pragma once
 
 #include <cstdint>

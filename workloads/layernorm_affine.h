@@ -1,5 +1,5 @@
-// The LayerNorm affine ablation workload (targets.md section 1): its configuration grid, the four
-// affine regimes, and the tensors each observation uses.
+// The LayerNorm affine ablation workload (docs/architecture.md, The LayerNorm affine ablation):
+// its configuration grid, the four affine regimes, and the tensors each observation uses.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
-// Qwen3-4B in BF16, the model the decode and LoRA workloads are shaped on (targets.md section 3),
-// and the byte and FLOP bookkeeping of its decode kernels: what a roofline ("fraction of the
-// measured ceiling") and a decode step's bytes/bandwidth bound are computed from.
+// Qwen3-4B in BF16, the model the decode and LoRA workloads are shaped on (docs/architecture.md,
+// The Qwen3-4B stack), and the byte and FLOP bookkeeping of its decode kernels: what a roofline
+// ("fraction of the measured ceiling") and a decode step's bytes/bandwidth bound are computed
+// from.
 #pragma once
 
 #include <cstdint>

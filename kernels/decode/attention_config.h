@@ -27,9 +27,9 @@
 namespace kg::decode {
 
 struct attention_config {
-  // Chunks a sequence is cut into, before rounding and clamping. 16: the best of the H200 sweep
-  // at both of the shapes (b1 ctx2048 12.54 us vs 14.72 with 32; b8 ctx8192 84.42 us vs
-  // 93.54), each measured beside the others in one run.
+  // Chunks a sequence is cut into, before rounding and clamping. 16: the best at both of the
+  // issue's shapes in the H200 sweep that set this default (docs/performance.md, Decode
+  // attention, has the times); pick_attention_config takes 8 from a batch of 4.
   int target_chunks = 16;
   int min_chunk = 64;   // tokens; a multiple of tile
   int max_chunk = 1024; // tokens; a multiple of tile, >= min_chunk
@@ -44,18 +44,10 @@ constexpr attention_config default_attention_config() {
 }
 
 // The configuration launch_attention uses for a batch of `rows`: a function of the batch alone
-// (one CUDA graph per batch size holds one launch), never of the SMs. From the H200 sweep of
-// 2026-12-01 (fractions of the copy bandwidth, the L2 left empty before each sample):
-//  - batch 1: 64-token tiles, 16 chunks: ctx 2048 18.0% (10.88 us; the baseline 16.0%, torch
-//    SDPA 15%), ctx 8192 40.9% (baseline 30.8%);
-//  - batch 8 and 32: 8 chunks of 32-token tiles: b8 ctx 8192 85.5% (73.31 us; baseline 74.1%,
-//    SDPA 78%), b32 ctx 2048 77.1% (baseline 65.9%), b8 ctx 512 32.4% (baseline 29.0%).
-// The same two configurations on another H200 day (the kernels as now, copy 4286.5 GB/s): b8
-// ctx 8192 84.4% (74.21 us), b1 ctx 2048 17.8% (11.01 us); in an earlier run that day the
-// stop-11 kernel file gave 85.2% (73.54 us) and 18.2% (10.78 us), beside 80.9% for the kernels
-// then (stage 2's batched loads, since reverted). With stage 2's loads in one round (a later run
-// that day, copy 4257.1 GB/s): b8 ctx 8192 85.8% (73.57 us), b1 ctx 2048 22.0% (8.99 us).
-// Batches 2 and 4 were not swept; the switch at 4 follows the GEMV table's.
+// (one CUDA graph per batch size holds one launch), never of the SMs. Both come from the H200
+// sweep: batch 1, 64-token tiles and 16 chunks; batches 8 and 32, 8 chunks of 32-token tiles
+// (docs/performance.md, Decode attention, has the fractions of the copy bandwidth and their
+// re-timings). Batches 2 and 4 were not swept; the switch at 4 follows the GEMV table's.
 constexpr attention_config pick_attention_config(int rows) {
   attention_config c;
   if (rows >= 4)

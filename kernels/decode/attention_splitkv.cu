@@ -7,8 +7,8 @@
 // graph captured for a batch size serves every length; blocks past a row's last chunk return at
 // once and their workspace slots are never read.
 //
-// Why this shape (the old kernel, one team of lanes per token with an online softmax per token,
-// reached 47% of the copy bandwidth at batch 8 x 8192 tokens and 6.5% at batch 1 x 2048):
+// Why this shape (the kernel it replaced, one team of lanes per token with an online softmax per
+// token, stayed far below the copy bandwidth: docs/performance.md, Decode attention):
 //  - Bytes in flight: K and V tiles of `tile` tokens stream into shared memory with cp.async
 //    (16 bytes a thread, L1 bypassed: every byte is read once), `stages - 1` tiles ahead of the
 //    one being used, so a block keeps 2 x (stages - 1) x tile x head_dim x 2 bytes outstanding
@@ -472,10 +472,9 @@ __global__ void merge_chunks(const attention_call a) {
       g * stride;
   // Up to 16 chunks (every length of the engine's configurations): every load first -- each
   // chunk's m, l and o[d], 48 in flight -- then the plain loops' arithmetic in the same order (the
-  // same bits). Side by side on the H200 (one run, 2026-12-01): stage 2 moved the batch-1 step's
-  // end 2.2 us a layer instead of 3.9 (step span 2544 vs 2606 us), b1 ctx2048 attention 9.06 vs
-  // 9.79 us. (A first form at stop 13, loading 16 chunks a round in a loop for any count, had
-  // measured slower than the plain loops.)
+  // same bits). One round of loads shortens stage 2 in the step; a loop of 16-chunk rounds for
+  // any count did not beat the plain loops (docs/architecture.md and docs/performance.md have
+  // the times).
   constexpr int in_registers = 16;
   if (chunks <= in_registers) {
     float mv[in_registers], lv[in_registers], ov[in_registers];
@@ -525,7 +524,7 @@ cudaError_t launch_typed(const attention_call& a, cudaStream_t s, bool programma
   // A grid of one wave (batch 1: 16 chunks x 8 kv heads) asks for more than half an SM's shared
   // memory, so no SM holds two of its blocks. Launched behind the qkv GEMV (the fused prologue),
   // its blocks are placed as that GEMV's blocks drain, and the first SMs to drain took three
-  // each: stage 1 moved the H200 step's end 11.1 us a layer, 7.3 us with one block an SM. The
+  // each (docs/architecture.md has the step's times with and without one block an SM). The
   // rule depends on the grid alone (132: the H200's SMs as a constant, as the GEMV's sweep grid),
   // never on the device, and the bits do not depend on it.
   const bool one_wave = a.max_chunks * a.kv_heads * a.rows <= one_wave_blocks;

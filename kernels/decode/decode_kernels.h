@@ -109,7 +109,7 @@ cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16
 // and rotates the q heads it attends with, and the block whose chunk holds position
 // lengths[b] - 1 also makes that token's k and v, uses them from registers and appends them to
 // the cache; the norm weights and the rotation are loaded before the programmatic wait. One
-// kernel boundary fewer per layer (the prologue took 2.05 us of the H200 step's 68 us a layer).
+// kernel boundary fewer per layer (docs/performance.md has what the prologue kernel cost).
 // qkv: [q heads | k heads | v heads] per row (row_stride >= (q_heads + 2 kv_heads) head_dim,
 // a multiple of 8, 16-byte aligned).
 cudaError_t launch_attention_fused(const __nv_bfloat16* qkv, std::int64_t row_stride,

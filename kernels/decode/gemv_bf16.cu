@@ -153,52 +153,45 @@ gemv_config heuristic_config(int batch, int n, int k) {
 
 // Per Qwen3-4B projection: the row applies to batches up to max_batch (after the previous row of
 // the same shape). Each row is the fastest configuration of a kg_bench_gemv_sweep run on the H200
-// (the L2 left empty before each sample), with its time and fraction of the copy bandwidth as
-// the sweep printed them and the best of each family timed. Rows without a mark: the full sweep
-// of 2026-12-01 (copy 4286.5 GB/s; simt, bulk, mma side by side). [A]: a later run, --shapes
-// down,qkv,o_proj,gate_up --batches 1,2, every family (the sweep family then in a first form,
-// rows per block instead of a fixed grid; the simt kernel as now; copy 4284.8 GB/s). [B]: the
-// same shapes and batches, the sweep family as now (every grid, unroll, warps) and each shape's
-// previous table row (copy 4256.8 GB/s). [C]: --shapes down,qkv,o_proj,gate_up --batches 1,8
-// --kinds tsweep (the tile-sweep family, every grid, split, unroll and warps, beside each shape's
-// table row). [D]: --shapes down --batches 8,4,16 --kinds mma,packed (the packed family as now;
-// copy 4286.5 GB/s).
+// (the L2 left empty before each sample; the sweep prints its best rows in this form).
+// docs/performance.md (GEMV configurations) has each row's time and fraction of the copy
+// bandwidth, the best of each family, and the run it comes from.
 struct table_row {
   int n, k, max_batch;
   gemv_config c; // rows_per_warp, warps_per_block, unroll, split_k, kind
 };
 // clang-format off
 constexpr table_row config_table[] = {
-    {2560, 9728, 1, {2, 8, 2, 1, gemv_kind::sweep}}, // down b1: 13.12 us, 89.2% of copy; mma 77.3% sweep 89.2% [B]
-    {2560, 9728, 2, {2, 8, 1, 1, gemv_kind::sweep}}, // down b2: 14.46 us, 81.0% of copy; mma 76.9% sweep 81.0% [B]
-    {2560, 9728, 4, {16, 8, 2, 1, gemv_kind::packed}}, // down b4: 13.95 us, 83.4% of copy; simt - bulk - mma 75.0% sweep - tsweep - packed 83.4% s1 83.4% ws 77.7% [D]
-    {2560, 9728, 8, {16, 8, 2, 1, gemv_kind::packed}}, // down b8: 14.02 us, 83.2% of copy; simt - bulk - mma 74.5% sweep - tsweep - packed 83.2% s1 83.2% ws 77.2% [D]
-    {2560, 9728, 16, {16, 8, 2, 1, gemv_kind::packed}}, // down b16: 15.23 us, 76.9% of copy; simt - bulk - mma 53.2% sweep - tsweep - packed 76.9% s1 76.9% ws 63.6% [D]
-    {2560, 9728, 32, {16, 4, 2, 2, gemv_kind::mma}}, // down b32: 26.62 us, 44.3% of copy; simt 4.4% bulk - mma 44.3%
-    {6144, 2560, 1, {2, 8, 2, 1}}, // qkv b1: 9.31 us, 78.9% of copy; simt 78.9% bulk 65.2% mma 73.8% sweep 75.8% [A]
-    {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2: 9.79 us, 75.5% of copy; mma 75.5% sweep 68.4% [B]
-    {6144, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b4: 9.86 us, 74.6% of copy; simt 38.3% bulk 38.1% mma 74.6%
-    {6144, 2560, 8, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b8: 9.92 us, 74.3% of copy; simt 21.6% bulk 19.5% mma 74.3%
-    {6144, 2560, 16, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b16: 13.09 us, 56.6% of copy; simt 11.9% bulk - mma 56.6%
-    {6144, 2560, 32, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b32: 16.03 us, 46.6% of copy; simt 5.1% bulk - mma 46.6%
-    {2560, 4096, 1, {4, 16, 1, 1, gemv_kind::sweep}}, // o_proj b1: 6.85 us, 72.0% of copy; simt 59.9% sweep 72.0% [B]
-    {2560, 4096, 2, {4, 8, 2, 1, gemv_kind::sweep}}, // o_proj b2: 7.04 us, 70.1% of copy; mma 59.1% sweep 70.1% [B]
-    {2560, 4096, 4, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b4: 8.64 us, 56.8% of copy; simt 29.9% bulk 30.7% mma 56.8%
-    {2560, 4096, 8, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b8: 8.96 us, 54.9% of copy; simt 20.2% bulk 15.9% mma 54.9%
-    {2560, 4096, 16, {16, 4, 4, 1, gemv_kind::mma}}, // o_proj b16: 11.71 us, 42.2% of copy; simt 10.3% bulk - mma 42.2%
-    {2560, 4096, 32, {16, 4, 2, 1, gemv_kind::mma}}, // o_proj b32: 14.78 us, 33.8% of copy; simt 4.2% bulk - mma 33.8%
-    {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1: 23.71 us, 98.7% of copy; simt 98.7% sweep 91.3% [B]
-    {19456, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b2: 26.50 us, 88.4% of copy; mma 88.4% sweep 82.1% [B]
-    {19456, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b4: 26.62 us, 87.4% of copy; simt 56.0% bulk 50.9% mma 87.4%
-    {19456, 2560, 8, {1, 16, 1, 1, gemv_kind::tsweep}}, // gate_up b8: 26.59 us, 87.7% of copy; mma 86.1% tsweep 87.7% [C]
-    {19456, 2560, 16, {16, 4, 4, 1, gemv_kind::mma}}, // gate_up b16: 36.64 us, 63.9% of copy; simt 17.6% bulk - mma 63.9%
-    {19456, 2560, 32, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b32: 54.75 us, 43.0% of copy; simt 8.3% bulk - mma 43.0%
-    {151936, 2560, 1, {4, 8, 2, 1}}, // lm_head b1: 173.41 us, 104.7% of copy; simt 104.7% bulk 81.4% mma 86.9%
-    {151936, 2560, 2, {4, 8, 2, 1}}, // lm_head b2: 182.53 us, 99.5% of copy; simt 99.5% bulk 79.0% mma 87.3%
-    {151936, 2560, 4, {4, 8, 2, 1}}, // lm_head b4: 207.26 us, 87.7% of copy; simt 87.7% bulk 65.2% mma 87.0%
-    {151936, 2560, 8, {16, 8, 2, 1, gemv_kind::mma}}, // lm_head b8: 211.92 us, 85.9% of copy; simt 57.9% bulk 43.5% mma 85.9%
-    {151936, 2560, 16, {16, 8, 2, 1, gemv_kind::mma}}, // lm_head b16: 290.77 us, 62.8% of copy; simt 26.7% bulk - mma 62.8%
-    {151936, 2560, 32, {16, 8, 2, 1, gemv_kind::mma}}, // lm_head b32: 434.33 us, 42.3% of copy; simt 12.0% bulk - mma 42.3%
+    {2560, 9728, 1, {2, 8, 2, 1, gemv_kind::sweep}}, // down b1
+    {2560, 9728, 2, {2, 8, 1, 1, gemv_kind::sweep}}, // down b2
+    {2560, 9728, 4, {16, 8, 2, 1, gemv_kind::packed}}, // down b4
+    {2560, 9728, 8, {16, 8, 2, 1, gemv_kind::packed}}, // down b8
+    {2560, 9728, 16, {16, 8, 2, 1, gemv_kind::packed}}, // down b16
+    {2560, 9728, 32, {16, 4, 2, 2, gemv_kind::mma}}, // down b32
+    {6144, 2560, 1, {2, 8, 2, 1}}, // qkv b1
+    {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2
+    {6144, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b4
+    {6144, 2560, 8, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b8
+    {6144, 2560, 16, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b16
+    {6144, 2560, 32, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b32
+    {2560, 4096, 1, {4, 16, 1, 1, gemv_kind::sweep}}, // o_proj b1
+    {2560, 4096, 2, {4, 8, 2, 1, gemv_kind::sweep}}, // o_proj b2
+    {2560, 4096, 4, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b4
+    {2560, 4096, 8, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b8
+    {2560, 4096, 16, {16, 4, 4, 1, gemv_kind::mma}}, // o_proj b16
+    {2560, 4096, 32, {16, 4, 2, 1, gemv_kind::mma}}, // o_proj b32
+    {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1
+    {19456, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b2
+    {19456, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b4
+    {19456, 2560, 8, {1, 16, 1, 1, gemv_kind::tsweep}}, // gate_up b8
+    {19456, 2560, 16, {16, 4, 4, 1, gemv_kind::mma}}, // gate_up b16
+    {19456, 2560, 32, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b32
+    {151936, 2560, 1, {4, 8, 2, 1}}, // lm_head b1
+    {151936, 2560, 2, {4, 8, 2, 1}}, // lm_head b2
+    {151936, 2560, 4, {4, 8, 2, 1}}, // lm_head b4
+    {151936, 2560, 8, {16, 8, 2, 1, gemv_kind::mma}}, // lm_head b8
+    {151936, 2560, 16, {16, 8, 2, 1, gemv_kind::mma}}, // lm_head b16
+    {151936, 2560, 32, {16, 8, 2, 1, gemv_kind::mma}}, // lm_head b32
 };
 // clang-format on
 

@@ -55,7 +55,8 @@ struct gemv_config {
   // 1 (split_k > 1, simt only): the split_k blocks of a row tile run as one thread-block
   // cluster and add their partial sums through distributed shared memory, in slice order (the
   // bits of the workspace finish), instead of through L2 with a fence, a counter and a re-read
-  // by the last block: that tail costs the down projection ~1 us of its 15. No workspace.
+  // by the last block, a tail that shows in the down projection's time (docs/performance.md).
+  // No workspace.
   int cluster = 0;
 };
 
@@ -121,10 +122,10 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
 // The gate_up projection with the SwiGLU gate as its epilogue: y[b, i] = bf16(silu(g) u) for
 // i < n / 2, g = bf16(x_b . w_i), u = bf16(x_b . w_(n/2 + i)) (the gate rows first, as the
 // engine lays out gate_up) -- the bits of launch_gemv_bf16 followed by
-// decode::launch_silu_gate_mul, in one launch (the SiLU-gate kernel cost the H200 decode step
-// 0.96 us a layer). y: [batch, n / 2]. A warp then computes a gate row and its up row, so this
-// exists where both sums meet in one warp without a split: gemv_gated_supported (the simt
-// family, rows_per_warp 2, split_k 1, n even); cudaErrorInvalidValue elsewhere.
+// decode::launch_silu_gate_mul, in one launch (one kernel fewer a layer; docs/performance.md has
+// what the SiLU-gate kernel cost). y: [batch, n / 2]. A warp then computes a gate row and its up
+// row, so this exists where both sums meet in one warp without a split: gemv_gated_supported (the
+// simt family, rows_per_warp 2, split_k 1, n even); cudaErrorInvalidValue elsewhere.
 bool gemv_gated_supported(const gemv_config& c, int batch, int n, int k);
 cudaError_t launch_gemv_bf16_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                                    int batch, int n, int k, const gemv_config& c, cudaStream_t s,

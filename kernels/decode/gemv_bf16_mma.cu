@@ -59,8 +59,8 @@ __device__ __forceinline__ void mma_super_step(const uint4 (&r)[UNROLL][2][2],
 
 // Registers decide the waves here: the down projection's 640 blocks of 4 warps (u2, batch tile
 // 1) fit one wave of 5 per SM at ptxas's 96 registers. A variant with a cluster finish took 102,
-// ran a sixth of the blocks as a second wave and took 19.3 us instead of 15.1 on the H200 (so
-// this family has no cluster finish).
+// ran a sixth of the blocks as a second wave and was slower (docs/architecture.md has the
+// times), so this family has no cluster finish.
 template <int NT, int UNROLL, int WPB>
 __global__ void __launch_bounds__(WPB * 32) gemv_mma_kernel(const gemv_args a) {
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;

@@ -3,19 +3,18 @@
 // weights laid out in the order its lanes load them (pack_gemv_weights).
 //
 // Why: the mma family reads the row-major weights 16 rows at a time, each of its blocks a few
-// hundred bytes into each of its tile's 16 rows 19 KB apart, and at batch 8 it stops at ~75% of
-// the copy bandwidth on the down projection (77% at batch 1, where the arithmetic is nothing),
-// while a plain contiguous read of the same 49.8 MB reaches 93%. Packed, one 64-element step of a
-// 16-row tile is 2 KB of consecutive bytes and a tile's steps follow one another, so each warp
-// load is 512 consecutive bytes and a tile is one contiguous range that its blocks stream front
-// to back. On the H200 the down projection went from 74.5% (mma) to 83.2% of the copy bandwidth
-// at batch 8 (kg_bench_gemv_sweep, one run; split 1, 8 warps).
+// hundred bytes into each of its tile's 16 rows 19 KB apart, and on the down projection it stays
+// well below the copy bandwidth at batch 8 (and at batch 1, where the arithmetic is nothing),
+// while a plain contiguous read of the same 49.8 MB comes much closer to it. Packed, one
+// 64-element step of a 16-row tile is 2 KB of consecutive bytes and a tile's steps follow one
+// another, so each warp load is 512 consecutive bytes and a tile is one contiguous range that its
+// blocks stream front to back, which is faster than the mma family at the down projection's batch
+// 8 (docs/performance.md, GEMV configurations, has the figures).
 //
 // Registers: __launch_bounds__ asks for 20 warps an SM (at most 102 registers a thread). Without
-// that bound ptxas gave the 8-warp kernel 72 registers, and the same configuration took 15.62 us
-// (74.7%) against 14.02 us (83.2%) with it at 110, timed one after the other on the same H200:
-// the bound's schedule keeps more of each warp's loads in flight. (Unroll 4 spills under it;
-// it is slower either way.)
+// that bound ptxas gave the 8-warp kernel 72 registers instead of 110, and the same configuration
+// was slower: the bound's schedule keeps more of each warp's loads in flight (docs/performance.md
+// has the times). (Unroll 4 spills under it; it is slower either way.)
 //
 // Layout (16-byte chunks; tiles = ceil(n / 16), steps = k / 64): chunk
 //   ((tile * steps + step) * 4 + 2 i + h) * 32 + 4 g + t
@@ -26,8 +25,8 @@
 //
 // Split K interleaves: block s of a tile's split_k blocks takes super-steps s, s + split_k, ...
 // of UNROLL x WPB steps (warp w of it: the w-th UNROLL steps of each), so at any moment the
-// tile's blocks read one window of it side by side. (Contiguous slices measured 78.2% against
-// 77.2% interleaved at split 4, but split 1 is faster than either.)
+// tile's blocks read one window of it side by side. (Contiguous slices were no slower at split
+// 4, but split 1 is faster than either: docs/performance.md.)
 #include "kernels/decode/dispatch_int.h"
 #include "kernels/decode/gemv_bf16_kernel.cuh"
 

@@ -1,11 +1,11 @@
 // The sweep family of the decode GEMV (kernels/decode/gemv_bf16.h), for batch 1 and 2: the grid
 // reads the weight the way a plain contiguous read does.
 //
-// Why: on the H200 a plain read of the down projection's 49.8 MB (grid-stride, 16-byte loads,
-// the whole grid on one contiguous window that sweeps the buffer) takes 12.5 us, 93% of the copy
-// bandwidth, while the simt and mma families, whose thousands of warps each walk their own rows
-// (every row of the matrix in flight at once, 19 KB apart), stop at ~77% whatever their split,
-// unroll or block shape.
+// Why: a plain read of the down projection's 49.8 MB (grid-stride, 16-byte loads, the whole grid
+// on one contiguous window that sweeps the buffer) comes much closer to the copy bandwidth than
+// the simt and mma families, whose thousands of warps each walk their own rows (every row of the
+// matrix in flight at once, 19 KB apart), whatever their split, unroll or block shape
+// (docs/performance.md, GEMV configurations, has the figures).
 //
 // So here a block of T threads computes whole rows, one after another: block b takes rows b,
 // b + G, b + 2G, ... (G = the grid: a fixed 132 x rows_per_warp blocks, the H200's SM count as a

@@ -1,11 +1,11 @@
 // The tile-sweep family of the decode GEMV (kernels/decode/gemv_bf16.h): tensor cores, as in the
 // mma family, over the access pattern of the sweep family, for batch up to 8.
 //
-// Why: at batch 8 the mma family stops at ~75% of the copy bandwidth on the down projection, the
-// same as at batch 1 (so neither x nor the arithmetic limits it), while at batch 1 the sweep
-// family, whose fixed grid reads one window of the weight at a time, reaches 88%. The mma
-// family's grid has every 16-row tile of the matrix in flight at once, each block a few hundred
-// bytes into each of its 16 rows.
+// Why: at batch 8 the mma family reads the down projection no faster than at batch 1 (so neither
+// x nor the arithmetic limits it), while at batch 1 the sweep family, whose fixed grid reads one
+// window of the weight at a time, comes closer to the copy bandwidth (docs/performance.md, GEMV
+// configurations, has the figures). The mma family's grid has every 16-row tile of the matrix in
+// flight at once, each block a few hundred bytes into each of its 16 rows.
 //
 // So: a fixed grid of G = 132 x rows_per_warp blocks (a constant, never the device's SM count:
 // the bits must not depend on the SMs available) in R = G / split row lanes of `split` blocks;

@@ -53,8 +53,8 @@ __device__ __forceinline__ void take_better(float& v, int& i, float ov, int oi) 
 // One block per row: each thread scans its elements in increasing index order, then a
 // fixed-order tree. Which thread sees which element does not change the answer (the first index
 // of the maximum: take_better is a total order on (value, -index)). A row of whole 16-byte
-// chunks is read 8 chunks a thread at a time, all in flight (the first form, one 2-byte load
-// after another, took 9.1 us a step on the H200 for the 151936 logits of batch 1).
+// chunks is read 8 chunks a thread at a time, all in flight (docs/performance.md has what the
+// first form, one 2-byte load after another, cost).
 __global__ void argmax_kernel(const __nv_bfloat16* __restrict__ x, int* __restrict__ out, int cols,
                               bool vectors) {
   __shared__ float sv[argmax_threads / 32];

@@ -12,12 +12,12 @@
 // When a kernel calls allow_dependents() decides where the next kernel's blocks land. Blocks
 // scheduled early fill whichever SMs free up first, up to the kernel's occupancy: harmless for a
 // kernel of a few blocks, but a GEMV placed that way behind a still-running GEMV ran with some
-// SMs holding twice the blocks of others (the H200 step took 3.63 ms instead of 3.21 ms with
-// every kernel allowing its successor at its start). So the GEMVs, whose successors are small
-// (norms, the q/k prologue, the SiLU gate, argmax), allow theirs at their start; the small
-// kernels allow theirs right after their own wait: the GEMV ahead has then left the GPU, so the
-// next GEMV (or the attention's stage 1) spreads over every SM as a plain launch would, and its
-// blocks start their first weight (or K/V) loads while the small kernel runs.
+// SMs holding twice the blocks of others (with every kernel allowing its successor at its start
+// the step was slower than with plain launches: docs/architecture.md). So the GEMVs, whose
+// successors are small (norms, the q/k prologue, the SiLU gate, argmax), allow theirs at their
+// start; the small kernels allow theirs right after their own wait: the GEMV ahead has then left
+// the GPU, so the next GEMV (or the attention's stage 1) spreads over every SM as a plain launch
+// would, and its blocks start their first weight (or K/V) loads while the small kernel runs.
 #pragma once
 
 #include <utility>

@@ -19,7 +19,7 @@ using math::warp_sum;
 // row in registers between the sum of squares and the scaling, so the row is read once. The
 // weight does not depend on the kernel ahead: its chunks are loaded before the programmatic wait,
 // overlapping that kernel's tail. (The first form, 2-byte accesses and a second pass over the
-// row, took 5.2 us a call in the H200 step profile at batch 1.)
+// row, was slower: docs/architecture.md has both forms' times in the step.)
 template <int CH>
 __global__ void __launch_bounds__(norm_threads)
     add_rmsnorm_kernel(const __nv_bfloat16* __restrict__ delta, __nv_bfloat16* __restrict__ hidden,
