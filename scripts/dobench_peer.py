@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The real peer figure: triton.testing.do_bench on the four ops of targets.md section 5, in N
+"""The real peer figure: triton.testing.do_bench on the four ops of docs/performance.md's timing loop, in N
 fresh processes, printing per op the median of the per-process medians and the CV across
 processes. Runs on the GPU machine (torch + triton installed there)."""
 import statistics

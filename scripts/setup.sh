@@ -41,6 +41,7 @@ need libboost-math-dev prefix_has include/boost/math/distributions/beta.hpp
 need nlohmann-json3-dev prefix_has share/cmake/nlohmann_json/nlohmann_jsonConfig.cmake
 need libeigen3-dev prefix_has share/eigen3/cmake/Eigen3Config.cmake
 need libssl-dev prefix_has include/openssl/evp.h
+need libcli11-dev prefix_has share/cmake/CLI11/CLI11Config.cmake
 need json-schema-test-suite prefix_has share/json-schema-test-suite/tests/draft7/type.json
 [ -n "$torch_prefix" ] || need libtorch-dev test -f /usr/include/torch/csrc/api/include/torch/torch.h
 if [ ${#missing[@]} -gt 0 ]; then

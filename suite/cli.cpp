@@ -1,12 +1,13 @@
 #include "suite/cli.h"
 
-#include <algorithm>
 #include <charconv>
-#include <fstream>
+#include <cmath>
+#include <functional>
 #include <iostream>
-#include <map>
 #include <optional>
+#include <sstream>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "oracles/protocol.h"
@@ -15,122 +16,307 @@
 #include "reports/json_schema.h"
 #include "reports/result_schema.h"
 #include "reports/result_writer.h"
+#include "sandbox/worker.h"
 #include "suite/audit.h"
 #include "suite/eval_command.h"
 #include "suite/exit_codes.h"
 #include "suite/fastp_command.h"
 #include "suite/time_command.h"
-#include "sandbox/worker.h"
 #include "suite/workload_command.h"
 
 namespace kg {
 namespace {
 
-constexpr const char* usage = R"(usage: kernelgate <command> [options]
+constexpr const char* exit_codes_text =
+    "exit codes: 0 ok, 1 ran with failures (errors, non-conforming file), 2 bad input,\n"
+    "            3 backend unavailable, 4 internal error, 130 interrupted";
 
-commands:
-  env [--json]                     the environment every result embeds
-  audit <name> [--backend cpu|cuda] [--protocol NAME] [--out DIR]
-                                   audit a checker (names: layernorm-affine)
-  time --impl NAME [--vs NAME] [--clocks observe|require-locked|lock=MHz]
-       [--backend auto|events|graph|cupti|counters] [--shape RxC] [--dtype float32|float16]
-       [--min-effect F] [--out DIR]
-                                   time a kernel (cold, L2 flushed), optionally against another
-  eval --tasks GLOB --candidates DIR [--protocol strict|PEER] [--trials N] [--timeout S] [--jobs N]
-       [--workers N] [--cache DIR] [--time yes|no] [--time-budget S] [--baselines DIR]
-       [--scratch DIR] [--out DIR] [--kernelbench FILE]
-                                   compile and run every (task, candidate) pair in a sandboxed
-                                   worker, check it against the task's fp64 oracle, and time a
-                                   passing one against the task's own kernel
-  fastp RESULT [--baseline FILE] [--level N] [--dataset DIR] [--p 0,0.5,0.8,1,1.5,2]
-        [--min-effect F] [--candidate NAME] [--json] [--out DIR]
-                                   strict fast_p over intended and aligned tasks, with intervals,
-                                   noise-aware counts and near-ties (RESULT: a kernelgate eval
-                                   result, or KernelBench's eval_results.json with --baseline)
-  workload list | workload run ID [--device cpu|cuda] [--steps N] [--jobs N] [--out DIR]
-                                   run a workload of the Qwen3-4B stack (LoRA training today):
-                                   metrics with intervals, gate verdicts, a workload result
-  protocols [--json]               the checking protocols and the peers they model
-  validate <result.json>           check a result file against the result schema
-  help                             this text
+constexpr const char* decode_group = "Options of the decode workloads";
 
-exit codes: 0 ok, 1 ran with failures (errors, non-conforming file), 2 bad input,
-            3 backend unavailable, 4 internal error, 130 interrupted
-)";
+// Every command's options, filled by the parse.
+struct cli_values {
+  bool env_json = false, protocols_json = false;
+  audit_request audit;
+  time_options time;
+  eval_options eval;
+  std::string audit_out;
+  std::uint64_t eval_seed = 0; // eval.seed, when --seed is given
+  fastp_options fastp;
+  workload_options workload;
+  std::string validate_file;
+};
 
-// Parses "--key value" pairs after the positional arguments. Returns nullopt (and prints) on an
-// unknown option or a missing value.
-std::optional<std::map<std::string, std::string>>
-parse_options(const std::vector<std::string>& args, std::size_t first,
-              const std::vector<std::string>& allowed, const std::vector<std::string>& flags,
-              std::vector<std::string>& positional, std::ostream& err) {
-  std::map<std::string, std::string> opts;
-  for (std::size_t i = first; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a.rfind("--", 0) != 0) {
-      positional.push_back(a);
-      continue;
-    }
-    if (std::find(flags.begin(), flags.end(), a) != flags.end()) {
-      opts[a] = "1";
-      continue;
-    }
-    if (std::find(allowed.begin(), allowed.end(), a) == allowed.end()) {
-      err << "kernelgate: unknown option '" << printable(a) << "'\n";
-      return std::nullopt;
-    }
-    if (i + 1 >= args.size()) {
-      err << "kernelgate: option '" << printable(a) << "' needs a value\n";
-      return std::nullopt;
-    }
-    opts[a] = args[++i];
-  }
-  return opts;
+template <class T> std::string show(T v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
 }
 
-int cmd_env(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::vector<std::string> pos;
-  auto opts = parse_options(args, 2, {}, {"--json"}, pos, err);
-  if (!opts) return exit_code::bad_input;
-  if (!pos.empty()) {
-    err << "kernelgate: env takes no argument '" << pos[0] << "'\n";
-    return exit_code::bad_input;
-  }
+// A number read whole with from_chars (no NaN or infinity, nothing after it) and kept only if
+// `ok` holds; else one line naming the option and the rule.
+template <class T>
+CLI::Option* add_number(CLI::App* app, const std::string& name, T& target, const std::string& type,
+                        std::function<bool(T)> ok, const std::string& rule,
+                        const std::string& help) {
+  auto* opt = app->add_option_function<std::string>(
+      name,
+      [&target, name, ok, rule](const std::string& s) {
+        T v{};
+        const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        bool good = ec == std::errc() && p == s.data() + s.size() && ok(v);
+        if constexpr (std::is_floating_point_v<T>) good = good && std::isfinite(v);
+        if (!good) throw CLI::ValidationError("invalid " + name + " '" + s + "' (" + rule + ")");
+        target = v;
+      },
+      help);
+  opt->type_name(type)->default_str(show(target));
+  return opt;
+}
+
+// A word from a closed set.
+CLI::Option* add_choice(CLI::App* app, const std::string& name, std::string& target,
+                        const std::vector<std::string>& words, const std::string& help) {
+  std::string type;
+  for (const auto& w : words)
+    type += (type.empty() ? "" : "|") + w;
+  auto* opt = app->add_option(name, target, help);
+  opt->check(CLI::Validator(
+      [words, type](std::string& s) -> std::string {
+        for (const auto& w : words)
+          if (s == w) return "";
+        return "invalid value '" + s + "' (" + type + ")";
+      },
+      "", "one_of"));
+  opt->type_name(type)->default_str(target);
+  return opt;
+}
+
+CLI::Option* add_text(CLI::App* app, const std::string& name, std::string& target,
+                      const std::string& type, const std::string& help) {
+  auto* opt = app->add_option(name, target, help);
+  opt->type_name(type)->default_str(target);
+  return opt;
+}
+
+template <class T>
+CLI::Option* add_optional_text(CLI::App* app, const std::string& name, std::optional<T>& target,
+                               const std::string& type, const std::string& help) {
+  auto* opt = app->add_option_function<std::string>(
+      name, [&target](const std::string& s) { target = T(s); }, help);
+  opt->type_name(type);
+  return opt;
+}
+
+void declare_env(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("env", "the environment every result embeds");
+  c->add_flag("--json", v.env_json, "print it as JSON");
+}
+
+void declare_audit(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("audit", "audit a checker with mutants and correct controls");
+  std::string names;
+  for (auto n : audit_names())
+    names += (names.empty() ? "" : ", ") + std::string(n);
+  add_text(c, "name", v.audit.name, "NAME", "the audit (" + names + ")")->required();
+  add_choice(c, "--backend", v.audit.backend, {"cpu", "cuda"}, "where the kernels run");
+  add_text(c, "--protocol", v.audit.protocol, "NAME",
+           "the checker applied (kernelgate protocols)");
+  add_text(c, "--out", v.audit_out, "DIR", "output folder")
+      ->default_str("kg-out/audit-NAME-BACKEND");
+}
+
+void declare_time(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("time", "time a kernel (cold, L2 flushed), optionally against "
+                                       "another, with an interval");
+  std::string names;
+  for (const auto& n : timed_implementation_names())
+    names += (names.empty() ? "" : ", ") + n;
+  auto& o = v.time;
+  add_text(c, "--impl", o.impl, "NAME", "the implementation timed (" + names + ")")->required();
+  add_text(c, "--vs", o.vs, "NAME", "an implementation to compare with, side by side");
+  add_text(c, "--clocks", o.clocks, "POLICY", "observe, require-locked or lock=MHZ");
+  add_choice(c, "--backend", o.backend, {"auto", "events", "graph", "cupti", "counters"},
+             "how the GPU time is read");
+  add_text(c, "--shape", o.shape, "RxC", "rows x columns");
+  add_choice(c, "--dtype", o.dtype, {"float32", "float16"}, "element type");
+  add_number<double>(c, "--min-effect", o.min_effect, "F",
+                     [](double x) { return x >= 0 && x < 1; }, "a fraction in [0, 1)",
+                     "smallest speedup that counts (fraction)");
+  add_text(c, "--out", o.out, "DIR", "output folder")->default_str("kg-out/time-IMPL");
+}
+
+void declare_eval(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("eval", "compile and run every (task, candidate) pair in a "
+                                       "sandboxed worker, check it, time a passing one");
+  auto& o = v.eval;
+  o.baselines = default_baselines_dir();
+  add_text(c, "--tasks", o.tasks, "GLOB", "task JSON files")->required();
+  add_text(c, "--candidates", o.candidates, "DIR",
+           "DIR/TASK.cu or DIR/TASK/NAME.cu candidates")
+      ->required();
+  add_text(c, "--protocol", o.protocol, "NAME",
+           "strict, or a peer's checker (kernelgate protocols)");
+  add_number<int>(c, "--trials", o.trials, "N", [](int x) { return x >= 1; }, "a whole number >= 1",
+                  "draws per shape (at least one per input regime)");
+  add_number<std::uint64_t>(
+      c, "--seed", v.eval_seed, "N", [](std::uint64_t) { return true; },
+      "a whole number in [0, 2^64)", "reproduce a run (default: a secret seed from the OS)")
+      ->default_str("secret");
+  add_number<double>(c, "--timeout", o.timeout, "S", [](double x) { return x > 0; },
+                     "seconds > 0", "limit of each worker request");
+  add_number<int>(c, "--jobs", o.jobs, "N", [](int x) { return x >= 0; }, "a whole number >= 0",
+                  "compile parallelism (0: every core)");
+  add_number<int>(c, "--workers", o.workers, "N", [](int x) { return x >= 0; },
+                  "a whole number >= 0", "worker threads (0: a quarter of the cores, 1 to 4)");
+  add_text(c, "--cache", o.cache, "DIR", "compile cache")->default_str("~/.cache/kernelgate");
+  add_choice(c, "--time", o.time, {"yes", "no"}, "time passing candidates");
+  add_number<double>(c, "--time-budget", o.time_budget, "S", [](double x) { return x > 0; },
+                     "seconds > 0", "cap of each timing phase");
+  add_text(c, "--baselines", o.baselines, "DIR", "the kernels timed against")
+      ->default_str("kernels/tasks");
+  add_text(c, "--scratch", o.scratch, "DIR", "trial tensors")
+      ->default_str("/dev/shm, else OUT/work");
+  add_text(c, "--out", o.out, "DIR", "output folder");
+  add_text(c, "--kernelbench", o.kernelbench, "FILE",
+           "also write KernelBench's eval_results.json layout");
+  add_choice(c, "--torch-time", o.torch_time, {"cached", "fresh", "no"},
+             "time the LibTorch reference on the GPU");
+}
+
+void declare_fastp(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("fastp", "strict fast_p over intended and aligned tasks, with "
+                                        "intervals, noise-aware counts and near-ties");
+  auto& o = v.fastp;
+  c->add_option_function<std::string>(
+       "result", [&o](const std::string& s) { o.result = s; },
+       "a kernelgate eval result.json, or KernelBench's eval_results.json (with --baseline)")
+      ->type_name("RESULT")
+      ->required();
+  add_optional_text(c, "--baseline", o.baseline, "FILE", "KernelBench's baseline_time_torch.json");
+  c->add_option_function<std::string>(
+       "--level",
+       [&o](const std::string& s) {
+         int level = 0;
+         const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), level);
+         if (ec != std::errc() || p != s.data() + s.size() || level < 1)
+           throw CLI::ValidationError("invalid --level '" + s +
+                                      "' (a KernelBench level: 1, 2, 3, 4)");
+         o.level = level;
+       },
+       "KernelBench level of the result")
+      ->type_name("N");
+  c->add_option_function<std::string>(
+       "--dataset",
+       [&o](const std::string& s) {
+         if (!std::filesystem::is_directory(s))
+           throw CLI::ValidationError("--dataset '" + s + "' is not a folder (KernelBench/levelN)");
+         o.dataset = s;
+       },
+       "KernelBench/levelN, to count the intended tasks")
+      ->type_name("DIR");
+  c->add_option_function<std::string>(
+       "--p",
+       [&o](const std::string& s) {
+         try {
+           o.p = parse_p_list(s);
+         } catch (const std::invalid_argument& e) {
+           throw CLI::ValidationError(e.what());
+         }
+       },
+       "speedup thresholds")
+      ->type_name("LIST")
+      ->default_str("0,0.5,0.8,1,1.5,2");
+  add_number<double>(c, "--min-effect", o.min_effect, "F",
+                     [](double x) { return x >= 0 && x < 1; }, "a fraction in [0, 1)",
+                     "smallest speedup that counts (fraction)");
+  add_optional_text(c, "--candidate", o.candidate, "NAME", "score one candidate only");
+  c->add_flag("--json", o.json, "print the scores as JSON");
+  add_optional_text(c, "--out", o.out, "DIR", "also write a fastp result here");
+}
+
+void declare_workload(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("workload", "the workloads of the Qwen3-4B stack");
+  c->require_subcommand(1);
+  c->add_subcommand("list", "list the workloads");
+  auto* run = c->add_subcommand("run", "run a workload: metrics with intervals, gate verdicts, "
+                                       "a workload result");
+  auto& o = v.workload;
+  add_text(run, "id", o.id, "ID", "the workload (kernelgate workload list)")->required();
+  add_choice(run, "--device", o.device, {"cpu", "cuda"}, "where it runs");
+  add_number<int>(run, "--steps", o.steps, "N", [](int x) { return x >= 2 && x <= 100000; },
+                  "a whole number 2..100000", "training or decode steps");
+  add_number<int>(run, "--jobs", o.jobs, "N", [](int x) { return x >= 0 && x <= 16; },
+                  "a whole number 0..16", "CPU threads (0: the default)");
+  add_text(run, "--out", o.out, "DIR", "output folder");
+  auto decode_only = [](CLI::Option* opt) { opt->group(decode_group); };
+  decode_only(add_number<double>(run, "--start-rps", o.start_rps, "R",
+                                 [](double x) { return x > 0; }, "a number > 0",
+                                 "first load tried, requests/s"));
+  decode_only(add_number<double>(run, "--trace-seconds", o.trace_seconds, "S",
+                                 [](double x) { return x > 0; }, "a number > 0",
+                                 "length of each arrival trace"));
+  decode_only(add_number<int>(run, "--max-load-steps", o.max_load_steps, "N",
+                              [](int x) { return x >= 1 && x <= 200; }, "a whole number 1..200",
+                              "loads tried at most (5% apart)"));
+  decode_only(add_number<double>(run, "--itl-limit-ms", o.itl_limit_ms, "L",
+                                 [](double x) { return x > 0; }, "a number > 0",
+                                 "inter-token latency gate, ms (p99)"));
+  decode_only(add_number<int>(run, "--repeats", o.repeats, "R",
+                              [](int x) { return x >= 2 && x <= 100; }, "a whole number 2..100",
+                              "traces at each found load (bootstrap)"));
+}
+
+void declare_protocols(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("protocols", "the checking protocols and the peers they model");
+  c->add_flag("--json", v.protocols_json, "print them as JSON");
+}
+
+void declare_validate(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("validate", "check a result file against the result schema");
+  add_text(c, "file", v.validate_file, "FILE", "a result.json")->required();
+}
+
+std::unique_ptr<CLI::App> make_app(cli_values& v) {
+  auto app = std::make_unique<CLI::App>(
+      "kernelgate: measures GPU kernels and audits the checkers that judge them", "kernelgate");
+  app->footer(exit_codes_text);
+  // As the hand parsers did: an option given twice keeps its last value.
+  app->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app->require_subcommand(1);
+  app->set_help_all_flag("--help-all", "every command's options");
+  declare_env(*app, v);
+  declare_audit(*app, v);
+  declare_time(*app, v);
+  declare_eval(*app, v);
+  declare_fastp(*app, v);
+  declare_workload(*app, v);
+  declare_protocols(*app, v);
+  declare_validate(*app, v);
+  app->add_subcommand("help", "this text; `kernelgate help COMMAND` for a command's");
+  // Words no command declares are kept, not thrown: kernelgate names them itself (extra_word).
+  std::function<void(CLI::App&)> keep_extras = [&](CLI::App& a) {
+    a.allow_extras();
+    for (auto* sub : a.get_subcommands([](CLI::App*) { return true; }))
+      keep_extras(*sub);
+  };
+  keep_extras(*app);
+  return app;
+}
+
+int cmd_env(const cli_values& v, std::ostream& out) {
   const auto env = collect_environment();
-  if (opts->count("--json"))
+  if (v.env_json)
     out << env.dump(2) << "\n";
   else
     out << format_environment(env);
   return exit_code::ok;
 }
 
-int cmd_audit(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::vector<std::string> pos;
-  auto opts = parse_options(args, 2, {"--backend", "--protocol", "--out"}, {}, pos, err);
-  if (!opts) return exit_code::bad_input;
-  if (pos.size() != 1) {
-    err << "kernelgate: audit needs exactly one audit name (known: layernorm-affine)\n";
-    return exit_code::bad_input;
-  }
-  audit_request req;
-  req.name = pos[0];
-  req.argv = args;
-  if (opts->count("--backend")) req.backend = opts->at("--backend");
-  if (opts->count("--protocol")) req.protocol = opts->at("--protocol");
-  req.out = opts->count("--out")
-                ? std::filesystem::path(opts->at("--out"))
-                : std::filesystem::path("kg-out") / ("audit-" + req.name + "-" + req.backend);
-  return run_audit(req, out, err);
-}
-
-int cmd_protocols(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::vector<std::string> pos;
-  auto opts = parse_options(args, 2, {}, {"--json"}, pos, err);
-  if (!opts) return exit_code::bad_input;
+int cmd_protocols(const cli_values& v, std::ostream& out) {
   nlohmann::json all = nlohmann::json::array();
   for (auto n : protocol_names())
     all.push_back(find_protocol(n)->to_json());
-  if (opts->count("--json")) {
+  if (v.protocols_json) {
     out << all.dump(2) << "\n";
   } else {
     for (const auto& p : all)
@@ -140,32 +326,29 @@ int cmd_protocols(const std::vector<std::string>& args, std::ostream& out, std::
   return exit_code::ok;
 }
 
-int cmd_validate(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  if (args.size() != 3) {
-    err << "kernelgate: validate needs one file\n";
-    return exit_code::bad_input;
-  }
+int cmd_validate(const std::string& file, std::ostream& out, std::ostream& err) {
   nlohmann::json doc;
   try {
-    doc = read_json_file_checked(args[2]);
+    doc = read_json_file_checked(file);
   } catch (const json_input_error& e) {
     err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
   }
   const auto errors = validate_json(nlohmann::json::parse(result_schema_text()), doc);
   if (errors.empty()) {
-    out << args[2] << ": valid " << doc.value("schema", "?") << " ("
+    out << file << ": valid " << doc.value("schema", "?") << " ("
         << (doc.contains("records") ? doc["records"].size() : 0) << " records)\n";
     return exit_code::ok;
   }
   for (const auto& e : errors)
-    err << printable(args[2]) << ": " << printable(e.path) << ": " << printable(e.message, 400)
+    err << printable(file) << ": " << printable(e.path) << ": " << printable(e.message, 400)
         << "\n";
   return exit_code::failures;
 }
 
 // Internal: the sandbox runs candidates as `kernelgate worker MANIFEST`, and `kernelgate eval`
-// keeps workers as `kernelgate worker --serve REQUEST_FD REPLY_FD`.
+// keeps workers as `kernelgate worker --serve REQUEST_FD REPLY_FD`. Not a user's command, so not
+// declared with the others (and not in --help).
 int cmd_worker(const std::vector<std::string>& args, std::ostream& err) {
   if (args.size() == 3) return run_worker(args[2]);
   int fds[2] = {-1, -1};
@@ -181,41 +364,241 @@ int cmd_worker(const std::vector<std::string>& args, std::ostream& err) {
   return exit_code::bad_input;
 }
 
+// A result.json in the output folder is always this run's: an old one goes before any check of
+// the options or inputs, so a run that stops early leaves none behind.
+std::string remove_stale_results(const std::vector<std::string>& args) {
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    std::string dir;
+    if (args[i] == "--out" && i + 1 < args.size())
+      dir = args[i + 1];
+    else if (args[i].rfind("--out=", 0) == 0)
+      dir = args[i].substr(6);
+    else
+      continue;
+    if (auto why = remove_stale_result(dir); !why.empty()) return why;
+  }
+  return "";
+}
+
+std::vector<const CLI::App*> commands_of(const CLI::App& c) {
+  return c.get_subcommands([](const CLI::App*) { return true; });
+}
+
+bool is_flag(const CLI::Option* o) { return o->get_type_name().empty(); }
+
+bool is_help(const CLI::Option* o) {
+  return o->get_name() == "--help" || o->get_name() == "--help-all";
+}
+
+// The first word the parsed commands did not take, and the command it was given to.
+std::optional<std::pair<std::string, std::string>> extra_word(const CLI::App& app) {
+  std::string path;
+  for (const CLI::App* a = &app; a;) {
+    for (const auto& word : a->remaining())
+      if (word != "--") return std::make_pair(word, path); // (CLI11 keeps the separator)
+    const auto subs = a->get_subcommands();
+    a = subs.empty() ? nullptr : subs.front();
+    if (a) path += (path.empty() ? "" : " ") + a->get_name();
+  }
+  return std::nullopt;
+}
+
+// "eval", "workload run": the commands the parse reached.
+std::string command_path(const CLI::App& app) {
+  std::string path;
+  for (const CLI::App* a = &app;;) {
+    const auto subs = a->get_subcommands();
+    if (subs.empty()) return path;
+    a = subs.front();
+    path += (path.empty() ? "" : " ") + a->get_name();
+  }
+}
+
+const CLI::App* find_command(const CLI::App& app, const std::string& path) {
+  std::istringstream words(path);
+  const CLI::App* a = &app;
+  for (std::string w; words >> w;) {
+    const CLI::App* next = nullptr;
+    for (const auto* s : commands_of(*a))
+      if (s->get_name() == w) next = s;
+    if (!next) return nullptr;
+    a = next;
+  }
+  return a;
+}
+
+int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string>& args,
+               std::ostream& out, std::ostream& err) {
+  const std::string path = command_path(app);
+  if (path == "env") return cmd_env(v, out);
+  if (path == "protocols") return cmd_protocols(v, out);
+  if (path == "validate") return cmd_validate(v.validate_file, out, err);
+  if (path == "audit") {
+    v.audit.argv = args;
+    v.audit.out = v.audit_out.empty() ? std::filesystem::path("kg-out") /
+                                            ("audit-" + v.audit.name + "-" + v.audit.backend)
+                                      : std::filesystem::path(v.audit_out);
+    return run_audit(v.audit, out, err);
+  }
+  if (path == "time") return run_time_command(v.time, args, out, err);
+  if (path == "eval") {
+    if (find_command(app, "eval")->count("--seed")) v.eval.seed = v.eval_seed;
+    return run_eval_command(v.eval, args, out, err);
+  }
+  if (path == "fastp") return run_fastp_command(v.fastp, args, out, err);
+  if (path == "workload list") {
+    print_workload_list(out);
+    return exit_code::ok;
+  }
+  if (path == "workload run") {
+    for (const auto* o : find_command(app, path)->get_options())
+      if (o->get_group() == decode_group && o->count()) v.workload.decode_options_given.push_back(o->get_name());
+    return run_workload_command(v.workload, args, out, err);
+  }
+  err << "kernelgate: internal error: no handler for '" << path << "'\n";
+  return exit_code::internal;
+}
+
+// `kernelgate help [COMMAND...]`, `kernelgate help --markdown`.
+int cmd_help(const CLI::App& app, const std::vector<std::string>& args, std::ostream& out,
+             std::ostream& err) {
+  if (args.size() == 3 && args[2] == "--markdown") {
+    out << cli_reference_markdown();
+    return exit_code::ok;
+  }
+  std::string path;
+  for (std::size_t i = 2; i < args.size(); ++i)
+    path += (path.empty() ? "" : " ") + args[i];
+  const CLI::App* c = find_command(app, path);
+  if (!c) {
+    err << "kernelgate: no command '" << printable(path) << "' (kernelgate --help)\n";
+    return exit_code::bad_input;
+  }
+  out << c->help();
+  return exit_code::ok;
+}
+
+// "kernelgate eval --tasks GLOB [--trials N] ...": required items bare, the others bracketed.
+std::string synopsis_of(const CLI::App& c, const std::string& path) {
+  std::string s = "kernelgate " + path;
+  if (const auto subs = commands_of(c); !subs.empty()) {
+    std::string words;
+    for (const auto* x : subs)
+      words += (words.empty() ? "" : "|") + x->get_name();
+    return s + " {" + words + "} ...";
+  }
+  for (const auto* o : c.get_options()) {
+    if (is_help(o)) continue;
+    std::string item = o->get_positional() ? o->get_type_name() : o->get_name();
+    if (!o->get_positional() && !is_flag(o)) item += " " + o->get_type_name();
+    s += " " + (o->get_required() ? item : "[" + item + "]");
+  }
+  return s;
+}
+
+void describe(const CLI::App& c, const std::string& path, std::vector<command_help>& all) {
+  const auto subs = commands_of(c);
+  if (!path.empty() && path != "help") {
+    command_help h;
+    h.path = path;
+    h.summary = c.get_description();
+    h.synopsis = synopsis_of(c, path);
+    h.help = c.help();
+    for (const auto* o : c.get_options()) {
+      if (is_help(o)) continue;
+      h.options.push_back({o->get_positional() ? o->get_type_name() : o->get_name(),
+                           o->get_positional() || is_flag(o) ? "" : o->get_type_name(),
+                           o->get_default_str(), o->get_description(), o->get_required(),
+                           o->get_positional()});
+    }
+    all.push_back(std::move(h));
+  }
+  for (const auto* s : subs)
+    describe(*s, path.empty() ? s->get_name() : path + " " + s->get_name(), all);
+}
+
 } // namespace
 
+std::vector<command_help> describe_commands() {
+  cli_values v;
+  const auto app = make_app(v);
+  std::vector<command_help> all;
+  describe(*app, "", all);
+  return all;
+}
+
+std::string cli_reference_markdown(const command_help& h) {
+  std::ostringstream s;
+  s << "```\n" << h.synopsis << "\n```\n\n" << h.summary << ".\n";
+  if (h.options.empty()) return s.str();
+  s << "\n| option | value | default | meaning |\n|---|---|---|---|\n";
+  auto cell = [](std::string t) {
+    for (std::size_t i = 0; (i = t.find('|', i)) != std::string::npos; i += 2)
+      t.replace(i, 1, "\\|");
+    return t;
+  };
+  auto code = [&](const std::string& t) { return t.empty() ? t : "`" + cell(t) + "`"; };
+  for (const auto& o : h.options)
+    s << "| `" << o.name << "` | " << code(o.value) << " | "
+      << (o.required ? "required" : code(o.default_value)) << " | " << cell(o.description)
+      << " |\n";
+  return s.str();
+}
+
+std::string cli_reference_markdown() {
+  std::string all;
+  for (const auto& h : describe_commands())
+    all += "<!-- kernelgate help --markdown: " + h.path + " -->\n" + cli_reference_markdown(h) +
+           "<!-- end -->\n\n";
+  return all;
+}
+
 int kernelgate_main(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  if (args.size() < 2 || args[1] == "help" || args[1] == "--help" || args[1] == "-h") {
-    (args.size() < 2 ? err : out) << usage;
-    return args.size() < 2 ? exit_code::bad_input : exit_code::ok;
+  cli_values v;
+  const auto app = make_app(v);
+  if (args.size() < 2) {
+    err << app->help();
+    return exit_code::bad_input;
   }
-  const std::string& cmd = args[1];
-  // A result.json in the output folder is always this run's: an old one goes before any check
-  // of the options or inputs, so a run that stops early leaves none behind.
-  if (cmd == "audit" || cmd == "time" || cmd == "eval" || cmd == "fastp" || cmd == "workload")
-    for (std::size_t i = 2; i + 1 < args.size(); ++i)
-      if (args[i] == "--out")
-        if (const auto why = remove_stale_result(args[i + 1]); !why.empty()) {
-          err << "kernelgate: " << printable(why) << "\n";
-          return exit_code::bad_input;
-        }
+  if (args[1] == "worker") return cmd_worker(args, err);
+  if (args[1] == "help") return cmd_help(*app, args, out, err);
+  if (args[1].rfind("-", 0) != 0 && !find_command(*app, args[1])) {
+    err << "kernelgate: unknown command '" << printable(args[1]) << "' (kernelgate --help)\n";
+    return exit_code::bad_input;
+  }
+  if (const auto why = remove_stale_results(args); !why.empty()) {
+    err << "kernelgate: " << printable(why) << "\n";
+    return exit_code::bad_input;
+  }
   try {
-    if (cmd == "env") return cmd_env(args, out, err);
-    if (cmd == "audit") return cmd_audit(args, out, err);
-    if (cmd == "protocols") return cmd_protocols(args, out, err);
-    if (cmd == "validate") return cmd_validate(args, out, err);
-    if (cmd == "time") return run_time_command(args, out, err);
-    if (cmd == "fastp") return run_fastp_command(args, out, err);
-    if (cmd == "eval") return run_eval_command(args, out, err);
-    if (cmd == "workload") return run_workload_command(args, out, err);
-    // Internal: the sandbox runs candidates as `kernelgate worker MANIFEST`, and `kernelgate eval`
-    // keeps workers as `kernelgate worker --serve REQUEST_FD REPLY_FD`.
-    if (cmd == "worker") return cmd_worker(args, err);
+    std::vector<std::string> reversed(args.rbegin(), args.rend() - 1); // CLI11 pops from the back
+    try {
+      app->parse(reversed);
+    } catch (const CLI::CallForHelp&) {
+      const std::string path = command_path(*app);
+      out << (path.empty() ? app->help() : find_command(*app, path)->help());
+      return exit_code::ok;
+    } catch (const CLI::CallForAllHelp&) {
+      out << app->help("", CLI::AppFormatMode::All);
+      return exit_code::ok;
+    } catch (const CLI::ParseError& e) {
+      const std::string path = command_path(*app);
+      err << "kernelgate: " << (path.empty() ? "" : path + ": ") << printable(e.what(), 400)
+          << " (kernelgate " << (path.empty() ? "" : path + " ") << "--help)\n";
+      return exit_code::bad_input;
+    }
+    if (const auto extra = extra_word(*app)) {
+      const auto& [word, path] = *extra;
+      err << "kernelgate: " << (path.empty() ? "" : path + ": ")
+          << (word.rfind("-", 0) == 0 && word.size() > 1 ? "unknown option '" : "unexpected argument '")
+          << printable(word) << "' (kernelgate " << (path.empty() ? "" : path + " ") << "--help)\n";
+      return exit_code::bad_input;
+    }
+    return run_parsed(*app, v, args, out, err);
   } catch (const std::exception& e) {
     err << "kernelgate: internal error: " << printable(e.what(), 400) << "\n";
     return exit_code::internal;
   }
-  err << "kernelgate: unknown command '" << printable(cmd) << "' (see kernelgate help)\n";
-  return exit_code::bad_input;
 }
 
 } // namespace kg

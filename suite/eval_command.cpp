@@ -1,6 +1,3 @@
-// kernelgate eval --tasks GLOB --candidates DIR [--protocol strict|PEER] [--trials N] [--timeout S]
-//                 [--jobs N] [--cache DIR] [--time yes|no] [--baselines DIR] [--out DIR]
-//                 [--kernelbench FILE] [--torch-time cached|fresh|no]
 #include "suite/eval_command.h"
 #include "reports/remove_tree.h"
 
@@ -30,7 +27,6 @@
 #include "reports/sha256.h"
 #include "sandbox/candidate_compiler.h"
 #include "suite/exit_codes.h"
-#include "suite/options.h"
 #include "sandbox/sandbox.h"
 #include "suite/task_catalog.h"
 #include "sandbox/torch_time_store.h"
@@ -112,80 +108,34 @@ fs::path worker_binary() {
 
 } // namespace
 
-int run_eval_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::map<std::string, std::string> o = {{"--tasks", ""},
-                                          {"--candidates", ""},
-                                          {"--protocol", "strict"},
-                                          {"--trials", "3"},
-                                          {"--timeout", "60"},
-                                          {"--jobs", "0"},
-                                          {"--cache", ""},
-                                          {"--out", "kg-out/eval"},
-                                          {"--time", "yes"},
-                                          {"--baselines", KG_TASK_KERNELS_DIR},
-                                          {"--kernelbench", ""},
-                                          {"--workers", "0"},
-                                          {"--time-budget", "0.05"},
-                                          {"--scratch", ""},
-                                          {"--torch-time", "cached"},
-                                          {"--seed", ""}};
-  if (!read_options(args, o, err)) return exit_code::bad_input;
-  if (o["--tasks"].empty() || o["--candidates"].empty()) {
-    err << "kernelgate: eval needs --tasks GLOB and --candidates DIR\n";
-    return exit_code::bad_input;
-  }
-  if (o["--time"] != "yes" && o["--time"] != "no") {
-    err << "kernelgate: --time takes yes or no\n";
-    return exit_code::bad_input;
-  }
-  if (o["--torch-time"] != "cached" && o["--torch-time"] != "fresh" && o["--torch-time"] != "no") {
-    err << "kernelgate: --torch-time takes cached, fresh or no\n";
-    return exit_code::bad_input;
-  }
+std::string default_baselines_dir() { return KG_TASK_KERNELS_DIR; }
+
+int run_eval_command(const eval_options& o, const std::vector<std::string>& args,
+                     std::ostream& out, std::ostream& err) {
   // strict: the task's tolerance against the fp64 oracle. A peer's name: its checker as
   // oracles/protocol.h models it, against the LibTorch reference.
   std::optional<protocol> peer;
-  if (o["--protocol"] != "strict") {
-    peer = find_protocol(o["--protocol"]);
+  if (o.protocol != "strict") {
+    peer = find_protocol(o.protocol);
     if (!peer) {
       std::string known = "strict";
       for (const auto n : protocol_names())
         if (n != "strict") known += ", " + std::string(n);
-      err << "kernelgate: unknown protocol '" << printable(o["--protocol"]) << "' (known: " << known
+      err << "kernelgate: unknown protocol '" << printable(o.protocol) << "' (known: " << known
           << ")\n";
       return exit_code::bad_input;
     }
   }
-  int trials = 0, jobs = 0, workers = 0;
-  double timeout = 0, time_budget = 0;
-  auto num = [&](const std::string& k, auto& v) {
-    const auto& s = o[k];
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    // (from_chars reads "nan" and "inf" as doubles: no option of eval takes either)
-    return ec == std::errc() && p == s.data() + s.size() && std::isfinite(static_cast<double>(v));
-  };
-  if (!num("--trials", trials) || trials < 1 || !num("--timeout", timeout) || timeout <= 0 ||
-      !num("--jobs", jobs) || jobs < 0 || !num("--workers", workers) || workers < 0 ||
-      !num("--time-budget", time_budget) || time_budget <= 0) {
-    err << "kernelgate: --trials, --jobs and --workers take whole numbers (trials >= 1), --timeout "
-           "and --time-budget seconds > 0\n";
-    return exit_code::bad_input;
-  }
+  const int trials = o.trials, jobs = o.jobs;
+  int workers = o.workers;
+  const double timeout = o.timeout, time_budget = o.time_budget;
   // The run's seed: secret (drawn from the OS, published in the summary only after the run, so
   // no input can be generated ahead), or --seed to reproduce a published run.
-  std::uint64_t seed = 0;
-  const bool seed_given = !o["--seed"].empty();
-  if (seed_given) {
-    if (!num("--seed", seed)) {
-      err << "kernelgate: --seed takes a whole number in [0, 2^64)\n";
-      return exit_code::bad_input;
-    }
-  } else {
-    seed = secret_seed();
-  }
+  const bool seed_given = o.seed.has_value();
+  const std::uint64_t seed = seed_given ? *o.seed : secret_seed();
   std::vector<task_def> tasks;
   try {
-    tasks = load_tasks(o["--tasks"]);
+    tasks = load_tasks(o.tasks);
   } catch (const task_error& e) {
     err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
@@ -195,8 +145,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
       err << "kernelgate: " << t.file << ": /op: no fp64 oracle for op '" << t.op << "'\n";
       return exit_code::bad_input;
     }
-  if (!fs::is_directory(o["--candidates"])) {
-    err << "kernelgate: --candidates '" << printable(o["--candidates"]) << "' is not a folder\n";
+  if (!fs::is_directory(o.candidates)) {
+    err << "kernelgate: --candidates '" << printable(o.candidates) << "' is not a folder\n";
     return exit_code::bad_input;
   }
   // KERNELGATE_FAKE_DEVICE=1 (with KERNELGATE_WORKER naming a stand-in worker): the CPU tests
@@ -208,16 +158,16 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
     err << "kernelgate: no GPU to evaluate on: " << dev.reason << "\n";
     return exit_code::unavailable;
   }
-  const auto pairs = find_pairs(tasks, o["--candidates"]);
+  const auto pairs = find_pairs(tasks, o.candidates);
   nlohmann::json intended = nlohmann::json::array(), task_files = nlohmann::json::object();
   for (const auto& t : tasks) {
     intended.push_back(t.id);
     task_files[t.id] = {{"file", t.file}, {"sha256", file_sha256(t.file)}};
   }
   nlohmann::json config = {
-      {"tasks", o["--tasks"]},
-      {"candidates", o["--candidates"]},
-      {"protocol", o["--protocol"]},
+      {"tasks", o.tasks},
+      {"candidates", o.candidates},
+      {"protocol", o.protocol},
       {"protocol_rule", peer ? peer->to_json()
                              : nlohmann::json("every element of every output within the task's "
                                               "atol + rtol x |fp64 oracle|; NaN fails; every "
@@ -231,17 +181,17 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
                                            "after the run")},
       {"timeout_seconds", timeout},
       {"timing",
-       o["--time"] == "yes"
+       o.time == "yes"
            ? nlohmann::json{{"shape", "each task's first shape"},
-                            {"baseline", "the task's own kernel in " + o["--baselines"]},
+                            {"baseline", "the task's own kernel in " + o.baselines},
                             {"speedup", "baseline_us / candidate_us "
                                         "from ABBA pairs"},
                             {"torch_reference",
-                             o["--torch-time"] == "no"
+                             o.torch_time == "no"
                                  ? nlohmann::json("off")
                                  : nlohmann::json("the task's LibTorch reference on the GPU, same "
                                                   "timer and inputs, once per task (" +
-                                                  o["--torch-time"] +
+                                                  o.torch_time +
                                                   "); speedup_vs_torch = "
                                                   "torch_us / candidate_us")}}
            : nlohmann::json("off")},
@@ -251,7 +201,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   std::unique_ptr<result_writer> writer;
   try {
     writer =
-        std::make_unique<result_writer>(o["--out"], "eval", args, collect_environment(), config);
+        std::make_unique<result_writer>(o.out, "eval", args, collect_environment(), config);
   } catch (const output_error& e) {
     err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
@@ -259,15 +209,15 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   // Compile every distinct source at once, on every core (or --jobs), through the cache.
   compile_options copt;
   copt.jobs = jobs;
-  if (!o["--cache"].empty()) copt.cache_dir = o["--cache"];
+  if (!o.cache.empty()) copt.cache_dir = o.cache;
   std::vector<fs::path> sources;
   for (const auto& p : pairs)
     if (!p.source.empty()) sources.push_back(p.source);
-  const bool timed = o["--time"] == "yes";
+  const bool timed = o.time == "yes";
   std::map<std::string, fs::path> baseline_source;
   if (timed)
     for (const auto& t : tasks)
-      if (const auto f = fs::path(o["--baselines"]) / (t.id + ".cu"); fs::is_regular_file(f)) {
+      if (const auto f = fs::path(o.baselines) / (t.id + ".cu"); fs::is_regular_file(f)) {
         baseline_source[t.id] = f;
         sources.push_back(f);
       }
@@ -279,7 +229,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   // The LibTorch reference's GPU time, once per task: from the store beside the compile cache
   // (--torch-time cached, KernelBench's once-per-GPU baseline), else timed with the task's first
   // candidate that is timed. Read and written under commit_m.
-  const std::string torch_mode = o["--torch-time"];
+  const std::string torch_mode = o.torch_time;
   std::string store_why;
   torch_time_store torch_store((copt.cache_dir.empty() ? default_cache_dir() : copt.cache_dir) /
                                    "torch_reference_times.json",
@@ -303,8 +253,8 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
 
   // Scratch for the tensors the workers read and write: memory-backed where the machine has it
   // (tens of MB per trial), removed at the end.
-  scratch_dir scratch(o["--scratch"].empty() ? default_scratch(o["--out"])
-                                             : fs::path(o["--scratch"]));
+  scratch_dir scratch(o.scratch.empty() ? default_scratch(o.out)
+                                             : fs::path(o.scratch));
   trial_cache cache(scratch.path() / "trials");
   std::map<std::string, std::string> invalid_reference;
   std::mutex invalid_m;
@@ -451,7 +401,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
   }();
   std::atomic<std::size_t> next{0};
   std::atomic<bool> stopped{false};
-  const fs::path logs = fs::path(o["--out"]) / "workers";
+  const fs::path logs = fs::path(o.out) / "workers";
   fs::create_directories(logs);
   auto pair_thread = [&](int n) {
     worker_process worker(worker_command(shared.self_exe),
@@ -485,7 +435,7 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
         v.reason = "not evaluated: the run was interrupted";
       } else if (p.source.empty()) {
         v.status = "MISSING";
-        v.reason = "no candidate for this task in " + o["--candidates"];
+        v.reason = "no candidate for this task in " + o.candidates;
       } else {
         {
           scoped_phase phase("eval.check_reference");
@@ -564,14 +514,14 @@ int run_eval_command(const std::vector<std::string>& args, std::ostream& out, st
         {"source", seed_given ? "--seed" : "secret (OS)"},
         {"reproduce", "kernelgate eval ... --seed " + std::to_string(seed)}}}};
   const auto path = writer->finish(summary);
-  if (!o["--kernelbench"].empty()) {
+  if (!o.kernelbench.empty()) {
     // KernelBench's layout needs numeric problem ids: a task is its 1-based position in the task
     // list (the id is in each sample's metadata). Beside it, the task kernels' times in
     // baseline_time_torch.json's layout under "level1", named "<position>_<task>.py" -- so
     // `kernelgate fastp FILE --baseline BASE` and KernelBench's own scoring read the pair. The
     // times are medians (KernelBench's are means): the baseline's samples in the ABBA pairs, the
     // candidate's honest samples. Each file is written whole, then renamed.
-    const fs::path f = o["--kernelbench"];
+    const fs::path f = o.kernelbench;
     const fs::path base = f.parent_path() / (f.stem().string() + ".baseline.json");
     std::error_code mk;
     if (!f.parent_path().empty()) fs::create_directories(f.parent_path(), mk);

@@ -21,18 +21,7 @@
 namespace kg {
 namespace {
 
-// KernelBench's reported thresholds (scripts/benchmark_eval_analysis.py).
-const std::vector<double> default_p = {0.0, 0.5, 0.8, 1.0, 1.5, 2.0};
-
-struct fastp_request {
-  std::filesystem::path result;
-  std::optional<std::filesystem::path> baseline, out, dataset;
-  std::optional<int> level;
-  std::vector<double> p = default_p;
-  double min_effect = 0.03;
-  std::optional<std::string> candidate;
-  bool json = false;
-};
+using fastp_request = fastp_options;
 
 struct candidate_report {
   std::string name;
@@ -41,10 +30,6 @@ struct candidate_report {
   int geomean_tasks = 0;
   std::vector<const task_outcome*> missing;
   int evaluated = 0;
-};
-
-struct bad_option : std::runtime_error {
-  using std::runtime_error::runtime_error;
 };
 
 std::string short_number(double v) {
@@ -71,70 +56,6 @@ std::optional<double> parse_number(std::string_view s) {
   return v;
 }
 
-std::vector<double> parse_p_list(const std::string& text) {
-  std::vector<double> ps;
-  std::size_t start = 0;
-  while (true) {
-    const auto comma = text.find(',', start);
-    const auto v = parse_number(std::string_view(text).substr(start, comma - start));
-    if (!v || *v < 0)
-      throw bad_option("invalid --p '" + text + "' (a comma-separated list of numbers >= 0)");
-    ps.push_back(*v);
-    if (comma == std::string::npos) return ps;
-    start = comma + 1;
-  }
-}
-
-fastp_request parse_request(const std::vector<std::string>& args) {
-  fastp_request r;
-  std::vector<std::string> positional;
-  for (std::size_t i = 2; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--json") {
-      r.json = true;
-      continue;
-    }
-    if (a.rfind("--", 0) != 0) {
-      positional.push_back(a);
-      continue;
-    }
-    static const char* with_value[] = {"--baseline",  "--level", "--p",      "--min-effect",
-                                       "--candidate", "--out",   "--dataset"};
-    if (std::find(std::begin(with_value), std::end(with_value), a) == std::end(with_value))
-      throw bad_option("unknown option '" + a + "' for fastp");
-    if (i + 1 >= args.size()) throw bad_option("option '" + a + "' needs a value");
-    const std::string& v = args[++i];
-    if (a == "--baseline") {
-      r.baseline = v;
-    } else if (a == "--dataset") {
-      if (!std::filesystem::is_directory(v))
-        throw bad_option("--dataset '" + v + "' is not a folder (KernelBench/levelN)");
-      r.dataset = v;
-    } else if (a == "--out") {
-      r.out = v;
-    } else if (a == "--candidate") {
-      r.candidate = v;
-    } else if (a == "--p") {
-      r.p = parse_p_list(v);
-    } else if (a == "--min-effect") {
-      const auto m = parse_number(v);
-      if (!m || *m < 0 || *m >= 1)
-        throw bad_option("invalid --min-effect '" + v + "' (a fraction in [0, 1))");
-      r.min_effect = *m;
-    } else { // --level
-      int level = 0;
-      const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), level);
-      if (ec != std::errc() || p != v.data() + v.size() || level < 1)
-        throw bad_option("invalid --level '" + v + "' (a KernelBench level: 1, 2, 3, 4)");
-      r.level = level;
-    }
-  }
-  if (positional.size() != 1)
-    throw bad_option("fastp needs exactly one result file (a kernelgate eval result.json or a "
-                     "KernelBench eval_results.json)");
-  r.result = positional[0];
-  return r;
-}
 
 // Reads RESULT and picks its reader: a kernelgate result has "schema" and "kind"; any other
 // object is taken as KernelBench's eval_results.json, which needs the baseline file.
@@ -322,15 +243,26 @@ nlohmann::json p_list_json(const std::vector<double>& ps) {
 
 } // namespace
 
-int run_fastp_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  fastp_request req;
+std::vector<double> parse_p_list(const std::string& text) {
+  std::vector<double> ps;
+  std::size_t start = 0;
+  while (true) {
+    const auto comma = text.find(',', start);
+    const auto v = parse_number(std::string_view(text).substr(start, comma - start));
+    if (!v || *v < 0)
+      throw std::invalid_argument("invalid --p '" + text +
+                                  "' (a comma-separated list of numbers >= 0)");
+    ps.push_back(*v);
+    if (comma == std::string::npos) return ps;
+    start = comma + 1;
+  }
+}
+
+int run_fastp_command(const fastp_options& req, const std::vector<std::string>& args,
+                      std::ostream& out, std::ostream& err) {
   fastp_source src;
   try {
-    req = parse_request(args);
     src = load_source(req);
-  } catch (const bad_option& e) {
-    err << "kernelgate: " << printable(e.what(), 400) << "\n";
-    return exit_code::bad_input;
   } catch (const fastp_input_error& e) {
     err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;

@@ -16,7 +16,6 @@
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
 #include "suite/exit_codes.h"
-#include "suite/options.h"
 #include "suite/timed_layernorm.h"
 #include "timing/clock_policy.h"
 #include "gpu/device_buffer.h"
@@ -91,47 +90,33 @@ std::vector<std::string> timed_implementation_names() {
   return n;
 }
 
-int run_time_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::map<std::string, std::string> o = {{"--clocks", "observe"},
-                                          {"--backend", "auto"},
-                                          {"--shape", "8192x4096"},
-                                          {"--dtype", "float16"},
-                                          {"--min-effect", "0.03"},
-                                          {"--impl", ""},
-                                          {"--vs", ""},
-                                          {"--out", ""}};
-  if (!read_options(args, o, err)) return exit_code::bad_input;
+int run_time_command(const time_options& o, const std::vector<std::string>& args,
+                     std::ostream& out, std::ostream& err) {
   const auto impls = registry();
-  for (const char* k : {"--impl", "--vs"}) {
-    const std::string& n = o[k];
-    if ((k == std::string("--impl") || !n.empty()) && !impls.count(n)) {
+  for (const std::string* n : {&o.impl, &o.vs}) {
+    if ((n == &o.impl || !n->empty()) && !impls.count(*n)) {
       std::string known;
       for (const auto& [name, f] : impls)
         known += (known.empty() ? "" : ", ") + name;
-      err << "kernelgate: unknown implementation '" << printable(n) << "' (known: " << known
+      err << "kernelgate: unknown implementation '" << printable(*n) << "' (known: " << known
           << ")\n";
       return exit_code::bad_input;
     }
   }
-  const auto policy = parse_clock_policy(o["--clocks"]);
-  const auto backend = parse_timing_backend(o["--backend"]);
-  const auto shape = parse_shape(o["--shape"]);
-  const auto type = parse_dtype(o["--dtype"]);
-  double min_effect = 0;
-  const auto& me = o["--min-effect"];
-  const auto [mp, mec] = std::from_chars(me.data(), me.data() + me.size(), min_effect);
+  const auto policy = parse_clock_policy(o.clocks);
+  const auto backend = parse_timing_backend(o.backend);
+  const auto shape = parse_shape(o.shape);
+  const auto type = parse_dtype(o.dtype);
+  const double min_effect = o.min_effect;
   std::string bad;
   if (!policy)
-    bad = "--clocks '" + o["--clocks"] + "' (observe, require-locked, lock=<MHz>)";
+    bad = "--clocks '" + o.clocks + "' (observe, require-locked, lock=<MHz>)";
   else if (!backend)
-    bad = "--backend '" + o["--backend"] + "' (auto, events, graph, cupti, counters)";
+    bad = "--backend '" + o.backend + "' (auto, events, graph, cupti, counters)";
   else if (!shape)
-    bad = "--shape '" + o["--shape"] + "' (ROWSxCOLS)";
+    bad = "--shape '" + o.shape + "' (ROWSxCOLS)";
   else if (!type || (*type != dtype::float32 && *type != dtype::float16))
-    bad = "--dtype '" + o["--dtype"] + "' (float32, float16)";
-  else if (mec != std::errc() || mp != me.data() + me.size() ||
-           !(min_effect >= 0 && min_effect < 1)) // (NaN fails both)
-    bad = "--min-effect '" + me + "' (a fraction in [0, 1))";
+    bad = "--dtype '" + o.dtype + "' (float32, float16)";
   if (!bad.empty()) {
     err << "kernelgate: invalid " << printable(bad) << "\n";
     return exit_code::bad_input;
@@ -160,8 +145,8 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
   }
   gpu_timer& timer = *timer_holder;
   const layernorm_config cfg{shape->first, shape->second, *type, 42};
-  const std::string out_dir = o["--out"].empty() ? "kg-out/time-" + o["--impl"] : o["--out"];
-  nlohmann::json config = {{"impl", o["--impl"]},           {"vs", o["--vs"]},
+  const std::string out_dir = o.out.empty() ? "kg-out/time-" + o.impl : o.out;
+  nlohmann::json config = {{"impl", o.impl},           {"vs", o.vs},
                            {"shape", {cfg.rows, cfg.cols}}, {"dtype", dtype_name(cfg.type)},
                            {"clocks", policy->name()},      {"clock_policy_note", clocks->note()},
                            {"timing", topt.to_json()},      {"min_effect", min_effect}};
@@ -174,43 +159,43 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
   }
   nlohmann::json summary = {{"status", "complete"}};
   try {
-    const timed_impl& impl = impls.at(o["--impl"]);
+    const timed_impl& impl = impls.at(o.impl);
     timed_layernorm problem(cfg, impl.expected);
     const auto r = timer.measure_honest(problem.work(impl.launch));
     writer->append({{"type", "timing"},
-                    {"id", "timing/" + o["--impl"]},
-                    {"impl", o["--impl"]},
+                    {"id", "timing/" + o.impl},
+                    {"impl", o.impl},
                     {"result", r.to_json()}});
     if (r.status != "TIMED") {
       summary["status"] = "failed";
-      summary[o["--impl"]] = {{"status", r.status}, {"status_reason", r.status_reason}};
+      summary[o.impl] = {{"status", r.status}, {"status_reason", r.status_reason}};
       writer->finish(summary);
-      err << "kernelgate: " << o["--impl"] << ": " << r.status << ": " << r.status_reason << "\n";
+      err << "kernelgate: " << o.impl << ": " << r.status << ": " << r.status_reason << "\n";
       return exit_code::failures;
     }
-    print_result(out, o["--impl"], r);
-    summary[o["--impl"]] = r.to_json(false);
+    print_result(out, o.impl, r);
+    summary[o.impl] = r.to_json(false);
     if (stop_requested()) { // SIGINT/SIGTERM: the samples so far are written, marked incomplete
       summary["status"] = "interrupted";
       writer->finish(summary);
       err << "kernelgate: interrupted; partial result in " << printable(out_dir) << "\n";
       return exit_code::interrupted;
     }
-    if (!o["--vs"].empty()) {
-      const timed_impl& base = impls.at(o["--vs"]);
+    if (!o.vs.empty()) {
+      const timed_impl& base = impls.at(o.vs);
       timed_layernorm base_problem(cfg, base.expected);
       const auto rv = timer.measure_honest(base_problem.work(base.launch));
       writer->append({{"type", "timing"},
-                      {"id", "timing/" + o["--vs"]},
-                      {"impl", o["--vs"]},
+                      {"id", "timing/" + o.vs},
+                      {"impl", o.vs},
                       {"result", rv.to_json()}});
       if (rv.status != "TIMED") {
         summary["status"] = "failed";
         writer->finish(summary);
-        err << "kernelgate: " << o["--vs"] << ": " << rv.status << ": " << rv.status_reason << "\n";
+        err << "kernelgate: " << o.vs << ": " << rv.status << ": " << rv.status_reason << "\n";
         return exit_code::failures;
       }
-      print_result(out, o["--vs"], rv);
+      print_result(out, o.vs, rv);
       // Both on input set 0 (the same seed: the same contents) in their first buffers.
       const auto cand_set = problem.staged(0, 0, timer.stream()),
                  base_set = base_problem.staged(0, 0, timer.stream());
@@ -220,14 +205,14 @@ int run_time_command(const std::vector<std::string>& args, std::ostream& out, st
       po.min_effect = min_effect;
       // Baseline is --vs, candidate is --impl: the ratio says how --impl compares with it.
       const auto p = measure_paired(timer, other, work, po);
-      out << o["--impl"] << " vs " << o["--vs"] << ": time ratio " << fmt(p.ratio_ci.estimate, 4)
+      out << o.impl << " vs " << o.vs << ": time ratio " << fmt(p.ratio_ci.estimate, 4)
           << ", 95% CI [" << fmt(p.ratio_ci.lo, 4) << ", " << fmt(p.ratio_ci.hi, 4) << "] over "
           << p.ratios.size() << " ABBA pairs (" << p.pairs_discarded << " discarded), min effect "
           << fmt(100 * min_effect, 1) << "%: " << decision_name(p.verdict) << "\n";
       writer->append({{"type", "comparison"},
-                      {"id", "comparison/" + o["--impl"] + "/" + o["--vs"]},
-                      {"candidate", o["--impl"]},
-                      {"baseline", o["--vs"]},
+                      {"id", "comparison/" + o.impl + "/" + o.vs},
+                      {"candidate", o.impl},
+                      {"baseline", o.vs},
                       {"result", p.to_json()}});
       summary["comparison"] = {{"decision", decision_name(p.verdict)},
                                {"median_ratio", p.ratio_ci.estimate},

@@ -1,9 +1,3 @@
-// kernelgate workload list
-// kernelgate workload run ID [--device cpu|cuda] [--steps N] [--jobs N] [--out DIR]
-//                             [--start-rps R] [--trace-seconds S] [--max-load-steps N]
-//                             [--itl-limit-ms L]                    (the decode workloads)
-//                             [--repeats R]              (decode-colocated-training)
-//
 // The workloads of the Qwen3-4B stack (issue: workloads under test) that run today: LoRA rank-8
 // training on q and v with LibTorch autograd, K jobs over one frozen base; and the Qwen3-4B BF16
 // decode engine alone on the GPU, beside a bandwidth hog and beside the LoRA training in green
@@ -26,7 +20,6 @@
 #include "stats/bootstrap.h"
 #include "suite/decode_workload.h"
 #include "suite/exit_codes.h"
-#include "suite/options.h"
 #include "gpu/device_info.h"
 #include "workloads/lora_model.h"
 #include "workloads/lora_reference.h"
@@ -197,21 +190,15 @@ run_output run_lora_qwen3_4b(int steps, int jobs) {
 
 } // namespace
 
-int run_workload_command(const std::vector<std::string>& args, std::ostream& out,
-                         std::ostream& err) {
-  if (args.size() >= 3 && args[2] == "list") {
-    for (const auto& w : workloads)
-      out << std::left << std::setw(27) << w.id << (w.gpu_only ? "[GPU] " : "      ") << w.what
-          << "\n";
-    return exit_code::ok;
-  }
-  if (args.size() < 4 || args[2] != "run") {
-    err << "kernelgate: usage: kernelgate workload list | workload run ID [--device cpu|cuda] "
-           "[--steps N] [--jobs N] [--out DIR] [--start-rps R] [--trace-seconds S] "
-           "[--max-load-steps N] [--itl-limit-ms L] [--repeats R]\n";
-    return exit_code::bad_input;
-  }
-  const std::string id = args[3];
+void print_workload_list(std::ostream& out) {
+  for (const auto& w : workloads)
+    out << std::left << std::setw(27) << w.id << (w.gpu_only ? "[GPU] " : "      ") << w.what
+        << "\n";
+}
+
+int run_workload_command(const workload_options& o, const std::vector<std::string>& args,
+                         std::ostream& out, std::ostream& err) {
+  const std::string& id = o.id;
   const workload_def* def = nullptr;
   for (const auto& w : workloads)
     if (id == w.id) def = &w;
@@ -219,71 +206,27 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
     err << "kernelgate: unknown workload '" << printable(id) << "' (kernelgate workload list)\n";
     return exit_code::bad_input;
   }
-  const decode_workload_options defaults;
-  std::map<std::string, std::string> o = {
-      {"--device", "cpu"},
-      {"--steps", "5"},
-      {"--jobs", "0"},
-      {"--out", "kg-out/workload"},
-      {"--start-rps", "2"},
-      {"--trace-seconds", "6"},
-      {"--max-load-steps", std::to_string(defaults.max_load_steps)},
-      {"--itl-limit-ms", "50"},
-      {"--repeats", std::to_string(defaults.repeats)}};
-  // read_options starts after "kernelgate <command>": hand it "kernelgate workload" + the options.
-  std::vector<std::string> rest = {args[0], "workload"};
-  rest.insert(rest.end(), args.begin() + 4, args.end());
-  if (!read_options(rest, o, err)) return exit_code::bad_input;
-  int steps = 0, jobs = 0;
-  auto num = [&](const std::string& k, int& v) {
-    const auto& s = o[k];
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    return ec == std::errc() && p == s.data() + s.size();
-  };
-  if (!num("--steps", steps) || steps < 2 || steps > 100000 || !num("--jobs", jobs) || jobs < 0 ||
-      jobs > 16 || (o["--device"] != "cpu" && o["--device"] != "cuda")) {
-    err << "kernelgate: --steps takes a whole number 2..100000, --jobs 1..16, --device cpu or "
-           "cuda\n";
-    return exit_code::bad_input;
-  }
+  const int steps = o.steps;
+  int jobs = o.jobs;
   const bool colocated_training = id == "decode-colocated-training";
   const bool decode = id == "decode-qwen3-4b" || id == "decode-colocated" || colocated_training;
   // Options of the decode workloads mean nothing to the others: refused, not ignored.
-  if (!decode)
-    for (std::size_t i = 4; i < args.size(); ++i)
-      for (const char* k :
-           {"--start-rps", "--trace-seconds", "--max-load-steps", "--itl-limit-ms", "--repeats"})
-        if (args[i] == k) {
-          err << "kernelgate: " << k << " applies to the decode workloads, not to " << id << "\n";
-          return exit_code::bad_input;
-        }
+  if (!decode && !o.decode_options_given.empty()) {
+    err << "kernelgate: " << o.decode_options_given.front()
+        << " applies to the decode workloads, not to " << id << "\n";
+    return exit_code::bad_input;
+  }
   decode_workload_options dopt;
   if (decode) {
-    auto real = [&](const std::string& k, double& v) {
-      try {
-        std::size_t used = 0;
-        v = std::stod(o[k], &used);
-        return used == o[k].size() && std::isfinite(v) && v > 0;
-      } catch (const std::exception&) {
-        return false;
-      }
-    };
-    if (!real("--start-rps", dopt.start_rps) || !real("--trace-seconds", dopt.trace_seconds) ||
-        !real("--itl-limit-ms", dopt.itl_limit_ms)) {
-      err << "kernelgate: --start-rps, --trace-seconds and --itl-limit-ms take positive numbers\n";
-      return exit_code::bad_input;
-    }
-    // Repeats feed a bootstrap (two at least); the upper bounds keep a typo from asking for hours.
-    if (!num("--max-load-steps", dopt.max_load_steps) || dopt.max_load_steps < 1 ||
-        dopt.max_load_steps > 200 || !num("--repeats", dopt.repeats) || dopt.repeats < 2 ||
-        dopt.repeats > 100) {
-      err << "kernelgate: --max-load-steps takes a whole number 1..200, --repeats 2..100\n";
-      return exit_code::bad_input;
-    }
+    dopt.start_rps = o.start_rps;
+    dopt.trace_seconds = o.trace_seconds;
+    dopt.itl_limit_ms = o.itl_limit_ms;
+    dopt.max_load_steps = o.max_load_steps;
+    dopt.repeats = o.repeats;
     dopt.latency_samples = 20 * steps;
     dopt.progress = &err;
   }
-  if (def->gpu_only || o["--device"] == "cuda") {
+  if (def->gpu_only || o.device == "cuda") {
     const auto dev = query_device(0);
     if (!dev.available) {
       err << "kernelgate: workload " << id << " needs a GPU: " << dev.reason << "\n";
@@ -301,7 +244,7 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
   if (jobs == 0) jobs = def->gpu_only ? 1 : 2;
   const nlohmann::json config = {{"workload", id},
                                  {"description", def->what},
-                                 {"device", def->gpu_only ? "cuda" : o["--device"]},
+                                 {"device", def->gpu_only ? "cuda" : o.device},
                                  {"steps", steps},
                                  {"jobs", jobs},
                                  {"seed", 20261129}};
@@ -316,7 +259,7 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
   }
   std::unique_ptr<result_writer> writer;
   try {
-    writer = std::make_unique<result_writer>(o["--out"], "workload", args, collect_environment(),
+    writer = std::make_unique<result_writer>(o.out, "workload", args, collect_environment(),
                                              full_config);
   } catch (const output_error& e) {
     err << "kernelgate: " << printable(e.what(), 400) << "\n";
@@ -333,7 +276,7 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
         r.gates.push_back({g.name, g.pass, g.detail});
     } else {
       r = def->gpu_only ? run_lora_qwen3_4b(steps, jobs)
-                        : run_lora_small(o["--device"], steps, jobs);
+                        : run_lora_small(o.device, steps, jobs);
     }
   } catch (const std::exception& e) {
     // Interrupted (SIGINT/SIGTERM), or failed (a LibTorch or CUDA error): a record says so and
@@ -346,7 +289,7 @@ int run_workload_command(const std::vector<std::string>& args, std::ostream& out
                     {"gates", nlohmann::json::array()}});
     writer->finish({{"status", stopped ? "interrupted" : "failed"}});
     err << "kernelgate: workload " << id
-        << (stopped ? " interrupted; partial result in " + printable(o["--out"])
+        << (stopped ? " interrupted; partial result in " + printable(o.out)
                     : " failed: " + printable(e.what(), 400))
         << "\n";
     return stopped ? exit_code::interrupted : exit_code::failures;

@@ -1,5 +1,5 @@
 // Expected outcome of the LayerNorm affine ablation, transcribed from
-// ../shared/reference/targets.md section 1 (accepted of 18 per cell), and the preset table
+// docs/architecture.md, The LayerNorm affine ablation (accepted of 18 per cell), and the preset table
 // derived by hand: presets whose norm parameters are the identity (kernelbench, kernelbench-v0,
 // kbv, sol) cannot tell any altered formula from the correct one; presets that vary them
 // (flashinfer, strict) reject all six.

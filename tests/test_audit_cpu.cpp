@@ -1,4 +1,5 @@
-// End to end: `kernelgate audit layernorm-affine --backend cpu` reproduces targets.md section 1
+// End to end: `kernelgate audit layernorm-affine --backend cpu` reproduces the expected table of
+// docs/architecture.md (The LayerNorm affine ablation)
 // exactly, and its result.json validates and names every input's hash.
 #include <filesystem>
 #include <fstream>

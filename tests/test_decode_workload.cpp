@@ -29,7 +29,7 @@ TEST(qwen3, gemm_shapes_and_kv_bytes_match_the_model) {
 
 TEST(qwen3, rooflines_count_each_byte_once) {
   const auto down = decode_gemms()[3];
-  // Batch 1: weight 2560 x 9728 x 2 = 49,807,360 B (the 49.8 MB of targets.md), plus x (9728 x 2)
+  // Batch 1: weight 2560 x 9728 x 2 = 49,807,360 B (the 49.8 MB of docs/architecture.md's Qwen3-4B stack), plus x (9728 x 2)
   // and y (2560 x 2): 49,831,936 B; FLOPs 2 x 2560 x 9728 = 49,807,360.
   const auto r = gemm_roofline(down, 1);
   EXPECT_DOUBLE_EQ(r.bytes, 49831936.0);

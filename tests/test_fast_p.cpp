@@ -1,5 +1,5 @@
-// fast_p against KernelBench's own golden vectors (peers.md) and the four-task example of
-// targets.md section 2.
+// fast_p against KernelBench's own golden vectors and the four-task example, both in
+// docs/result-schema.md (fast_p results).
 #include <gtest/gtest.h>
 
 #include "reports/fast_p.h"
@@ -33,7 +33,7 @@ TEST(fast_p, kernelbench_golden_vectors_two) {
   EXPECT_DOUBLE_EQ(score_fast_p(t, 0.5).fast_p_aligned, 0.6);
 }
 
-// targets.md section 2: A correct at 1.5 (counts), B correct at 1.0 (a tie: does not count at
+// docs/result-schema.md's example: A correct at 1.5 (counts), B correct at 1.0 (a tie: does not count at
 // p = 1), C incorrect, D no result. fast_1 = 1/4; D is missing, not a measured failure.
 TEST(fast_p, strict_tie_and_missing_results) {
   const std::vector<task_outcome> t = {{"A", true, true, 1.5, 1.0},

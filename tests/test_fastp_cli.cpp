@@ -125,7 +125,7 @@ const json& at_p(const json& candidate, double p) {
 
 } // namespace
 
-// KernelBench's first golden vector (peers.md): is_correct [1,0,1,1,0], baseline
+// KernelBench's first golden vector (docs/result-schema.md): is_correct [1,0,1,1,0], baseline
 // [0.1,0.15,0.2,0.05,0.3], actual [0.2,0.15,0.3,0.01,0.2]. Correct speedups: 0.1/0.2 = 0.5,
 // 0.2/0.3 = 0.667, 0.05/0.01 = 5. fast_1 = #{5} / 5 = 0.2; fast_0.5 = #{0.667, 5} / 5 = 0.4
 // (0.5 is not > 0.5); geomean = (0.5 * 0.667 * 5)^(1/3) = 1.6667^(1/3) = 1.185631101.
@@ -160,13 +160,13 @@ TEST_F(fastp_cli, kernelbench_golden_vector_two_through_the_files) {
   EXPECT_NEAR(c["geomean_speedup"]["value"].get<double>(), 0.801816719, 1e-9);
 }
 
-// targets.md section 2 in KernelBench's files: A (1) correct at 1.5 / 1.0 = 1.5, B (2) correct at
+// docs/result-schema.md's four-task example in KernelBench's files: A (1) correct at 1.5 / 1.0 = 1.5, B (2) correct at
 // 1.0 / 1.0 = 1.0, C (3) incorrect, D (4) in the baseline but absent from eval_results. fast_1 =
 // 1 / 4 = 0.25 over both sets. D is missing (not a measured failure). Wilson 1/4: z = 1.959964,
 // centre (0.25 + z^2/8) / (1 + z^2/4) = 0.372473, half z sqrt(0.25*0.75/4 + z^2/64) / 1.960365 =
 // 0.326886 -> [0.045587, 0.699359]. Exact bootstrap: Binomial(4, 0.25) has CDF 0.316, 0.738,
 // 0.949, 0.996, 1 -> 2.5% quantile 0, 97.5% quantile 3 -> [0, 0.75].
-TEST_F(fastp_cli, targets_section_2_in_kernelbench_files) {
+TEST_F(fastp_cli, four_task_example_in_kernelbench_files) {
   const auto eval = kb_eval({{1, true, 1.0}, {2, true, 1.0}, {3, false, -1.0}});
   const auto base = kb_baseline({{1, 1.5}, {2, 1.0}, {3, 1.0}, {4, 1.0}});
   const auto j = run_json({"fastp", eval, "--baseline", base, "--p", "1"});
@@ -190,7 +190,7 @@ TEST_F(fastp_cli, targets_section_2_in_kernelbench_files) {
 }
 
 // The same four tasks in kernelgate's eval format: times in us, D has no record.
-TEST_F(fastp_cli, targets_section_2_in_a_kernelgate_eval_result) {
+TEST_F(fastp_cli, four_task_example_in_a_kernelgate_eval_result) {
   const auto file = eval_result({"A", "B", "C", "D"},
                                 {passed("A", 150.0, 100.0), passed("B", 100.0, 100.0),
                                  failed("C", "INCORRECT_NUMERICAL", 100.0, "max abs err 0.3")});
@@ -554,8 +554,8 @@ TEST_F(fastp_cli, bad_input_is_one_line_naming_the_file_with_exit_2) {
       {{"fastp", eval, "--baseline", base, "--p", ""}, "--p ''", "numbers"},
       {{"fastp", eval, "--baseline", base, "--min-effect", "2"}, "--min-effect '2'", "fraction"},
       {{"fastp", eval, "--baseline", base, "--level", "0"}, "--level '0'", "level"},
-      {{"fastp", eval, "--baseline"}, "--baseline", "needs a value"},
-      {{"fastp"}, "fastp", "exactly one result file"},
+      {{"fastp", eval, "--baseline"}, "--baseline", "missing"},
+      {{"fastp"}, "fastp", "result is required"},
   };
   for (const auto& c : cases) {
     const auto r = run(c.args);
