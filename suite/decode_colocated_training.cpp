@@ -33,10 +33,6 @@ namespace {
 constexpr std::uint64_t seed = 20261129;
 constexpr double training_lr = 1e-3; // lora-train-qwen3-4b's
 
-nlohmann::json interval_json(const bootstrap_interval& b) {
-  return {{"estimate", b.estimate}, {"ci95", {b.lo, b.hi}}};
-}
-
 // The partition whose grant is nearest colocation_target(): the request for target.decode SMs,
 // which the driver rounds up to its grain, and the grant just below it, found by lowering the
 // request one SM at a time until the grant drops -- so the grain need not be known (the
@@ -277,13 +273,13 @@ bool all_finite_bf16(const std::vector<std::uint16_t>& bits) {
 
 } // namespace
 
-decode_workload_output run_decode_colocated_training(const decode_workload_options& o) {
+workload_result run_decode_colocated_training(const decode_workload_options& o) {
   if (o.repeats < 2) throw std::invalid_argument("decode-colocated-training: repeats >= 2");
   if (const auto why = torch_external_stream_unavailable(); !why.empty())
     throw std::runtime_error(why);
   int device = 0;
   KG_CUDA_CHECK(cudaGetDevice(&device));
-  decode_workload_output out;
+  workload_result out;
   auto say = [&](const std::string& line) {
     if (o.progress) *o.progress << "decode-colocated-training: " << line << std::endl;
   };

@@ -53,8 +53,8 @@ nlohmann::json interval(const bootstrap_interval& b) {
 
 } // namespace
 
-decode_workload_output run_decode_qwen3_4b(const decode_workload_options& o) {
-  decode_workload_output out;
+workload_result run_decode_qwen3_4b(const decode_workload_options& o) {
+  workload_result out;
   cuda_stream s;
   decode_engine_config c; // Qwen3-4B, 32 slots of 8192 + 256 tokens, random weights
   decode_engine e(c, s.get());
@@ -283,7 +283,7 @@ private:
 
 } // namespace
 
-decode_workload_output run_decode_colocated(const decode_workload_options& o) {
+workload_result run_decode_colocated(const decode_workload_options& o) {
   std::string why;
   auto p = green_partition::create(0, 99, &why);
   if (!p) throw std::runtime_error("no green partition: " + why);
@@ -311,7 +311,7 @@ decode_workload_output run_decode_colocated(const decode_workload_options& o) {
     shared = measure_tenant(p->first_stream(), contexts, samples);
     hog_bytes = hog.stop();
   }
-  decode_workload_output out;
+  workload_result out;
   const double b32_tokens = static_cast<double>(contexts.size());
   out.metrics["partition"] = {
       {"decode_sms", p->first_sms()}, {"hog_sms", p->rest_sms()}, {"total_sms", p->total_sms()}};

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "suite/workload_result.h"
+
 namespace kg {
 
 struct decode_workload_options {
@@ -23,25 +25,14 @@ struct decode_workload_options {
   int repeats = 5; // traces at each configuration's found load (decode-colocated-training)
 };
 
-struct workload_gate {
-  std::string name;
-  bool pass = false;
-  std::string detail;
-};
-
-struct decode_workload_output {
-  nlohmann::json metrics = nlohmann::json::object();
-  std::vector<workload_gate> gates;
-};
-
-decode_workload_output run_decode_qwen3_4b(const decode_workload_options& o);
+workload_result run_decode_qwen3_4b(const decode_workload_options& o);
 
 // The engine on a green-context partition of >= 99 SMs while a memory-bandwidth hog streams HBM
 // on the remaining SMs, against the engine alone on the whole GPU and alone on the partition:
 // batch-1 step latency at context 2048 and batch-32 step throughput over contexts drawn as the
 // arrivals draw them; each as a fraction of solo. Gated: the co-located logits are bit-identical
 // to solo (batch 1 and 32). Throws when no green partition can be made (its reason).
-decode_workload_output run_decode_colocated(const decode_workload_options& o);
+workload_result run_decode_colocated(const decode_workload_options& o);
 
 // Decode and LoRA rank-8 training of Qwen3-4B side by side in two green contexts, the split the
 // driver grants nearest 99 decode / 33 training SMs (of 132; colocation.h), training stepping
@@ -53,6 +44,6 @@ decode_workload_output run_decode_colocated(const decode_workload_options& o);
 // limit in each configuration, the training's losses finite, its steps overlapping the decode
 // measurements, and its first loss against a float32 recomputation. Throws when no partition can
 // be made or LibTorch cannot run on a given CUDA stream (torch_external_stream_unavailable).
-decode_workload_output run_decode_colocated_training(const decode_workload_options& o);
+workload_result run_decode_colocated_training(const decode_workload_options& o);
 
 } // namespace kg
