@@ -50,11 +50,11 @@
 #include <cuda_bf16.h>
 
 #include "bench/gemv_reference.h"
-#include "kernels/decode/gemv_bf16.h"
-#include "timing/copy_bandwidth.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device_buffer.h"
 #include "gpu/device_info.h"
+#include "kernels/decode/gemv_bf16.h"
+#include "timing/copy_bandwidth.h"
 #include "timing/gpu_timer.h"
 
 using namespace kg;
@@ -127,23 +127,6 @@ bool same(const gemv_config& a, const gemv_config& b) {
          a.warps_per_block == b.warps_per_block && a.split_k == b.split_k && a.cluster == b.cluster;
 }
 
-// Batch rows one launch takes (launch_gemv_bf16's batch groups, gemv_bf16.h).
-int batch_group(const gemv_config& c) {
-  switch (c.kind) {
-  case gemv_kind::bulk:
-    return std::min(8, 32 / c.rows_per_warp);
-  case gemv_kind::mma:
-  case gemv_kind::packed:
-    return 32;
-  case gemv_kind::sweep:
-    return 2;
-  case gemv_kind::tsweep:
-    return 8;
-  default:
-    return 32 / c.rows_per_warp;
-  }
-}
-
 // Rows of one block (the mma family's warps share one 16-row tile; a sweep block computes about
 // n / grid rows, a tile-sweep block about 16 x ceil(tiles / row lanes)).
 int block_rows(const gemv_config& c, int n) {
@@ -163,7 +146,7 @@ int block_rows(const gemv_config& c, int n) {
 // at least one super-step, and a split-K factor is only tried while half of it leaves the GPU
 // short of warps.
 bool worth_timing(const gemv_config& c, const shape_def& s, int batch, int sm_count) {
-  if (batch > batch_group(c)) return false;
+  if (batch > gemv_batch_group(c)) return false;
   const double slice_chunks = s.k / 8.0 / c.split_k;
   switch (c.kind) {
   case gemv_kind::simt:
@@ -203,7 +186,7 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
          {gemv_config{1, 8, 4, 1}, gemv_config{1, 8, 8, 1}, gemv_config{2, 8, 4, 1},
           gemv_config{4, 8, 2, 1}, gemv_config{2, 8, 4, 1, gemv_kind::bulk},
           gemv_config{16, 8, 2, 1, gemv_kind::mma}, gemv_config{16, 8, 4, 1, gemv_kind::mma}})
-      if (batch <= batch_group(c) && gemv_config_supported(c, batch, s.n, s.k)) add(c);
+      if (batch <= gemv_batch_group(c) && gemv_config_supported(c, batch, s.n, s.k)) add(c);
     return out;
   }
   auto consider = [&](gemv_config c) {

@@ -3,10 +3,10 @@
 // eval --protocol strict` judges a candidate (every element within atol + rtol x |fp64 oracle|,
 // the regime's own tolerance where it has one, plus, in every regime but normal, the condition
 // term of input moves alone: without its floor at this same reference's error, which would pass
-// the reference by construction). Over SEEDS draws per shape and regime; prints the worst ratio |ref - oracle| / bound of
-// each task and regime whose worst passes HALF of its bound, every draw that fails, and a summary.
-// A draw that fails is a false rejection in waiting: a GPU kernel as accurate as LibTorch's can
-// fail it too. Needs no GPU; uses every core.
+// the reference by construction). Over SEEDS draws per shape and regime; prints the worst ratio
+// |ref - oracle| / bound of each task and regime whose worst passes HALF of its bound, every draw
+// that fails, and a summary. A draw that fails is a false rejection in waiting: a GPU kernel as
+// accurate as LibTorch's can fail it too. Needs no GPU; uses every core.
 //
 //   kg_bench_reference_margins [--tasks GLOB] [--seeds N] [--seed S]
 #include <algorithm>
@@ -17,8 +17,8 @@
 #include <iostream>
 
 #include "reports/remove_tree.h"
-#include "suite/task_catalog.h"
 #include "sandbox/trial_cache.h"
+#include "suite/task_catalog.h"
 
 using namespace kg;
 
@@ -64,8 +64,9 @@ int main(int argc, char** argv) {
   std::cout << std::unitbuf << "seeds " << first_seed << ".." << first_seed + seeds - 1
             << " per shape and regime; the LibTorch reference on the CPU against the strict bound\n"
             << std::left << std::setw(34) << "task" << std::setw(14) << "regime" << std::right
-            << std::setw(8) << "draws" << std::setw(9) << "failed" << std::setw(12)
-            << "worst ratio" << std::setw(12) << "full term" << "\n";
+            << std::setw(8) << "draws" << std::setw(9) << "failed" << std::setw(12) << "worst ratio"
+            << std::setw(12) << "full term"
+            << "\n";
   int draws_all = 0, failed_all = 0, tasks_failing = 0, failed_full_all = 0;
   {
     trial_cache cache(dir);
@@ -97,7 +98,8 @@ int main(int argc, char** argv) {
           const auto tol = tolerance_in(t, t.outputs[o].type, spec);
           double r = worst_ratio(d->oracle[o], d->reference[o], tol, nullptr);
           if (r > 1 && d->has_condition_term()) {
-            if (moves.empty()) moves = condition_tolerance(t, *k.shape, d->inputs, d->oracle, k.seed);
+            if (moves.empty())
+              moves = condition_tolerance(t, *k.shape, d->inputs, d->oracle, k.seed);
             if (moves.size() > o && !moves[o].shape.empty())
               r = worst_ratio(d->oracle[o], d->reference[o], tol, &moves[o]);
           }
@@ -106,12 +108,12 @@ int main(int argc, char** argv) {
         double full = 0; // against the full term, floor included
         if (w > 1)
           for (std::size_t o = 0; o < d->oracle.size(); ++o)
-            full = std::max(full, worst_ratio(d->oracle[o], d->reference[o],
-                                              tolerance_in(t, t.outputs[o].type, spec),
-                                              d->extra_atol().size() > o &&
-                                                      !d->extra_atol()[o].shape.empty()
-                                                  ? &d->extra_atol()[o]
-                                                  : nullptr));
+            full = std::max(
+                full,
+                worst_ratio(d->oracle[o], d->reference[o], tolerance_in(t, t.outputs[o].type, spec),
+                            d->extra_atol().size() > o && !d->extra_atol()[o].shape.empty()
+                                ? &d->extra_atol()[o]
+                                : nullptr));
         failed_full[name] += full > 1 ? 1 : 0;
         ++counts[name].first;
         worst[name] = std::max(worst[name], w);
@@ -130,8 +132,8 @@ int main(int argc, char** argv) {
         if (worst[name] > 0.5)
           std::cout << std::left << std::setw(34) << t.id << std::setw(14) << name << std::right
                     << std::setw(8) << c.first << std::setw(9) << c.second << std::setw(11)
-                    << std::setprecision(3) << worst[name] << std::setw(12)
-                    << failed_full[name] << "\n";
+                    << std::setprecision(3) << worst[name] << std::setw(12) << failed_full[name]
+                    << "\n";
       }
       tasks_failing += task_failed ? 1 : 0;
     }

@@ -12,19 +12,6 @@
 namespace kg {
 namespace {
 
-torch::Tensor to_torch(const host_tensor& t) {
-  auto out = torch::empty(t.shape, torch::TensorOptions().dtype(torch_scalar_type(t.type)));
-  std::memcpy(out.data_ptr(), t.bytes.data(), t.bytes.size());
-  return out;
-}
-
-host_tensor from_torch(const torch::Tensor& t, dtype type) {
-  auto c = t.to(torch_scalar_type(type)).contiguous();
-  host_tensor out(type, std::vector<std::int64_t>(c.sizes().begin(), c.sizes().end()));
-  std::memcpy(out.bytes.data(), c.data_ptr(), out.bytes.size());
-  return out;
-}
-
 // Does this LibTorch have a CPU float16 layer_norm? (1.13 does not; it raises.)
 bool native_half_layer_norm() {
   try {

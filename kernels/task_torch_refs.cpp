@@ -30,19 +30,6 @@ torch::Tensor f32_accumulate(const torch::Tensor& a, const torch::Tensor& b, F f
 using tensors = std::vector<at::Tensor>;
 using ref_fn = std::function<tensors(const tensors&, const nlohmann::json&)>;
 
-at::Tensor to_torch(const host_tensor& h) {
-  auto t = torch::empty(h.shape, torch::TensorOptions().dtype(torch_scalar_type(h.type)));
-  std::memcpy(t.data_ptr(), h.bytes.data(), h.bytes.size());
-  return t;
-}
-
-host_tensor from_torch(const at::Tensor& t, dtype type, const std::vector<std::int64_t>& shape) {
-  const auto c = t.to(torch_scalar_type(type)).contiguous().reshape(shape);
-  host_tensor h(type, shape);
-  std::memcpy(h.bytes.data(), c.data_ptr(), h.bytes.size());
-  return h;
-}
-
 at::Tensor rmsnorm(const at::Tensor& x, const at::Tensor& w, double eps) {
   // HF / Qwen3: float32 math on the input, cast back, then times the weight in its dtype.
   const auto xf = x.to(at::kFloat);
@@ -234,7 +221,7 @@ std::optional<torch_reference_result> run_torch_reference(const task_def& t,
     for (std::size_t k = 0; k < out.size(); ++k) {
       std::vector<std::int64_t> shape(out[k].sizes().begin(), out[k].sizes().end());
       if (shape.empty()) shape = {1}; // a scalar loss is the task's ["1"]
-      r.outputs.push_back(from_torch(out[k], t.outputs[k].type, shape));
+      r.outputs.push_back(from_torch(out[k], t.outputs[k].type, &shape));
     }
   } catch (const std::exception& e) {
     r.outputs.clear();

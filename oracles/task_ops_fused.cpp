@@ -33,6 +33,7 @@
 // - fused_attention_decode_step: bf16 atol 5e-4, rtol 1.6e-2: |o| ~ 0.05 (a softmax-weighted
 //   mean of N(0,1) values); LibTorch's SDPA (margin 0.70) and bf16 probabilities in the PV product
 //   as FlashAttention rounds them (0.58) pass; writing zeros or dropping one key fails.
+#include "oracles/task_ops_common.h"
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -42,6 +43,9 @@
 
 namespace kg {
 namespace {
+
+using task_ops::rows_cols;
+using task_ops::silu;
 
 // sum_k a[k] * b[k] with four independent partial sums: the same value to ~1e-16, and several
 // times faster than one chain of dependent additions (an oracle call must stay well under 1 s).
@@ -72,9 +76,6 @@ std::vector<double> linear(const host_tensor& x, const host_tensor& w, const hos
 
 double gelu_erf(double z) {
   return 0.5 * z * (1.0 + std::erf(z / std::sqrt(2.0)));
-}
-double silu(double z) {
-  return z / (1.0 + std::exp(-z));
 }
 
 template <double (*act)(double)>

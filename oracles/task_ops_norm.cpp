@@ -1,4 +1,5 @@
 // fp64 oracles: softmax and normalizations over the last dimension.
+#include "oracles/task_ops_common.h"
 #include <cmath>
 
 #include "oracles/task_oracles.h"
@@ -6,11 +7,7 @@
 namespace kg {
 namespace {
 
-// Rows of the last dimension of tensor `x`: (rows, cols).
-std::pair<std::int64_t, std::int64_t> rows_cols(const host_tensor& x) {
-  const std::int64_t cols = x.shape.back();
-  return {x.numel() / cols, cols};
-}
+using task_ops::rows_cols;
 
 std::vector<host_tensor> softmax(const task_def& t, const task_shape& s,
                                  const std::vector<host_tensor>& in) {

@@ -25,6 +25,7 @@
 //   plus ~1e3 atomics are off by ~1e-6.
 // - rope_half: atol 1e-4 rtol 1e-5: accepts the HF recipe that computes angles in fp32
 //   (pos * inv_freq with S <= 128 is off by <= ~2e-5 rad, times |x| <= 5); fp16 is off by 5e-4 |y|.
+#include "oracles/task_ops_common.h"
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -34,13 +35,10 @@
 namespace kg {
 namespace {
 
-using tensors = std::vector<host_tensor>;
+using task_ops::rows_cols;
+using task_ops::silu;
 
-// Rows of the last dimension of tensor `x`: (rows, cols).
-std::pair<std::int64_t, std::int64_t> rows_cols(const host_tensor& x) {
-  const std::int64_t cols = x.shape.back();
-  return {x.numel() / cols, cols};
-}
+using tensors = std::vector<host_tensor>;
 
 template <class F>
 tensors unary(const task_def& t, const task_shape& s, const tensors& in, F f) {
@@ -53,9 +51,6 @@ tensors unary(const task_def& t, const task_shape& s, const tensors& in, F f) {
 double gelu_tanh(double x) {
   const double k = std::sqrt(2.0 / M_PI);
   return 0.5 * x * (1.0 + std::tanh(k * (x + 0.044715 * x * x * x)));
-}
-double silu(double x) {
-  return x / (1.0 + std::exp(-x));
 }
 double relu_squared(double x) {
   return x > 0 ? x * x : 0.0;

@@ -10,11 +10,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "base/rng.h"
 #include "kernels/task_torch_refs.h"
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
 #include "timing/phase_log.h"
-#include "base/rng.h"
 
 namespace kg {
 namespace {
@@ -112,8 +112,8 @@ std::vector<host_tensor> condition_tolerance(const task_def& t, const task_shape
   for (std::size_t k = 0; k < oracle.size(); ++k)
     if (wanted[k]) u = std::max(u, unit_roundoff(t.outputs[k].type));
   // Moves of all inputs at once: all up (a reduction's terms cannot cancel), random directions.
-  auto together = oracle_moves(t, shape, moved_inputs(inputs, u, move_sign::up, -1, seed), oracle,
-                               wanted);
+  auto together =
+      oracle_moves(t, shape, moved_inputs(inputs, u, move_sign::up, -1, seed), oracle, wanted);
   {
     const auto r = oracle_moves(t, shape, moved_inputs(inputs, u, move_sign::random, -1, seed),
                                 oracle, wanted);
@@ -127,10 +127,9 @@ std::vector<host_tensor> condition_tolerance(const task_def& t, const task_shape
     apart[k].assign(together[k].size(), 0.0);
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     if (!is_floating(inputs[k].type)) continue;
-    const auto r = oracle_moves(t, shape,
-                                moved_inputs(inputs, u, move_sign::random, static_cast<int>(k),
-                                             seed + 1),
-                                oracle, wanted);
+    const auto r = oracle_moves(
+        t, shape, moved_inputs(inputs, u, move_sign::random, static_cast<int>(k), seed + 1), oracle,
+        wanted);
     for (std::size_t o = 0; o < r.size(); ++o)
       for (std::size_t i = 0; i < r[o].size(); ++i)
         apart[o][i] += r[o][i];

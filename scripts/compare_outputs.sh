@@ -2,7 +2,8 @@
 # No behaviour change between two builds of kernelgate: runs both on the CPU audit, on fast_p over
 # KernelBench-format fixtures (KernelBench's two golden vectors and a four-task example) and on
 # `protocols`, and compares what they print and write, byte for byte, after dropping what differs
-# by nature: timestamps, the environment block, the command line and the output folder's name.
+# by nature: timestamps, wall times, the environment block, the command line and the output
+# folder's name.
 #   scripts/compare_outputs.sh OLD_KERNELGATE NEW_KERNELGATE
 # Prints one line a comparison; exit 0 when all are identical.
 set -uo pipefail
@@ -66,7 +67,8 @@ for side in old new; do
      "$bin" fastp "$work/${f}_eval.json" --baseline "$work/${f}_base.json" --json >"$work/$side/fastp_$f.json" 2>&1
      "$bin" fastp "$work/${f}_eval.json" --baseline "$work/${f}_base.json" --p 1 --out "$work/$side/fastp_out_$f" >/dev/null 2>&1
    done)
-  sed -i "s|$work/$side|WORK/RUN|g" "$work/$side"/*.txt
+  # (paths of the run, and the wall time audit prints last)
+  sed -i -E "s|$work/$side|WORK/RUN|g; s|$work|WORK|g; s|records\) in [0-9.]+ s|records) in T s|" "$work/$side"/*.txt
   strip "$work/$side/audit/records.jsonl" >"$work/$side/audit_records.norm"
   strip "$work/$side/audit/result.json" >"$work/$side/audit_result.norm"
   for f in g1 g2 t4; do strip "$work/$side/fastp_out_$f/result.json" >"$work/$side/fastp_result_$f.norm"; done

@@ -46,7 +46,8 @@ struct cli_values {
   std::string validate_file;
 };
 
-template <class T> std::string show(T v) {
+template <class T>
+std::string show(T v) {
   std::ostringstream s;
   s << v;
   return s.str();
@@ -119,8 +120,7 @@ void declare_audit(CLI::App& app, cli_values& v) {
     names += (names.empty() ? "" : ", ") + std::string(n);
   add_text(c, "name", v.audit.name, "NAME", "the audit (" + names + ")")->required();
   add_choice(c, "--backend", v.audit.backend, {"cpu", "cuda"}, "where the kernels run");
-  add_text(c, "--protocol", v.audit.protocol, "NAME",
-           "the checker applied (kernelgate protocols)");
+  add_text(c, "--protocol", v.audit.protocol, "NAME", "the checker applied (kernelgate protocols)");
   add_text(c, "--out", v.audit_out, "DIR", "output folder")
       ->default_str("kg-out/audit-NAME-BACKEND");
 }
@@ -139,9 +139,9 @@ void declare_time(CLI::App& app, cli_values& v) {
              "how the GPU time is read");
   add_text(c, "--shape", o.shape, "RxC", "rows x columns");
   add_choice(c, "--dtype", o.dtype, {"float32", "float16"}, "element type");
-  add_number<double>(c, "--min-effect", o.min_effect, "F",
-                     [](double x) { return x >= 0 && x < 1; }, "a fraction in [0, 1)",
-                     "smallest speedup that counts (fraction)");
+  add_number<double>(
+      c, "--min-effect", o.min_effect, "F", [](double x) { return x >= 0 && x < 1; },
+      "a fraction in [0, 1)", "smallest speedup that counts (fraction)");
   add_text(c, "--out", o.out, "DIR", "output folder")->default_str("kg-out/time-IMPL");
 }
 
@@ -151,27 +151,31 @@ void declare_eval(CLI::App& app, cli_values& v) {
   auto& o = v.eval;
   o.baselines = default_baselines_dir();
   add_text(c, "--tasks", o.tasks, "GLOB", "task JSON files")->required();
-  add_text(c, "--candidates", o.candidates, "DIR",
-           "DIR/TASK.cu or DIR/TASK/NAME.cu candidates")
+  add_text(c, "--candidates", o.candidates, "DIR", "DIR/TASK.cu or DIR/TASK/NAME.cu candidates")
       ->required();
   add_text(c, "--protocol", o.protocol, "NAME",
            "strict, or a peer's checker (kernelgate protocols)");
-  add_number<int>(c, "--trials", o.trials, "N", [](int x) { return x >= 1; }, "a whole number >= 1",
-                  "draws per shape (at least one per input regime)");
+  add_number<int>(
+      c, "--trials", o.trials, "N", [](int x) { return x >= 1; }, "a whole number >= 1",
+      "draws per shape (at least one per input regime)");
   add_number<std::uint64_t>(
       c, "--seed", v.eval_seed, "N", [](std::uint64_t) { return true; },
       "a whole number in [0, 2^64)", "reproduce a run (default: a secret seed from the OS)")
       ->default_str("secret");
-  add_number<double>(c, "--timeout", o.timeout, "S", [](double x) { return x > 0; },
-                     "seconds > 0", "limit of each worker request");
-  add_number<int>(c, "--jobs", o.jobs, "N", [](int x) { return x >= 0; }, "a whole number >= 0",
-                  "compile parallelism (0: every core)");
-  add_number<int>(c, "--workers", o.workers, "N", [](int x) { return x >= 0; },
-                  "a whole number >= 0", "worker threads (0: a quarter of the cores, 1 to 4)");
+  add_number<double>(
+      c, "--timeout", o.timeout, "S", [](double x) { return x > 0; }, "seconds > 0",
+      "limit of each worker request");
+  add_number<int>(
+      c, "--jobs", o.jobs, "N", [](int x) { return x >= 0; }, "a whole number >= 0",
+      "compile parallelism (0: every core)");
+  add_number<int>(
+      c, "--workers", o.workers, "N", [](int x) { return x >= 0; }, "a whole number >= 0",
+      "worker threads (0: a quarter of the cores, 1 to 4)");
   add_text(c, "--cache", o.cache, "DIR", "compile cache")->default_str("~/.cache/kernelgate");
   add_choice(c, "--time", o.time, {"yes", "no"}, "time passing candidates");
-  add_number<double>(c, "--time-budget", o.time_budget, "S", [](double x) { return x > 0; },
-                     "seconds > 0", "cap of each timing phase");
+  add_number<double>(
+      c, "--time-budget", o.time_budget, "S", [](double x) { return x > 0; }, "seconds > 0",
+      "cap of each timing phase");
   add_text(c, "--baselines", o.baselines, "DIR", "the kernels timed against")
       ->default_str("kernels/tasks");
   add_text(c, "--scratch", o.scratch, "DIR", "trial tensors")
@@ -226,9 +230,9 @@ void declare_fastp(CLI::App& app, cli_values& v) {
        "speedup thresholds")
       ->type_name("LIST")
       ->default_str("0,0.5,0.8,1,1.5,2");
-  add_number<double>(c, "--min-effect", o.min_effect, "F",
-                     [](double x) { return x >= 0 && x < 1; }, "a fraction in [0, 1)",
-                     "smallest speedup that counts (fraction)");
+  add_number<double>(
+      c, "--min-effect", o.min_effect, "F", [](double x) { return x >= 0 && x < 1; },
+      "a fraction in [0, 1)", "smallest speedup that counts (fraction)");
   add_optional_text(c, "--candidate", o.candidate, "NAME", "score one candidate only");
   c->add_flag("--json", o.json, "print the scores as JSON");
   add_optional_text(c, "--out", o.out, "DIR", "also write a fastp result here");
@@ -243,27 +247,29 @@ void declare_workload(CLI::App& app, cli_values& v) {
   auto& o = v.workload;
   add_text(run, "id", o.id, "ID", "the workload (kernelgate workload list)")->required();
   add_choice(run, "--device", o.device, {"cpu", "cuda"}, "where it runs");
-  add_number<int>(run, "--steps", o.steps, "N", [](int x) { return x >= 2 && x <= 100000; },
-                  "a whole number 2..100000", "training or decode steps");
-  add_number<int>(run, "--jobs", o.jobs, "N", [](int x) { return x >= 0 && x <= 16; },
-                  "a whole number 0..16", "CPU threads (0: the default)");
+  add_number<int>(
+      run, "--steps", o.steps, "N", [](int x) { return x >= 2 && x <= 100000; },
+      "a whole number 2..100000", "training or decode steps");
+  add_number<int>(
+      run, "--jobs", o.jobs, "N", [](int x) { return x >= 0 && x <= 16; }, "a whole number 0..16",
+      "CPU threads (0: the default)");
   add_text(run, "--out", o.out, "DIR", "output folder");
   auto decode_only = [](CLI::Option* opt) { opt->group(decode_group); };
-  decode_only(add_number<double>(run, "--start-rps", o.start_rps, "R",
-                                 [](double x) { return x > 0; }, "a number > 0",
-                                 "first load tried, requests/s"));
-  decode_only(add_number<double>(run, "--trace-seconds", o.trace_seconds, "S",
-                                 [](double x) { return x > 0; }, "a number > 0",
-                                 "length of each arrival trace"));
-  decode_only(add_number<int>(run, "--max-load-steps", o.max_load_steps, "N",
-                              [](int x) { return x >= 1 && x <= 200; }, "a whole number 1..200",
-                              "loads tried at most (5% apart)"));
-  decode_only(add_number<double>(run, "--itl-limit-ms", o.itl_limit_ms, "L",
-                                 [](double x) { return x > 0; }, "a number > 0",
-                                 "inter-token latency gate, ms (p99)"));
-  decode_only(add_number<int>(run, "--repeats", o.repeats, "R",
-                              [](int x) { return x >= 2 && x <= 100; }, "a whole number 2..100",
-                              "traces at each found load (bootstrap)"));
+  decode_only(add_number<double>(
+      run, "--start-rps", o.start_rps, "R", [](double x) { return x > 0; }, "a number > 0",
+      "first load tried, requests/s"));
+  decode_only(add_number<double>(
+      run, "--trace-seconds", o.trace_seconds, "S", [](double x) { return x > 0; }, "a number > 0",
+      "length of each arrival trace"));
+  decode_only(add_number<int>(
+      run, "--max-load-steps", o.max_load_steps, "N", [](int x) { return x >= 1 && x <= 200; },
+      "a whole number 1..200", "loads tried at most (5% apart)"));
+  decode_only(add_number<double>(
+      run, "--itl-limit-ms", o.itl_limit_ms, "L", [](double x) { return x > 0; }, "a number > 0",
+      "inter-token latency gate, ms (p99)"));
+  decode_only(add_number<int>(
+      run, "--repeats", o.repeats, "R", [](int x) { return x >= 2 && x <= 100; },
+      "a whole number 2..100", "traces at each found load (bootstrap)"));
 }
 
 void declare_protocols(CLI::App& app, cli_values& v) {
@@ -384,7 +390,9 @@ std::vector<const CLI::App*> commands_of(const CLI::App& c) {
   return c.get_subcommands([](const CLI::App*) { return true; });
 }
 
-bool is_flag(const CLI::Option* o) { return o->get_type_name().empty(); }
+bool is_flag(const CLI::Option* o) {
+  return o->get_type_name().empty();
+}
 
 bool is_help(const CLI::Option* o) {
   return o->get_name() == "--help" || o->get_name() == "--help-all";
@@ -452,7 +460,8 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
   }
   if (path == "workload run") {
     for (const auto* o : find_command(app, path)->get_options())
-      if (o->get_group() == decode_group && o->count()) v.workload.decode_options_given.push_back(o->get_name());
+      if (o->get_group() == decode_group && o->count())
+        v.workload.decode_options_given.push_back(o->get_name());
     return run_workload_command(v.workload, args, out, err);
   }
   err << "kernelgate: internal error: no handler for '" << path << "'\n";
@@ -590,7 +599,8 @@ int kernelgate_main(const std::vector<std::string>& args, std::ostream& out, std
     if (const auto extra = extra_word(*app)) {
       const auto& [word, path] = *extra;
       err << "kernelgate: " << (path.empty() ? "" : path + ": ")
-          << (word.rfind("-", 0) == 0 && word.size() > 1 ? "unknown option '" : "unexpected argument '")
+          << (word.rfind("-", 0) == 0 && word.size() > 1 ? "unknown option '"
+                                                         : "unexpected argument '")
           << printable(word) << "' (kernelgate " << (path.empty() ? "" : path + " ") << "--help)\n";
       return exit_code::bad_input;
     }

@@ -17,6 +17,8 @@
 #include <thread>
 #include <unistd.h>
 
+#include "base/rng.h"
+#include "gpu/device_info.h"
 #include "kernels/task_torch_refs.h"
 #include "oracles/comparators.h"
 #include "oracles/protocol.h"
@@ -26,16 +28,14 @@
 #include "reports/result_writer.h"
 #include "reports/sha256.h"
 #include "sandbox/candidate_compiler.h"
-#include "suite/exit_codes.h"
 #include "sandbox/sandbox.h"
-#include "suite/task_catalog.h"
 #include "sandbox/torch_time_store.h"
 #include "sandbox/trial_cache.h"
 #include "sandbox/worker_pool.h"
-#include "gpu/device_info.h"
+#include "suite/exit_codes.h"
+#include "suite/task_catalog.h"
 #include "timing/interrupt.h"
 #include "timing/phase_log.h"
-#include "base/rng.h"
 
 namespace kg {
 namespace {
@@ -108,13 +108,31 @@ fs::path worker_binary() {
 
 } // namespace
 
-std::string default_baselines_dir() { return KG_TASK_KERNELS_DIR; }
+std::string default_baselines_dir() {
+  return KG_TASK_KERNELS_DIR;
+}
 
-int run_eval_command(const eval_options& o, const std::vector<std::string>& args,
-                     std::ostream& out, std::ostream& err) {
+namespace {
+
+// What eval runs, read and checked before anything is written: the protocol, the seed, the
+// tasks and their files' hashes, the (task, candidate) pairs, the device and the configuration
+// the result records.
+struct eval_plan {
+  std::optional<protocol> peer;
+  bool seed_given = false;
+  std::uint64_t seed = 0;
+  std::vector<task_def> tasks;
+  std::vector<pair_plan> pairs;
+  nlohmann::json task_files, config;
+  device_info dev;
+};
+
+// Phase 1: load. Returns an exit code (bad input, no GPU) and prints one line, or fills `plan`.
+std::optional<int> load_eval_plan(const eval_options& o, eval_plan& plan, std::ostream& err) {
+  auto& peer = plan.peer;
+  auto& tasks = plan.tasks;
   // strict: the task's tolerance against the fp64 oracle. A peer's name: its checker as
   // oracles/protocol.h models it, against the LibTorch reference.
-  std::optional<protocol> peer;
   if (o.protocol != "strict") {
     peer = find_protocol(o.protocol);
     if (!peer) {
@@ -126,14 +144,10 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
       return exit_code::bad_input;
     }
   }
-  const int trials = o.trials, jobs = o.jobs;
-  int workers = o.workers;
-  const double timeout = o.timeout, time_budget = o.time_budget;
   // The run's seed: secret (drawn from the OS, published in the summary only after the run, so
   // no input can be generated ahead), or --seed to reproduce a published run.
-  const bool seed_given = o.seed.has_value();
-  const std::uint64_t seed = seed_given ? *o.seed : secret_seed();
-  std::vector<task_def> tasks;
+  plan.seed_given = o.seed.has_value();
+  plan.seed = plan.seed_given ? *o.seed : secret_seed();
   try {
     tasks = load_tasks(o.tasks);
   } catch (const task_error& e) {
@@ -153,18 +167,19 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
   // drive the whole pipeline -- pairs, worker pool, gate, records in order -- without a GPU.
   const char* fake = std::getenv("KERNELGATE_FAKE_DEVICE");
   const bool fake_device = fake && std::string(fake) == "1" && std::getenv("KERNELGATE_WORKER");
-  const device_info dev = query_device(0);
-  if (!dev.available && !fake_device) {
-    err << "kernelgate: no GPU to evaluate on: " << dev.reason << "\n";
+  plan.dev = query_device(0);
+  if (!plan.dev.available && !fake_device) {
+    err << "kernelgate: no GPU to evaluate on: " << plan.dev.reason << "\n";
     return exit_code::unavailable;
   }
-  const auto pairs = find_pairs(tasks, o.candidates);
-  nlohmann::json intended = nlohmann::json::array(), task_files = nlohmann::json::object();
+  plan.pairs = find_pairs(tasks, o.candidates);
+  nlohmann::json intended = nlohmann::json::array();
+  plan.task_files = nlohmann::json::object();
   for (const auto& t : tasks) {
     intended.push_back(t.id);
-    task_files[t.id] = {{"file", t.file}, {"sha256", file_sha256(t.file)}};
+    plan.task_files[t.id] = {{"file", t.file}, {"sha256", file_sha256(t.file)}};
   }
-  nlohmann::json config = {
+  plan.config = {
       {"tasks", o.tasks},
       {"candidates", o.candidates},
       {"protocol", o.protocol},
@@ -172,14 +187,15 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
                              : nlohmann::json("every element of every output within the task's "
                                               "atol + rtol x |fp64 oracle|; NaN fails; every "
                                               "shape, --trials draws")},
-      {"trials_per_shape", trials},
+      {"trials_per_shape", o.trials},
       {"draws_per_shape", "the larger of --trials and the task's input regimes; draw 0 is N(0,1), "
                           "the others cover every regime the task declares, in an order drawn "
                           "from the seed"},
-      {"seed", seed_given ? nlohmann::json(seed)
-                          : nlohmann::json("secret: drawn from the OS, recorded in the summary "
-                                           "after the run")},
-      {"timeout_seconds", timeout},
+      {"seed", plan.seed_given
+                   ? nlohmann::json(plan.seed)
+                   : nlohmann::json("secret: drawn from the OS, recorded in the summary "
+                                    "after the run")},
+      {"timeout_seconds", o.timeout},
       {"timing",
        o.time == "yes"
            ? nlohmann::json{{"shape", "each task's first shape"},
@@ -197,34 +213,163 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
            : nlohmann::json("off")},
       {"nvcc_flags", candidate_nvcc_flags()},
       {"intended_tasks", intended},
-      {"task_files", task_files}};
+      {"task_files", plan.task_files}};
+  return std::nullopt;
+}
+
+// The compiled candidates and task kernels of a run (by_source points into results).
+struct compiled_sources {
+  compile_options options;
+  std::vector<compile_result> results;
+  std::map<fs::path, const compile_result*> by_source;
+  std::map<std::string, fs::path> baseline_source; // the task kernel timed against, by task
+};
+
+// Phase 2: compile every distinct source at once, on every core (or --jobs), through the cache:
+// the candidates, and the task kernels when timing.
+void compile_eval_sources(const eval_plan& plan, const eval_options& o, compiled_sources& c) {
+  c.options.jobs = o.jobs;
+  if (!o.cache.empty()) c.options.cache_dir = o.cache;
+  std::vector<fs::path> sources;
+  for (const auto& p : plan.pairs)
+    if (!p.source.empty()) sources.push_back(p.source);
+  if (o.time == "yes")
+    for (const auto& t : plan.tasks)
+      if (const auto f = fs::path(o.baselines) / (t.id + ".cu"); fs::is_regular_file(f)) {
+        c.baseline_source[t.id] = f;
+        sources.push_back(f);
+      }
+  c.results = compile_candidates(sources, c.options);
+  for (const auto& r : c.results)
+    c.by_source[r.source] = &r;
+}
+
+// Phase 4 (with --kernelbench): the results in KernelBench's layouts. Returns an exit code when a
+// file cannot be written.
+std::optional<int>
+write_kernelbench_files(const fs::path& file_name, const std::vector<task_def>& tasks,
+                        const nlohmann::json& kb,
+                        const std::map<std::string, std::vector<double>>& kb_baseline_ms,
+                        const std::string& gpu, std::ostream& out, std::ostream& err) {
+  // KernelBench's layout needs numeric problem ids: a task is its 1-based position in the task
+  // list (the id is in each sample's metadata). Beside it, the task kernels' times in
+  // baseline_time_torch.json's layout under "level1", named "<position>_<task>.py" -- so
+  // `kernelgate fastp FILE --baseline BASE` and KernelBench's own scoring read the pair. The
+  // times are medians (KernelBench's are means): the baseline's samples in the ABBA pairs, the
+  // candidate's honest samples. Each file is written whole, then renamed.
+  const fs::path& f = file_name;
+  const fs::path base = f.parent_path() / (f.stem().string() + ".baseline.json");
+  std::error_code mk;
+  if (!f.parent_path().empty()) fs::create_directories(f.parent_path(), mk);
+  nlohmann::json results = nlohmann::json::object(), level = nlohmann::json::object();
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const std::string pid = std::to_string(i + 1);
+    if (kb.contains(tasks[i].id)) results[pid] = kb.at(tasks[i].id);
+    if (const auto it = kb_baseline_ms.find(tasks[i].id); it != kb_baseline_ms.end()) {
+      auto v = it->second;
+      std::sort(v.begin(), v.end());
+      const double mid =
+          v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+      level[pid + "_" + tasks[i].id + ".py"] = {{"mean", mid},
+                                                {"num_trials", v.size()},
+                                                {"hardware", gpu},
+                                                {"device", "cuda:0"},
+                                                {"statistic", "median (kernelgate)"}};
+    }
+  }
+  for (const auto& [file, doc] :
+       {std::pair{f, results}, std::pair{base, nlohmann::json{{"level1", level}}}}) {
+    const fs::path tmp = file.string() + ".tmp";
+    std::ofstream(tmp) << doc.dump(2) << "\n";
+    std::error_code ec;
+    fs::rename(tmp, file, ec);
+    if (ec) {
+      err << "kernelgate: cannot write " << file.string() << ": " << ec.message() << "\n";
+      return exit_code::bad_input;
+    }
+  }
+  out << "Wrote " << f.string() << " (KernelBench eval_results.json layout, problem id = the "
+      << "task's position) and " << base.string() << " (its baseline: the task kernels' times)\n";
+  return std::nullopt;
+}
+
+// The `evaluation` record of a pair; `torch`: the task's LibTorch reference time, if any.
+nlohmann::json evaluation_record(const pair_plan& p, const candidate_verdict& v,
+                                 const nlohmann::json* torch) {
+  nlohmann::json rec = {
+      {"type", "evaluation"},
+      {"id", "eval/" + p.task->id + "/" + (p.candidate.empty() ? "-" : p.candidate)},
+      {"task", p.task->id},
+      {"candidate", p.candidate},
+      {"source", p.source.string()},
+      {"status", v.status},
+      {"status_reason", v.reason},
+      {"detail", v.detail}};
+  // The timing figures at the top of the record (the layout `kernelgate fastp` reads).
+  for (const char* k : {"candidate_us", "baseline_us", "speedup", "speedup_ci95"})
+    if (v.detail.contains(k)) rec[k] = v.detail[k];
+  // Against the LibTorch reference: separate measurements (not ABBA), so no interval here;
+  // both medians and their intervals are in the record.
+  if (torch && v.detail.contains("candidate_us")) {
+    rec["torch_reference"] = *torch;
+    const auto& r = torch->at("reference");
+    if (r.value("status", "") == "TIMED") {
+      rec["torch_us"] = r.at("median_us");
+      rec["speedup_vs_torch"] =
+          r.at("median_us").get<double>() / v.detail["candidate_us"].get<double>();
+    }
+  }
+  return rec;
+}
+
+// The pair as one sample of KernelBench's eval_results.json: compiled is false only for
+// COMPILE_ERROR; runtime in ms, the median of the candidate's honest samples, -1 when untimed.
+nlohmann::json kernelbench_sample(const pair_plan& p, const candidate_verdict& v,
+                                  std::size_t sample_id) {
+  return {{"sample_id", sample_id},
+          {"compiled", v.status != "COMPILE_ERROR"},
+          {"correctness", v.status == "PASSED"},
+          {"metadata",
+           {{"kernelgate_status", v.status},
+            {"status_reason", v.reason},
+            {"candidate", p.candidate},
+            {"source", p.source.string()}}},
+          {"runtime", v.detail.contains("candidate_us")
+                          ? v.detail["candidate_us"].get<double>() / 1000.0
+                          : -1.0},
+          {"runtime_stats", nlohmann::json::object()}};
+}
+
+} // namespace
+
+int run_eval_command(const eval_options& o, const std::vector<std::string>& args, std::ostream& out,
+                     std::ostream& err) {
+  eval_plan plan;
+  if (const auto rc = load_eval_plan(o, plan, err)) return *rc;
+  const auto& peer = plan.peer;
+  const auto& tasks = plan.tasks;
+  const auto& pairs = plan.pairs;
+  const auto& task_files = plan.task_files;
+  const auto& config = plan.config;
+  const auto& dev = plan.dev;
+  const bool seed_given = plan.seed_given;
+  const std::uint64_t seed = plan.seed;
+  const int trials = o.trials;
+  int workers = o.workers;
+  const double timeout = o.timeout, time_budget = o.time_budget;
   std::unique_ptr<result_writer> writer;
   try {
-    writer =
-        std::make_unique<result_writer>(o.out, "eval", args, collect_environment(), config);
+    writer = std::make_unique<result_writer>(o.out, "eval", args, collect_environment(), config);
   } catch (const output_error& e) {
     err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
   }
-  // Compile every distinct source at once, on every core (or --jobs), through the cache.
-  compile_options copt;
-  copt.jobs = jobs;
-  if (!o.cache.empty()) copt.cache_dir = o.cache;
-  std::vector<fs::path> sources;
-  for (const auto& p : pairs)
-    if (!p.source.empty()) sources.push_back(p.source);
+  compiled_sources compiled;
+  compile_eval_sources(plan, o, compiled);
+  const auto& copt = compiled.options;
+  const auto& baseline_source = compiled.baseline_source;
+  const auto& by_source = compiled.by_source;
   const bool timed = o.time == "yes";
-  std::map<std::string, fs::path> baseline_source;
-  if (timed)
-    for (const auto& t : tasks)
-      if (const auto f = fs::path(o.baselines) / (t.id + ".cu"); fs::is_regular_file(f)) {
-        baseline_source[t.id] = f;
-        sources.push_back(f);
-      }
-  const auto compiled = compile_candidates(sources, copt);
-  std::map<fs::path, const compile_result*> by_source;
-  for (const auto& c : compiled)
-    by_source[c.source] = &c;
 
   // The LibTorch reference's GPU time, once per task: from the store beside the compile cache
   // (--torch-time cached, KernelBench's once-per-GPU baseline), else timed with the task's first
@@ -253,8 +398,7 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
 
   // Scratch for the tensors the workers read and write: memory-backed where the machine has it
   // (tens of MB per trial), removed at the end.
-  scratch_dir scratch(o.scratch.empty() ? default_scratch(o.out)
-                                             : fs::path(o.scratch));
+  scratch_dir scratch(o.scratch.empty() ? default_scratch(o.out) : fs::path(o.scratch));
   trial_cache cache(scratch.path() / "trials");
   std::map<std::string, std::string> invalid_reference;
   std::mutex invalid_m;
@@ -336,45 +480,13 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
       const auto& p = pairs[committed];
       const auto& v = *verdicts[committed];
       ++counts[v.status];
-      nlohmann::json rec = {
-          {"type", "evaluation"},
-          {"id", "eval/" + p.task->id + "/" + (p.candidate.empty() ? "-" : p.candidate)},
-          {"task", p.task->id},
-          {"candidate", p.candidate},
-          {"source", p.source.string()},
-          {"status", v.status},
-          {"status_reason", v.reason},
-          {"detail", v.detail}};
-      // The timing figures at the top of the record (the layout `kernelgate fastp` reads).
-      for (const char* k : {"candidate_us", "baseline_us", "speedup", "speedup_ci95"})
-        if (v.detail.contains(k)) rec[k] = v.detail[k];
-      // Against the LibTorch reference: separate measurements (not ABBA), so no interval here;
-      // both medians and their intervals are in the record.
-      if (const auto te = torch_entry.find(p.task->id);
-          te != torch_entry.end() && v.detail.contains("candidate_us")) {
-        rec["torch_reference"] = te->second;
-        const auto& r = te->second.at("reference");
-        if (r.value("status", "") == "TIMED") {
-          rec["torch_us"] = r.at("median_us");
-          rec["speedup_vs_torch"] =
-              r.at("median_us").get<double>() / v.detail["candidate_us"].get<double>();
-        }
-      }
+      const auto te = torch_entry.find(p.task->id);
+      const nlohmann::json rec =
+          evaluation_record(p, v, te == torch_entry.end() ? nullptr : &te->second);
       writer->append(rec);
       if (!p.source.empty()) {
         auto& samples = kb[p.task->id];
-        nlohmann::json e = {{"sample_id", samples.size()},
-                            {"compiled", v.status != "COMPILE_ERROR"},
-                            {"correctness", v.status == "PASSED"},
-                            {"metadata",
-                             {{"kernelgate_status", v.status},
-                              {"status_reason", v.reason},
-                              {"candidate", p.candidate},
-                              {"source", p.source.string()}}},
-                            {"runtime", v.detail.contains("candidate_us")
-                                            ? v.detail["candidate_us"].get<double>() / 1000.0
-                                            : -1.0},
-                            {"runtime_stats", nlohmann::json::object()}};
+        const auto e = kernelbench_sample(p, v, samples.size());
         samples.push_back(e);
         if (v.detail.contains("baseline_us"))
           kb_baseline_ms[p.task->id].push_back(v.detail["baseline_us"].get<double>() / 1000.0);
@@ -514,47 +626,10 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
         {"source", seed_given ? "--seed" : "secret (OS)"},
         {"reproduce", "kernelgate eval ... --seed " + std::to_string(seed)}}}};
   const auto path = writer->finish(summary);
-  if (!o.kernelbench.empty()) {
-    // KernelBench's layout needs numeric problem ids: a task is its 1-based position in the task
-    // list (the id is in each sample's metadata). Beside it, the task kernels' times in
-    // baseline_time_torch.json's layout under "level1", named "<position>_<task>.py" -- so
-    // `kernelgate fastp FILE --baseline BASE` and KernelBench's own scoring read the pair. The
-    // times are medians (KernelBench's are means): the baseline's samples in the ABBA pairs, the
-    // candidate's honest samples. Each file is written whole, then renamed.
-    const fs::path f = o.kernelbench;
-    const fs::path base = f.parent_path() / (f.stem().string() + ".baseline.json");
-    std::error_code mk;
-    if (!f.parent_path().empty()) fs::create_directories(f.parent_path(), mk);
-    nlohmann::json results = nlohmann::json::object(), level = nlohmann::json::object();
-    for (std::size_t i = 0; i < tasks.size(); ++i) {
-      const std::string pid = std::to_string(i + 1);
-      if (kb.contains(tasks[i].id)) results[pid] = kb[tasks[i].id];
-      if (const auto it = kb_baseline_ms.find(tasks[i].id); it != kb_baseline_ms.end()) {
-        auto v = it->second;
-        std::sort(v.begin(), v.end());
-        const double mid =
-            v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-        level[pid + "_" + tasks[i].id + ".py"] = {{"mean", mid},
-                                                  {"num_trials", v.size()},
-                                                  {"hardware", dev.name},
-                                                  {"device", "cuda:0"},
-                                                  {"statistic", "median (kernelgate)"}};
-      }
-    }
-    for (const auto& [file, doc] :
-         {std::pair{f, results}, std::pair{base, nlohmann::json{{"level1", level}}}}) {
-      const fs::path tmp = file.string() + ".tmp";
-      std::ofstream(tmp) << doc.dump(2) << "\n";
-      std::error_code ec;
-      fs::rename(tmp, file, ec);
-      if (ec) {
-        err << "kernelgate: cannot write " << file.string() << ": " << ec.message() << "\n";
-        return exit_code::bad_input;
-      }
-    }
-    out << "Wrote " << f.string() << " (KernelBench eval_results.json layout, problem id = the "
-        << "task's position) and " << base.string() << " (its baseline: the task kernels' times)\n";
-  }
+  if (!o.kernelbench.empty())
+    if (const auto rc =
+            write_kernelbench_files(o.kernelbench, tasks, kb, kb_baseline_ms, dev.name, out, err))
+      return *rc;
   out << "Statuses:";
   for (const auto& [k, n] : counts)
     out << " " << k << " " << n;

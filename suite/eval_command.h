@@ -33,7 +33,7 @@ struct eval_options {
 std::string default_baselines_dir();
 
 // `argv` is the command line, recorded in the result.
-int run_eval_command(const eval_options& o, const std::vector<std::string>& argv,
-                     std::ostream& out, std::ostream& err);
+int run_eval_command(const eval_options& o, const std::vector<std::string>& argv, std::ostream& out,
+                     std::ostream& err);
 
 } // namespace kg

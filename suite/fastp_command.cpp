@@ -56,7 +56,6 @@ std::optional<double> parse_number(std::string_view s) {
   return v;
 }
 
-
 // Reads RESULT and picks its reader: a kernelgate result has "schema" and "kind"; any other
 // object is taken as KernelBench's eval_results.json, which needs the baseline file.
 fastp_source load_source(const fastp_request& r) {

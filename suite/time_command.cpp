@@ -11,6 +11,8 @@
 #include <ostream>
 #include <sstream>
 
+#include "gpu/device_buffer.h"
+#include "gpu/device_info.h"
 #include "kernels/layernorm_affine_cuda.h"
 #include "reports/environment.h"
 #include "reports/json_input.h"
@@ -18,8 +20,6 @@
 #include "suite/exit_codes.h"
 #include "suite/timed_layernorm.h"
 #include "timing/clock_policy.h"
-#include "gpu/device_buffer.h"
-#include "gpu/device_info.h"
 #include "timing/gpu_timer.h"
 #include "timing/interrupt.h"
 #include "timing/paired.h"
@@ -90,8 +90,8 @@ std::vector<std::string> timed_implementation_names() {
   return n;
 }
 
-int run_time_command(const time_options& o, const std::vector<std::string>& args,
-                     std::ostream& out, std::ostream& err) {
+int run_time_command(const time_options& o, const std::vector<std::string>& args, std::ostream& out,
+                     std::ostream& err) {
   const auto impls = registry();
   for (const std::string* n : {&o.impl, &o.vs}) {
     if ((n == &o.impl || !n->empty()) && !impls.count(*n)) {
@@ -146,10 +146,14 @@ int run_time_command(const time_options& o, const std::vector<std::string>& args
   gpu_timer& timer = *timer_holder;
   const layernorm_config cfg{shape->first, shape->second, *type, 42};
   const std::string out_dir = o.out.empty() ? "kg-out/time-" + o.impl : o.out;
-  nlohmann::json config = {{"impl", o.impl},           {"vs", o.vs},
-                           {"shape", {cfg.rows, cfg.cols}}, {"dtype", dtype_name(cfg.type)},
-                           {"clocks", policy->name()},      {"clock_policy_note", clocks->note()},
-                           {"timing", topt.to_json()},      {"min_effect", min_effect}};
+  nlohmann::json config = {{"impl", o.impl},
+                           {"vs", o.vs},
+                           {"shape", {cfg.rows, cfg.cols}},
+                           {"dtype", dtype_name(cfg.type)},
+                           {"clocks", policy->name()},
+                           {"clock_policy_note", clocks->note()},
+                           {"timing", topt.to_json()},
+                           {"min_effect", min_effect}};
   std::unique_ptr<result_writer> writer;
   try {
     writer = std::make_unique<result_writer>(out_dir, "time", args, collect_environment(), config);
@@ -185,10 +189,8 @@ int run_time_command(const time_options& o, const std::vector<std::string>& args
       const timed_impl& base = impls.at(o.vs);
       timed_layernorm base_problem(cfg, base.expected);
       const auto rv = timer.measure_honest(base_problem.work(base.launch));
-      writer->append({{"type", "timing"},
-                      {"id", "timing/" + o.vs},
-                      {"impl", o.vs},
-                      {"result", rv.to_json()}});
+      writer->append(
+          {{"type", "timing"}, {"id", "timing/" + o.vs}, {"impl", o.vs}, {"result", rv.to_json()}});
       if (rv.status != "TIMED") {
         summary["status"] = "failed";
         writer->finish(summary);

@@ -12,13 +12,13 @@
 #include <map>
 #include <sstream>
 
+#include "gpu/device_info.h"
 #include "reports/environment.h"
 #include "reports/result_writer.h"
 #include "suite/decode_workload.h"
+#include "suite/exit_codes.h"
 #include "suite/lora_workload.h"
 #include "workloads/lora_torch.h"
-#include "suite/exit_codes.h"
-#include "gpu/device_info.h"
 
 namespace kg {
 namespace {
@@ -151,8 +151,7 @@ int run_workload_command(const workload_options& o, const std::vector<std::strin
       for (auto& g : d.gates)
         r.gates.push_back({g.name, g.pass, g.detail});
     } else {
-      r = def->gpu_only ? run_lora_qwen3_4b(steps, jobs)
-                        : run_lora_small(o.device, steps, jobs);
+      r = def->gpu_only ? run_lora_qwen3_4b(steps, jobs) : run_lora_small(o.device, steps, jobs);
     }
   } catch (const std::exception& e) {
     // Interrupted (SIGINT/SIGTERM), or failed (a LibTorch or CUDA error): a record says so and

@@ -53,7 +53,9 @@ std::string doc_section(const std::string& doc, const std::string& path) {
   return doc.substr(at, end == std::string::npos ? std::string::npos : end - at);
 }
 
-int lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+int lines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
 
 } // namespace
 
@@ -66,14 +68,15 @@ TEST(cli_help, every_command_is_described_with_its_options) {
                         "workload run", "protocols", "validate"})
     EXPECT_TRUE(paths.count(p)) << p;
   for (const auto& h : all)
-    if (h.path == "eval")
-      for (const char* o : {"--tasks", "--candidates", "--protocol", "--trials", "--seed",
-                            "--timeout", "--jobs", "--workers", "--cache", "--time",
-                            "--time-budget", "--baselines", "--scratch", "--out", "--kernelbench",
-                            "--torch-time"})
-        EXPECT_TRUE(std::any_of(h.options.begin(), h.options.end(),
-                                [&](const option_help& x) { return x.name == o; }))
-            << o;
+    if (h.path == "eval") {
+      for (const char* o :
+           {"--tasks", "--candidates", "--protocol", "--trials", "--seed", "--timeout", "--jobs",
+            "--workers", "--cache", "--time", "--time-budget", "--baselines", "--scratch", "--out",
+            "--kernelbench", "--torch-time"})
+        EXPECT_TRUE(std::any_of(h.options.begin(), h.options.end(), [&](const option_help& x) {
+          return x.name == o;
+        })) << o;
+    }
 }
 
 TEST(cli_help, every_command_answers_help_with_every_option_it_accepts) {
@@ -88,8 +91,9 @@ TEST(cli_help, every_command_answers_help_with_every_option_it_accepts) {
       EXPECT_NE(r.out.find(o.name), std::string::npos)
           << h.path << " --help lacks " << o.name << "\n"
           << r.out;
-      if (!o.value.empty())
+      if (!o.value.empty()) {
         EXPECT_NE(r.out.find(o.value), std::string::npos) << h.path << " " << o.name;
+      }
     }
     // `kernelgate help PATH` prints the same text.
     auto help_args = words(h.path);
@@ -99,8 +103,9 @@ TEST(cli_help, every_command_answers_help_with_every_option_it_accepts) {
   const auto top = run({"--help"});
   EXPECT_EQ(top.rc, exit_code::ok);
   for (const auto& h : describe_commands())
-    if (h.path.find(' ') == std::string::npos)
+    if (h.path.find(' ') == std::string::npos) {
       EXPECT_NE(top.out.find(h.path), std::string::npos) << h.path;
+    }
   EXPECT_EQ(run({"help"}).out, top.out);
 }
 
@@ -129,18 +134,18 @@ TEST(cli_help, docs_carry_each_commands_generated_reference_and_no_other_option)
           known.insert(o.name);
     for (auto it = std::sregex_iterator(prose.begin(), prose.end(), option);
          it != std::sregex_iterator(); ++it)
-      EXPECT_TRUE(known.count(it->str()))
-          << "docs/cli.md's section on '" << h.path << "' names " << it->str()
-          << ", which the command does not accept";
+      EXPECT_TRUE(known.count(it->str())) << "docs/cli.md's section on '" << h.path << "' names "
+                                          << it->str() << ", which the command does not accept";
   }
 }
 
 TEST(cli_help, the_readme_lists_every_command_with_an_example) {
   const std::string readme = slurp(std::string(KG_SOURCE_DIR) + "/README.md");
   for (const auto& h : describe_commands())
-    if (h.path.find(' ') == std::string::npos || h.path.rfind("workload ", 0) == 0)
+    if (h.path.find(' ') == std::string::npos || h.path.rfind("workload ", 0) == 0) {
       EXPECT_NE(readme.find("kernelgate " + h.path), std::string::npos)
           << "README.md lacks an example of kernelgate " << h.path;
+    }
 }
 
 TEST(cli_help, unknown_options_and_bad_values_are_one_line_and_exit_2) {
@@ -173,8 +178,7 @@ TEST(cli_help, option_equals_value_and_double_dash_work) {
   // --trials=0 is read as --trials 0 (and refused for its value, not as an unknown option).
   const auto eq = run({"eval", "--tasks=x", "--candidates=y", "--trials=0"});
   EXPECT_EQ(eq.rc, exit_code::bad_input);
-  EXPECT_NE(eq.err.find("invalid --trials '0' (a whole number >= 1)"), std::string::npos)
-      << eq.err;
+  EXPECT_NE(eq.err.find("invalid --trials '0' (a whole number >= 1)"), std::string::npos) << eq.err;
   // After --, a word that looks like an option is the file to validate.
   const auto dd = run({"validate", "--", "--no-such-file.json"});
   EXPECT_EQ(dd.rc, exit_code::bad_input);

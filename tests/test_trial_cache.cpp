@@ -7,8 +7,8 @@
 #include "kernels/task_torch_refs.h"
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
-#include "suite/task_catalog.h"
 #include "sandbox/trial_cache.h"
+#include "suite/task_catalog.h"
 
 using namespace kg;
 
@@ -115,8 +115,8 @@ TEST(trial_cache, the_reference_floor_is_four_times_its_error_capped_at_the_boun
   const auto t = task("fused_bias_dropout_free_residual");
   const auto oracle = std::vector<host_tensor>{
       host_tensor::from_doubles(dtype::float64, {5}, std::vector<double>{1, 2, 3, 0, -4})};
-  const auto ref = std::vector<host_tensor>{host_tensor::from_doubles(
-      dtype::float64, {5}, std::vector<double>{1.1, 2, NAN, 5, -4.25})};
+  const auto ref = std::vector<host_tensor>{
+      host_tensor::from_doubles(dtype::float64, {5}, std::vector<double>{1.1, 2, NAN, 5, -4.25})};
   std::vector<host_tensor> extra{
       host_tensor::from_doubles(dtype::float64, {5}, std::vector<double>{0, 0.5, 0, 0, 0.1})};
   floor_at_reference_error(t, oracle, ref, extra);

@@ -72,25 +72,6 @@ long long row_tiles(const gemv_config& c, int n) {
   return (n + tile_rows(c) - 1) / tile_rows(c);
 }
 
-// The largest batch group a kernel exists for: simt, rows_per_warp * group <= 32 accumulators
-// per lane; bulk, at most 8 of those (larger batches are the mma family's); mma, four 8-column
-// batch tiles.
-int max_group(const gemv_config& c) {
-  switch (c.kind) {
-  case gemv_kind::bulk:
-    return 32 / c.rows_per_warp < 8 ? 32 / c.rows_per_warp : 8;
-  case gemv_kind::mma:
-  case gemv_kind::packed:
-    return 32;
-  case gemv_kind::sweep:
-    return 2;
-  case gemv_kind::tsweep:
-    return 8;
-  default:
-    return 32 / c.rows_per_warp;
-  }
-}
-
 // Whether a launch needs the workspace: split K's slices.
 bool needs_workspace(const gemv_config& c) {
   return c.split_k > 1 && !c.cluster;
@@ -294,7 +275,7 @@ cudaError_t launch_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bflo
     a.slice_stride = static_cast<long long>(batch) * n;
   }
   const int blocks = static_cast<int>(tiles * c.split_k);
-  const int group = max_group(c);
+  const int group = gemv_batch_group(c);
   const int y_cols = gated ? n / 2 : n;
   // Batch groups in order; the last one takes the smallest kernel group that holds it (masked).
   for (int b0 = 0; b0 < batch; b0 += group) {
@@ -324,6 +305,25 @@ cudaError_t launch_gemv_bf16_gated(const __nv_bfloat16* x, const __nv_bfloat16* 
                                    bool programmatic) {
   if (!gemv_gated_supported(c, batch, n, k)) return cudaErrorInvalidValue;
   return launch_any(x, w, y, batch, n, k, c, nullptr, s, programmatic, true);
+}
+
+// The largest batch group a kernel exists for: simt, rows_per_warp * group <= 32 accumulators
+// per lane; bulk, at most 8 of those (larger batches are the mma family's); mma, four 8-column
+// batch tiles.
+int gemv_batch_group(const gemv_config& c) {
+  switch (c.kind) {
+  case gemv_kind::bulk:
+    return 32 / c.rows_per_warp < 8 ? 32 / c.rows_per_warp : 8;
+  case gemv_kind::mma:
+  case gemv_kind::packed:
+    return 32;
+  case gemv_kind::sweep:
+    return 2;
+  case gemv_kind::tsweep:
+    return 8;
+  default:
+    return 32 / c.rows_per_warp;
+  }
 }
 
 } // namespace kg

@@ -81,6 +81,9 @@ cudaError_t pack_gemv_weights(const __nv_bfloat16* w, __nv_bfloat16* packed, int
 // every shape it accepts at all (k % 8 == 0).
 gemv_config pick_gemv_config(int batch, int n, int k);
 
+// The batch rows one launch takes: launch_gemv_bf16 runs larger batches as groups of this many.
+int gemv_batch_group(const gemv_config& c);
+
 // Whether launch_gemv_bf16 accepts this configuration and shape (the rules below).
 bool gemv_config_supported(const gemv_config& c, int batch, int n, int k);
 
