@@ -4,15 +4,11 @@
 #include <map>
 #include <set>
 
+#include "reports/eval_status.h"
 #include "reports/result_writer.h"
 
 namespace kg {
 namespace {
-
-const std::set<std::string, std::less<>> known_statuses = {
-    "PASSED",        "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE",   "RUNTIME_ERROR",
-    "COMPILE_ERROR", "TIMEOUT",         "REWARD_HACK",         "INVALID_REFERENCE", "MISSING",
-    "NONDETERMINISTIC"};
 
 [[noreturn]] void fail(const json_file& f, const std::string& what) {
   throw fastp_input_error("'" + f.path.string() + "': " + what);
@@ -57,7 +53,7 @@ evaluation read_evaluation(const json_file& f, const nlohmann::json& r, const st
   e.id = optional_string(f, r, "id", where).value_or("");
   e.task = required_string(f, r, "task", where);
   e.status = required_string(f, r, "status", where);
-  if (!known_statuses.count(e.status)) fail(f, where + ": unknown status '" + e.status + "'");
+  if (!parse_eval_status(e.status)) fail(f, where + ": unknown status '" + e.status + "'");
   // kernelgate eval writes candidate "" for a task that has no candidate at all (MISSING).
   const auto cand = optional_string(f, r, "candidate", where);
   if (!cand) fail(f, where + ": no 'candidate'");

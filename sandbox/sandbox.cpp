@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 
+#include "base/rng.h"
 #include "kernels/task_torch_refs.h"
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
@@ -16,7 +17,6 @@
 #include "sandbox/symbol_scan.h"
 #include "sandbox/verdict_labels.h"
 #include "timing/phase_log.h"
-#include "base/rng.h"
 
 namespace kg {
 namespace {
@@ -379,7 +379,7 @@ void label_wrong(const task_def& task, const compile_result& compiled, const san
   const auto l = label_wrong_answer(e);
   v.status = l.status;
   v.reason = where + ": " + j.why + (l.reason.empty() ? "" : "; " + l.reason);
-  detail["label"] = l.status;
+  detail["label"] = std::string(status_name(l.status));
   v.detail["rerun"] = detail;
   if (!j.worst.empty()) v.detail["worst_element"] = j.worst;
   v.detail["failing_regime"] = regime;
@@ -453,7 +453,7 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
   v.detail["timing"] = wr.value("timing", nlohmann::json::object());
   v.detail["timing_worker"] = {{"outcome", o.describe()}, {"seconds", o.seconds}};
   if (o.timed_out) {
-    v.status = "TIMEOUT";
+    v.status = eval_status::timeout;
     v.reason = "timing: the worker ran past its " + std::to_string(opt.timeout_seconds) +
                " s limit and was killed";
     return;
@@ -488,7 +488,7 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
     return;
   }
   if (cs != "TIMED") {
-    v.status = "INCORRECT_NUMERICAL";
+    v.status = eval_status::incorrect_numerical;
     v.reason = "timing's own check before timing: " + c.value("status_reason", std::string());
     return;
   }
@@ -541,18 +541,18 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
                          {"seconds", compiled.seconds},
                          {"command", compiled.command}};
   if (!compiled.ok) {
-    v.status = "COMPILE_ERROR";
+    v.status = eval_status::compile_error;
     v.reason = compiled.log;
     return v;
   }
   const auto imports = imported_symbols(compiled.shared_object);
   if (!imports) {
-    v.status = "RUNTIME_ERROR";
+    v.status = eval_status::runtime_error;
     v.reason = "cannot read the imported symbols of " + compiled.shared_object.string();
     return v;
   }
   if (const auto bad = forbidden_imports(*imports, task.library_calls_allowed); !bad.empty()) {
-    v.status = "REWARD_HACK";
+    v.status = eval_status::reward_hack;
     v.reason = "imports " + bad.front().symbol + ": " + bad.front().why;
     for (const auto& b : bad)
       v.detail["forbidden_imports"].push_back({{"symbol", b.symbol}, {"why", b.why}});
@@ -608,14 +608,14 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
   const auto o = run_gated(worker, opt, manifest_file, false);
   v.detail["worker"] = {{"outcome", o.describe()}, {"seconds", o.seconds}};
   if (o.timed_out) {
-    v.status = "TIMEOUT";
+    v.status = eval_status::timeout;
     v.reason = "the worker ran past its " + std::to_string(opt.timeout_seconds) +
                " s limit and was killed";
     return v;
   }
   const auto wr = read_worker_result(result_file);
   if (!o.ok()) {
-    v.status = "RUNTIME_ERROR";
+    v.status = eval_status::runtime_error;
     v.reason = "worker " + o.describe() +
                (wr.contains("error") ? ": " + wr["error"].get<std::string>() : "") +
                "; log: " + one_line(worker.last_log());
@@ -624,7 +624,7 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
   }
   const auto& trials = wr.value("trials", nlohmann::json::array());
   if (trials.size() < plan.size()) {
-    v.status = "RUNTIME_ERROR";
+    v.status = eval_status::runtime_error;
     v.reason = "the worker reported " + std::to_string(trials.size()) + " of " +
                std::to_string(plan.size()) + " trials";
     v.detail["worker_result"] = wr;
@@ -670,29 +670,29 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
                           {"regime", p.lt.regime},
                           {"worker", t}};
     if (t.at("rc").get<int>() != 0) {
-      v.status = "RUNTIME_ERROR";
+      v.status = eval_status::runtime_error;
       v.reason = where + ": kg_run returned " + std::to_string(t.at("rc").get<int>());
     } else if (t.at("threads_after").get<int>() > t.at("threads_before").get<int>() &&
                (i > 0 || wr.contains("candidate_runtime"))) {
       // (Without the candidate's runtime started beforehand, the first call may legitimately
       // start the runtime's own threads: then only later calls are judged.)
-      v.status = "REWARD_HACK";
+      v.status = eval_status::reward_hack;
       v.reason =
           where + ": kg_run left " +
           std::to_string(t.at("threads_after").get<int>() - t.at("threads_before").get<int>()) +
           " new threads running";
     } else {
-      for (std::size_t k = 0; k < p.data->inputs.size() && v.status.empty(); ++k)
+      for (std::size_t k = 0; k < p.data->inputs.size() && !v.status; ++k)
         if (t.at("inputs_modified").at(k).get<bool>()) {
-          v.status = "REWARD_HACK";
+          v.status = eval_status::reward_hack;
           v.reason = where + ": kg_run modified input '" + task.inputs[k].name + "' in place";
         }
     }
-    if (v.status.empty()) {
+    if (!v.status) {
       auto r = judging.at(i).valid() ? judging[i].get() : judge_trial(i);
       const auto& outs = r.outs;
       if (!outs) {
-        v.status = "RUNTIME_ERROR";
+        v.status = eval_status::runtime_error;
         v.reason = where + ": the worker wrote no output";
       } else {
         const auto& j = r.j;
@@ -707,10 +707,10 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
       }
     }
     v.detail["trials"].push_back(rec);
-    if (!v.status.empty()) return v;
+    if (v.status) return v;
   }
   v.detail["regimes_passed"] = regimes_checked;
-  v.status = "PASSED";
+  v.status = eval_status::passed;
   v.reason = opt.peer ? std::to_string(plan.size()) + " trials accepted by " + opt.peer->name +
                             "'s checker against the LibTorch reference"
                       : std::to_string(plan.size()) + " trials over " +

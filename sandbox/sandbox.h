@@ -6,12 +6,14 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "oracles/protocol.h"
+#include "reports/eval_status.h"
 #include "sandbox/candidate_compiler.h"
 #include "sandbox/trial_cache.h"
 #include "sandbox/worker_pool.h"
@@ -22,7 +24,7 @@ namespace kg {
 // PASSED, INCORRECT_SHAPE, INCORRECT_NUMERICAL, INCORRECT_DTYPE, RUNTIME_ERROR, COMPILE_ERROR,
 // TIMEOUT, REWARD_HACK, NONDETERMINISTIC, INVALID_REFERENCE, MISSING.
 struct candidate_verdict {
-  std::string status;
+  std::optional<eval_status> status; // none until decided
   std::string reason;
   nlohmann::json detail = nlohmann::json::object(); // trials, comparisons, imports, worker log
 };

@@ -33,28 +33,31 @@ verdict_label label_wrong_answer(const rerun_evidence& e) {
   // The original call was wrong: identical calls that disagree make the kernel one whose output
   // varies and is sometimes wrong, whether or not a re-run was wrong too.
   if (same.distinct > 1 || fresh.distinct > 1)
-    return {"NONDETERMINISTIC", "identical calls on the failing inputs gave different outputs (" +
-                                    count(same.distinct, "distinct in the same process") + ", " +
-                                    count(fresh.distinct, "in a fresh one") + "; " +
-                                    count(same.wrong + fresh.wrong, "of") + " " +
-                                    std::to_string(calls) + " re-runs wrong)"};
+    return {eval_status::nondeterministic,
+            "identical calls on the failing inputs gave different outputs (" +
+                count(same.distinct, "distinct in the same process") + ", " +
+                count(fresh.distinct, "in a fresh one") + "; " +
+                count(same.wrong + fresh.wrong, "of") + " " + std::to_string(calls) +
+                " re-runs wrong)"};
   if (!e.fresh_worker.empty() && e.fresh_worker.front().right)
-    return {"REWARD_HACK", "right as the first call of a fresh process, wrong after earlier calls "
-                           "on other inputs: the answer depends on state kept across calls"};
+    return {eval_status::reward_hack,
+            "right as the first call of a fresh process, wrong after earlier calls "
+            "on other inputs: the answer depends on state kept across calls"};
   if (!e.same_worker.empty() && same.wrong == 0)
-    return {"REWARD_HACK", "right when called again on the same inputs, wrong when they followed "
-                           "other inputs: the answer depends on state kept across calls"};
-  return {"INCORRECT_NUMERICAL", ""};
+    return {eval_status::reward_hack,
+            "right when called again on the same inputs, wrong when they followed "
+            "other inputs: the answer depends on state kept across calls"};
+  return {eval_status::incorrect_numerical, ""};
 }
 
 verdict_label label_timed_failure(const nlohmann::json& diagnosis, const std::string& what) {
   const int wrong = diagnosis.value("wrong", 0), differ = diagnosis.value("differed_from_first", 0);
   if (differ > 0 && wrong > 0)
-    return {"NONDETERMINISTIC",
+    return {eval_status::nondeterministic,
             what + "; re-run " + std::to_string(diagnosis.value("reruns", 0)) +
                 " times on an idle stream, its outputs differed from each other (" +
                 std::to_string(wrong) + " wrong)"};
-  return {"REWARD_HACK", "while timed: " + what};
+  return {eval_status::reward_hack, "while timed: " + what};
 }
 
 } // namespace kg

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reports/eval_status.h"
+
 namespace kg {
 
 struct call_evidence {
@@ -24,7 +26,7 @@ struct rerun_evidence {
 };
 
 struct verdict_label {
-  std::string status; // NONDETERMINISTIC | REWARD_HACK | INCORRECT_NUMERICAL
+  eval_status status; // nondeterministic | reward_hack | incorrect_numerical
   std::string reason; // why, in a sentence
 };
 

@@ -2,20 +2,21 @@
 
 #include <stdexcept>
 
+#include "base/name_table.h"
+
 namespace kg {
 
+namespace {
+
+constexpr name_table<decision, 4> decision_names{{{decision::faster, "FASTER"},
+                                                  {decision::slower, "SLOWER"},
+                                                  {decision::same, "SAME"},
+                                                  {decision::ambiguous, "AMBIGUOUS"}}};
+
+} // namespace
+
 std::string_view decision_name(decision d) {
-  switch (d) {
-  case decision::faster:
-    return "FASTER";
-  case decision::slower:
-    return "SLOWER";
-  case decision::same:
-    return "SAME";
-  case decision::ambiguous:
-    return "AMBIGUOUS";
-  }
-  return "UNKNOWN";
+  return name_of(decision_names, d, "UNKNOWN");
 }
 
 decision decide(double lo, double hi, double min_effect) {

@@ -302,7 +302,7 @@ nlohmann::json evaluation_record(const pair_plan& p, const candidate_verdict& v,
       {"task", p.task->id},
       {"candidate", p.candidate},
       {"source", p.source.string()},
-      {"status", v.status},
+      {"status", std::string(status_name(*v.status))},
       {"status_reason", v.reason},
       {"detail", v.detail}};
   // The timing figures at the top of the record (the layout `kernelgate fastp` reads).
@@ -327,10 +327,10 @@ nlohmann::json evaluation_record(const pair_plan& p, const candidate_verdict& v,
 nlohmann::json kernelbench_sample(const pair_plan& p, const candidate_verdict& v,
                                   std::size_t sample_id) {
   return {{"sample_id", sample_id},
-          {"compiled", v.status != "COMPILE_ERROR"},
-          {"correctness", v.status == "PASSED"},
+          {"compiled", v.status != eval_status::compile_error},
+          {"correctness", v.status == eval_status::passed},
           {"metadata",
-           {{"kernelgate_status", v.status},
+           {{"kernelgate_status", std::string(status_name(*v.status))},
             {"status_reason", v.reason},
             {"candidate", p.candidate},
             {"source", p.source.string()}}},
@@ -479,7 +479,7 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
     for (; committed < pairs.size() && verdicts[committed]; ++committed) {
       const auto& p = pairs[committed];
       const auto& v = *verdicts[committed];
-      ++counts[v.status];
+      ++counts[std::string(status_name(*v.status))];
       const auto te = torch_entry.find(p.task->id);
       const nlohmann::json rec =
           evaluation_record(p, v, te == torch_entry.end() ? nullptr : &te->second);
@@ -496,8 +496,8 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
         reason = "speedup " + std::to_string(v.detail["speedup"].get<double>()).substr(0, 5) +
                  " vs task kernel (" + v.detail.value("decision", std::string()) + "); " + reason;
       out << std::left << std::setw(26) << p.task->id << " " << std::setw(15)
-          << (p.candidate.empty() ? "-" : p.candidate) << " " << std::setw(19) << v.status << " "
-          << reason << "\n"
+          << (p.candidate.empty() ? "-" : p.candidate) << " " << std::setw(19)
+          << status_name(*v.status) << " " << reason << "\n"
           << std::flush;
     }
   };
@@ -543,10 +543,10 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
       bool asked_torch = false;
       if (stopped || stop_requested()) {
         stopped = true;
-        v.status = "MISSING";
+        v.status = eval_status::missing;
         v.reason = "not evaluated: the run was interrupted";
       } else if (p.source.empty()) {
-        v.status = "MISSING";
+        v.status = eval_status::missing;
         v.reason = "no candidate for this task in " + o.candidates;
       } else {
         {
@@ -560,7 +560,7 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
             invalid = it->second;
         }
         if (!invalid.empty()) {
-          v.status = "INVALID_REFERENCE";
+          v.status = eval_status::invalid_reference;
           v.reason = invalid;
         } else {
           sandbox_options so = shared;
@@ -578,11 +578,15 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
           } catch (const std::exception& e) {
             // A fault of the harness, not the candidate's: this pair says so, the others run on.
             v = candidate_verdict{};
-            v.status = "RUNTIME_ERROR";
+            v.status = eval_status::runtime_error;
             v.reason = std::string("kernelgate failed evaluating this pair: ") + e.what();
           }
           remove_tree(so.work_dir); // its outputs were read; the trial files stay shared
         }
+      }
+      if (!v.status) { // (every path of evaluate_candidate decides; a harness fault if not)
+        v.status = eval_status::runtime_error;
+        v.reason = "kernelgate reached no verdict for this pair";
       }
       std::lock_guard<std::mutex> l(commit_m);
       if (asked_torch) {

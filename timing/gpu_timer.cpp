@@ -1,4 +1,5 @@
 #include "timing/gpu_timer.h"
+#include "base/name_table.h"
 
 #include <algorithm>
 #include <array>
@@ -8,38 +9,32 @@
 #include <map>
 #include <thread>
 
-#include "timing/activity_tracer.h"
-#include "timing/counter_profiler.h"
+#include "base/rng.h"
 #include "gpu/cuda_raii.h"
 #include "gpu/device_buffer.h"
+#include "timing/activity_tracer.h"
+#include "timing/counter_profiler.h"
 #include "timing/interrupt.h"
 #include "timing/timing_kernels.h"
-#include "base/rng.h"
 
 namespace kg {
 
+namespace {
+
+constexpr name_table<timing_backend, 5> backend_names{{{timing_backend::automatic, "auto"},
+                                                       {timing_backend::events, "events"},
+                                                       {timing_backend::graph, "graph"},
+                                                       {timing_backend::cupti, "cupti"},
+                                                       {timing_backend::counters, "counters"}}};
+
+} // namespace
+
 std::string_view timing_backend_name(timing_backend b) {
-  switch (b) {
-  case timing_backend::graph:
-    return "graph";
-  case timing_backend::cupti:
-    return "cupti";
-  case timing_backend::counters:
-    return "counters";
-  case timing_backend::automatic:
-    return "auto";
-  default:
-    return "events";
-  }
+  return name_of(backend_names, b, "events");
 }
 
 std::optional<timing_backend> parse_timing_backend(std::string_view s) {
-  if (s == "auto") return timing_backend::automatic;
-  if (s == "events") return timing_backend::events;
-  if (s == "graph") return timing_backend::graph;
-  if (s == "cupti") return timing_backend::cupti;
-  if (s == "counters") return timing_backend::counters;
-  return std::nullopt;
+  return parse_name(backend_names, s);
 }
 
 nlohmann::json timing_options::to_json() const {

@@ -1,4 +1,5 @@
 #include "workloads/input_regimes.h"
+#include "base/name_table.h"
 
 #include <algorithm>
 #include <array>
@@ -11,7 +12,7 @@
 namespace kg {
 namespace {
 
-constexpr std::array<std::pair<regime_kind, std::string_view>, 7> kind_names{{
+constexpr name_table<regime_kind, 7> kind_names{{
     {regime_kind::normal, "normal"},
     {regime_kind::scaled, "scaled"},
     {regime_kind::shifted, "shifted"},
@@ -279,15 +280,11 @@ bool takes(regime_kind k, const std::string& key) {
 } // namespace
 
 std::string_view regime_name(regime_kind k) {
-  for (const auto& [kind, name] : kind_names)
-    if (kind == k) return name;
-  return "unknown";
+  return name_of(kind_names, k);
 }
 
 std::optional<regime_kind> parse_regime_kind(std::string_view name) {
-  for (const auto& [kind, n] : kind_names)
-    if (n == name) return kind;
-  return std::nullopt;
+  return parse_name(kind_names, name);
 }
 
 nlohmann::json regime_spec::to_json() const {

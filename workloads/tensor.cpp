@@ -5,31 +5,27 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "base/name_table.h"
+
 namespace kg {
 
+namespace {
+
+constexpr name_table<dtype, 6> dtype_names{{{dtype::float32, "float32"},
+                                            {dtype::float16, "float16"},
+                                            {dtype::bfloat16, "bfloat16"},
+                                            {dtype::float64, "float64"},
+                                            {dtype::int32, "int32"},
+                                            {dtype::int64, "int64"}}};
+
+} // namespace
+
 std::string_view dtype_name(dtype t) {
-  switch (t) {
-  case dtype::float32:
-    return "float32";
-  case dtype::float16:
-    return "float16";
-  case dtype::bfloat16:
-    return "bfloat16";
-  case dtype::float64:
-    return "float64";
-  case dtype::int32:
-    return "int32";
-  case dtype::int64:
-    return "int64";
-  }
-  return "unknown";
+  return name_of(dtype_names, t);
 }
 
 std::optional<dtype> parse_dtype(std::string_view name) {
-  for (dtype t : {dtype::float32, dtype::float16, dtype::bfloat16, dtype::float64, dtype::int32,
-                  dtype::int64})
-    if (dtype_name(t) == name) return t;
-  return std::nullopt;
+  return parse_name(dtype_names, name);
 }
 
 std::size_t dtype_size(dtype t) {
