@@ -33,14 +33,14 @@
 #include <string>
 #include <vector>
 
+#include "gpu/cuda_check.h"
+#include "gpu/device_buffer.h"
+#include "gpu/device_info.h"
 #include "kernels/decode/decode_kernels.h"
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
 #include "suite/task_catalog.h"
 #include "timing/copy_bandwidth.h"
-#include "gpu/cuda_check.h"
-#include "gpu/device_buffer.h"
-#include "gpu/device_info.h"
 #include "timing/gpu_timer.h"
 #include "workloads/task.h"
 
@@ -105,11 +105,20 @@ struct shape_data {
     out = device_buffer(want.numel() * 2);
   }
   cudaError_t launch(const decode::attention_config& c, void* work, cudaStream_t st) const {
-    return decode::launch_attention_with(
-        c, static_cast<const __nv_bfloat16*>(q.get()), hq * head_dim,
-        static_cast<const __nv_bfloat16*>(k.get()), static_cast<const __nv_bfloat16*>(v.get()),
-        static_cast<const int*>(slots.get()), static_cast<const int*>(lengths.get()),
-        static_cast<__nv_bfloat16*>(out.get()), work, s.batch, hq, hk, head_dim, s.cache, st);
+    const decode::attention_args a{static_cast<const __nv_bfloat16*>(q.get()),
+                                   hq * head_dim,
+                                   static_cast<__nv_bfloat16*>(k.get()),
+                                   static_cast<__nv_bfloat16*>(v.get()),
+                                   static_cast<const int*>(slots.get()),
+                                   static_cast<const int*>(lengths.get()),
+                                   static_cast<__nv_bfloat16*>(out.get()),
+                                   work,
+                                   s.batch,
+                                   hq,
+                                   hk,
+                                   head_dim,
+                                   s.cache};
+    return decode::launch_attention_with(c, a, st);
   }
 };
 

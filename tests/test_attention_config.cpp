@@ -128,26 +128,35 @@ TEST(attention_config, unsupported_configurations_and_shapes_are_refused_without
       with([](attention_config& c) { c.max_chunk = 1000; }), // not a multiple of the tile
   };
   auto* q = fake<const __nv_bfloat16>();
+  auto* kv = fake<__nv_bfloat16>();
   auto* o = fake<__nv_bfloat16>();
   auto* i = fake<const int>();
+  // A valid call but for what each case changes.
+  const attention_args ok{q, 32 * 128, kv, kv, i, i, o, fake<void>(), 1, 32, 8, 128, 2048};
   for (const auto& c : bad) {
     EXPECT_FALSE(attention_config_supported(c));
-    EXPECT_EQ(launch_attention_with(c, q, 32 * 128, q, q, i, i, o, fake<void>(), 1, 32, 8, 128,
-                                    2048, nullptr),
-              cudaErrorInvalidValue);
+    EXPECT_EQ(launch_attention_with(c, ok, nullptr), cudaErrorInvalidValue);
   }
   // Shapes: head_dim 96, group 3, a misaligned q, a q row stride not a multiple of 8.
-  EXPECT_EQ(launch_attention(q, 32 * 96, q, q, i, i, o, fake<void>(), 1, 32, 8, 96, 2048, nullptr),
+  auto changed = [&](auto change) {
+    attention_args a = ok;
+    change(a);
+    return launch_attention(a, nullptr);
+  };
+  EXPECT_EQ(changed([](attention_args& a) {
+              a.q_row_stride = 32 * 96;
+              a.head_dim = 96;
+            }),
             cudaErrorInvalidValue);
-  EXPECT_EQ(
-      launch_attention(q, 24 * 128, q, q, i, i, o, fake<void>(), 1, 24, 8, 128, 2048, nullptr),
-      cudaErrorInvalidValue);
-  EXPECT_EQ(launch_attention(fake<const __nv_bfloat16>(0x10008), 32 * 128, q, q, i, i, o,
-                             fake<void>(), 1, 32, 8, 128, 2048, nullptr),
+  EXPECT_EQ(changed([](attention_args& a) {
+              a.q_row_stride = 24 * 128;
+              a.q_heads = 24;
+            }),
             cudaErrorInvalidValue);
-  EXPECT_EQ(
-      launch_attention(q, 32 * 128 + 4, q, q, i, i, o, fake<void>(), 1, 32, 8, 128, 2048, nullptr),
-      cudaErrorInvalidValue);
+  EXPECT_EQ(changed([](attention_args& a) { a.q = fake<const __nv_bfloat16>(0x10008); }),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(changed([](attention_args& a) { a.q_row_stride = 32 * 128 + 4; }),
+            cudaErrorInvalidValue);
 }
 
 // What the engine launches is what the sweep times and the GPU tests check.

@@ -11,10 +11,10 @@
 #include <gtest/gtest.h>
 
 #include "bf16_host.h"
-#include "gpu_test_support.h"
-#include "kernels/decode/decode_kernels.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device_buffer.h"
+#include "gpu_test_support.h"
+#include "kernels/decode/decode_kernels.h"
 
 using namespace kg;
 using namespace kg::test;
@@ -299,9 +299,11 @@ struct attention_device {
     device_buffer out(out_n * 2), work(work_bytes);
     KG_CUDA_CHECK(cudaMemset(out.get(), 0xff, out_n * 2));
     KG_CUDA_CHECK(cudaMemset(work.get(), 0xff, work_bytes));
-    KG_CUDA_CHECK(decode::launch_attention_with(c, bf(dq), p.stride, bf(dk), bf(dv), ip(dsl),
-                                                ip(dl), bf(out), work.get(), rows, p.hq, p.hk, p.D,
-                                                p.max_ctx, nullptr));
+    KG_CUDA_CHECK(
+        decode::launch_attention_with(c,
+                                      {bf(dq), p.stride, bf(dk), bf(dv), ip(dsl), ip(dl), bf(out),
+                                       work.get(), rows, p.hq, p.hk, p.D, p.max_ctx},
+                                      nullptr));
     KG_CUDA_CHECK(cudaDeviceSynchronize());
     return download<std::uint16_t>(out, out_n);
   }
@@ -337,8 +339,8 @@ void check_attention(const attention_problem& p) {
   const std::size_t out_n = static_cast<std::size_t>(p.rows) * row_n;
   device_buffer out(out_n * 2),
       work(decode::attention_workspace_bytes(p.rows, p.hq, p.hk, p.D, p.max_ctx));
-  KG_CUDA_CHECK(decode::launch_attention(bf(dq), p.stride, bf(dev.dk), bf(dev.dv), ip(dsl), ip(dl),
-                                         bf(out), work.get(), p.rows, p.hq, p.hk, p.D, p.max_ctx,
+  KG_CUDA_CHECK(decode::launch_attention({bf(dq), p.stride, bf(dev.dk), bf(dev.dv), ip(dsl), ip(dl),
+                                          bf(out), work.get(), p.rows, p.hq, p.hk, p.D, p.max_ctx},
                                          nullptr));
   KG_CUDA_CHECK(cudaDeviceSynchronize());
   EXPECT_TRUE(download<std::uint16_t>(out, out_n) == via_default)
@@ -518,17 +520,19 @@ TEST(gpu_decode_kernels, fused_attention_is_bit_identical_to_prologue_then_atten
       KG_CUDA_CHECK(decode::launch_qk_norm_rope_append(
           bf(qa), rows, stride, sh.hq, sh.hk, sh.D, bf(dqw), bf(dkw), 1e-6f, ip(dp), 1e6, ip(dsl),
           bf(ka), bf(va), sh.max_ctx, nullptr));
-      KG_CUDA_CHECK(decode::launch_attention_with(c, bf(qa), stride, bf(ka), bf(va), ip(dsl),
-                                                  ip(dl), bf(oa), wa.get(), rows, sh.hq, sh.hk,
-                                                  sh.D, sh.max_ctx, nullptr));
+      KG_CUDA_CHECK(
+          decode::launch_attention_with(c,
+                                        {bf(qa), stride, bf(ka), bf(va), ip(dsl), ip(dl), bf(oa),
+                                         wa.get(), rows, sh.hq, sh.hk, sh.D, sh.max_ctx},
+                                        nullptr));
+      const decode::attention_args fused{bf(qb), stride, bf(kb),    bf(vb), ip(dsl),
+                                         ip(dl), bf(ob), wb.get(),  rows,   sh.hq,
+                                         sh.hk,  sh.D,   sh.max_ctx};
+      const decode::attention_prologue prologue{bf(dqw), bf(dkw), 1e-6f, 1e6};
       if (ci + 1 < configs.size())
-        KG_CUDA_CHECK(decode::launch_attention_fused_with(
-            c, bf(qb), stride, bf(dqw), bf(dkw), 1e-6f, 1e6, bf(kb), bf(vb), ip(dsl), ip(dl),
-            bf(ob), wb.get(), rows, sh.hq, sh.hk, sh.D, sh.max_ctx, nullptr));
+        KG_CUDA_CHECK(decode::launch_attention_fused_with(c, fused, prologue, nullptr));
       else // the engine's entry point: pick_attention_config(rows)
-        KG_CUDA_CHECK(decode::launch_attention_fused(
-            bf(qb), stride, bf(dqw), bf(dkw), 1e-6f, 1e6, bf(kb), bf(vb), ip(dsl), ip(dl), bf(ob),
-            wb.get(), rows, sh.hq, sh.hk, sh.D, sh.max_ctx, nullptr));
+        KG_CUDA_CHECK(decode::launch_attention_fused(fused, prologue, nullptr));
       KG_CUDA_CHECK(cudaDeviceSynchronize());
       const auto ra = download<std::uint16_t>(oa, out_n), rb = download<std::uint16_t>(ob, out_n);
       std::size_t diff = 0, first = out_n;

@@ -599,97 +599,68 @@ std::size_t attention_workspace_bytes(int rows, int q_heads, int kv_heads, int h
 namespace {
 
 // The checks and the call both entry points share; a.q_w etc. are the caller's.
-cudaError_t make_call(attention_call& a, const attention_config& c, const __nv_bfloat16* q,
-                      std::int64_t q_row_stride, const __nv_bfloat16* k_cache,
-                      const __nv_bfloat16* v_cache, const int* slots, const int* lengths,
-                      __nv_bfloat16* out, void* workspace, int rows, int q_heads, int kv_heads,
-                      int head_dim, int max_context) {
-  if (!attention_config_supported(c) || rows < 1 || kv_heads < 1 || q_heads < kv_heads ||
-      q_heads % kv_heads || max_context < 1 || q_row_stride % 8 ||
-      reinterpret_cast<std::uintptr_t>(q) % 16 || reinterpret_cast<std::uintptr_t>(k_cache) % 16 ||
-      reinterpret_cast<std::uintptr_t>(v_cache) % 16 || !q || !k_cache || !v_cache || !slots ||
-      !lengths || !out || !workspace || kv_heads > 65535 || rows > 65535 || q_heads > 65535 ||
-      (head_dim != 64 && head_dim != 128))
+cudaError_t make_call(attention_call& a, const attention_config& c, const attention_args& x) {
+  if (!attention_config_supported(c) || x.rows < 1 || x.kv_heads < 1 || x.q_heads < x.kv_heads ||
+      x.q_heads % x.kv_heads || x.max_context < 1 || x.q_row_stride % 8 ||
+      reinterpret_cast<std::uintptr_t>(x.q) % 16 ||
+      reinterpret_cast<std::uintptr_t>(x.k_cache) % 16 ||
+      reinterpret_cast<std::uintptr_t>(x.v_cache) % 16 || !x.q || !x.k_cache || !x.v_cache ||
+      !x.slots || !x.lengths || !x.out || !x.workspace || x.kv_heads > 65535 || x.rows > 65535 ||
+      x.q_heads > 65535 || (x.head_dim != 64 && x.head_dim != 128))
     return cudaErrorInvalidValue;
-  a.q = q;
-  a.kc = k_cache;
-  a.vc = v_cache;
-  a.q_row_stride = q_row_stride;
-  a.slots = slots;
-  a.lengths = lengths;
-  a.out = out;
-  a.work = static_cast<float*>(workspace);
-  a.rows = rows;
-  a.q_heads = q_heads;
-  a.kv_heads = kv_heads;
-  a.max_context = max_context;
-  a.max_chunks = attention_max_chunks(c, max_context);
-  a.scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)) * log2e);
+  a.q = x.q;
+  a.kc = x.k_cache;
+  a.vc = x.v_cache;
+  a.q_row_stride = x.q_row_stride;
+  a.slots = x.slots;
+  a.lengths = x.lengths;
+  a.out = x.out;
+  a.work = static_cast<float*>(x.workspace);
+  a.rows = x.rows;
+  a.q_heads = x.q_heads;
+  a.kv_heads = x.kv_heads;
+  a.max_context = x.max_context;
+  a.max_chunks = attention_max_chunks(c, x.max_context);
+  a.scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(x.head_dim)) * log2e);
   a.cfg = c;
   return cudaSuccess;
 }
 
 } // namespace
 
-cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16* q,
-                                  std::int64_t q_row_stride, const __nv_bfloat16* k_cache,
-                                  const __nv_bfloat16* v_cache, const int* slots,
-                                  const int* lengths, __nv_bfloat16* out, void* workspace, int rows,
-                                  int q_heads, int kv_heads, int head_dim, int max_context,
+cudaError_t launch_attention_with(const attention_config& c, const attention_args& x,
                                   cudaStream_t s, bool programmatic) {
   attention_call a{};
-  const cudaError_t e = make_call(a, c, q, q_row_stride, k_cache, v_cache, slots, lengths, out,
-                                  workspace, rows, q_heads, kv_heads, head_dim, max_context);
-  if (e != cudaSuccess) return e;
-  return head_dim == 64 ? launch_group<64, false>(a, s, programmatic)
-                        : launch_group<128, false>(a, s, programmatic);
+  if (const cudaError_t e = make_call(a, c, x); e != cudaSuccess) return e;
+  return x.head_dim == 64 ? launch_group<64, false>(a, s, programmatic)
+                          : launch_group<128, false>(a, s, programmatic);
 }
 
-cudaError_t launch_attention_fused_with(const attention_config& c, const __nv_bfloat16* qkv,
-                                        std::int64_t row_stride, const __nv_bfloat16* q_weight,
-                                        const __nv_bfloat16* k_weight, float eps, double theta,
-                                        __nv_bfloat16* k_cache, __nv_bfloat16* v_cache,
-                                        const int* slots, const int* lengths, __nv_bfloat16* out,
-                                        void* workspace, int rows, int q_heads, int kv_heads,
-                                        int head_dim, int max_context, cudaStream_t s,
+cudaError_t launch_attention_fused_with(const attention_config& c, const attention_args& x,
+                                        const attention_prologue& p, cudaStream_t s,
                                         bool programmatic) {
-  if (!q_weight || !k_weight || !(theta > 1) || row_stride < (q_heads + 2 * kv_heads) * head_dim)
+  if (!p.q_weight || !p.k_weight || !(p.theta > 1) ||
+      x.q_row_stride < (x.q_heads + 2 * x.kv_heads) * x.head_dim)
     return cudaErrorInvalidValue;
   attention_call a{};
-  const cudaError_t e = make_call(a, c, qkv, row_stride, k_cache, v_cache, slots, lengths, out,
-                                  workspace, rows, q_heads, kv_heads, head_dim, max_context);
-  if (e != cudaSuccess) return e;
-  a.q_w = q_weight;
-  a.k_w = k_weight;
-  a.eps = eps;
-  a.log_theta = std::log(theta);
-  a.kc_out = k_cache;
-  a.vc_out = v_cache;
-  return head_dim == 64 ? launch_group<64, true>(a, s, programmatic)
-                        : launch_group<128, true>(a, s, programmatic);
+  if (const cudaError_t e = make_call(a, c, x); e != cudaSuccess) return e;
+  a.q_w = p.q_weight;
+  a.k_w = p.k_weight;
+  a.eps = p.eps;
+  a.log_theta = std::log(p.theta);
+  a.kc_out = x.k_cache;
+  a.vc_out = x.v_cache;
+  return x.head_dim == 64 ? launch_group<64, true>(a, s, programmatic)
+                          : launch_group<128, true>(a, s, programmatic);
 }
 
-cudaError_t launch_attention_fused(const __nv_bfloat16* qkv, std::int64_t row_stride,
-                                   const __nv_bfloat16* q_weight, const __nv_bfloat16* k_weight,
-                                   float eps, double theta, __nv_bfloat16* k_cache,
-                                   __nv_bfloat16* v_cache, const int* slots, const int* lengths,
-                                   __nv_bfloat16* out, void* workspace, int rows, int q_heads,
-                                   int kv_heads, int head_dim, int max_context, cudaStream_t s,
-                                   bool programmatic) {
-  return launch_attention_fused_with(pick_attention_config(rows), qkv, row_stride, q_weight,
-                                     k_weight, eps, theta, k_cache, v_cache, slots, lengths, out,
-                                     workspace, rows, q_heads, kv_heads, head_dim, max_context, s,
-                                     programmatic);
+cudaError_t launch_attention_fused(const attention_args& a, const attention_prologue& p,
+                                   cudaStream_t s, bool programmatic) {
+  return launch_attention_fused_with(pick_attention_config(a.rows), a, p, s, programmatic);
 }
 
-cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
-                             const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache,
-                             const int* slots, const int* lengths, __nv_bfloat16* out,
-                             void* workspace, int rows, int q_heads, int kv_heads, int head_dim,
-                             int max_context, cudaStream_t s, bool programmatic) {
-  return launch_attention_with(pick_attention_config(rows), q, q_row_stride, k_cache, v_cache,
-                               slots, lengths, out, workspace, rows, q_heads, kv_heads, head_dim,
-                               max_context, s, programmatic);
+cudaError_t launch_attention(const attention_args& a, cudaStream_t s, bool programmatic) {
+  return launch_attention_with(pick_attention_config(a.rows), a, s, programmatic);
 }
 
 } // namespace kg::decode

@@ -5,9 +5,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "gpu/cuda_check.h"
 #include "kernels/decode/decode_kernels.h"
 #include "kernels/decode/gemv_bf16.h"
-#include "gpu/cuda_check.h"
 
 namespace kg {
 namespace {
@@ -260,9 +260,11 @@ void decode_engine::enqueue(int batch) {
     // q/k head norms, RoPE and the K/V append folded into the attention's stage 1
     // (bit-identical to launch_qk_norm_rope_append then launch_attention:
     // tests/test_gpu_decode_kernels.cpp).
-    KG_CUDA_CHECK(decode::launch_attention_fused(
-        qkv_, qkv, w.q_norm, w.k_norm, eps, m.rope_theta, kc, vc, d_slots_, d_lengths_, attn_,
-        attn_work_.get(), batch, hq, hk, D, c_.max_context, stream_, pl));
+    const decode::attention_args args{
+        qkv_,  qkv, kc, vc, d_slots_,      d_lengths_, attn_, attn_work_.get(),
+        batch, hq,  hk, D,  c_.max_context};
+    KG_CUDA_CHECK(
+        decode::launch_attention_fused(args, {w.q_norm, w.k_norm, eps, m.rope_theta}, stream_, pl));
     gemv(attn_, w.o_proj, o_out_, batch, H, hq * D);
     KG_CUDA_CHECK(decode::launch_add_rmsnorm(o_out_, hidden_, w.post_norm, normed_, batch, H, eps,
                                              stream_, pl));

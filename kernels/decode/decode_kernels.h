@@ -87,20 +87,29 @@ cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_
 // needs under pick_attention_config, so one workspace serves every batch size up to rows.
 std::size_t attention_workspace_bytes(int rows, int q_heads, int kv_heads, int head_dim,
                                       int max_context);
-cudaError_t launch_attention(const __nv_bfloat16* q, std::int64_t q_row_stride,
-                             const __nv_bfloat16* k_cache, const __nv_bfloat16* v_cache,
-                             const int* slots, const int* lengths, __nv_bfloat16* out,
-                             void* workspace, int rows, int q_heads, int kv_heads, int head_dim,
-                             int max_context, cudaStream_t s, bool programmatic = false);
+
+// The operands of an attention launch. q: the q heads of each row at q + b * q_row_stride (the
+// fused launch: each row's [q heads | k heads | v heads], q_row_stride >= (q_heads + 2 kv_heads)
+// head_dim); the caches [slots][kv_heads][max_context][head_dim] (read; the fused launch also
+// appends each row's new token); out: dense [rows, q_heads * head_dim].
+struct attention_args {
+  const __nv_bfloat16* q = nullptr;
+  std::int64_t q_row_stride = 0; // elements, a multiple of 8
+  __nv_bfloat16* k_cache = nullptr;
+  __nv_bfloat16* v_cache = nullptr;
+  const int* slots = nullptr;   // [rows]: each row's cache slot
+  const int* lengths = nullptr; // [rows]: 1..max_context tokens, the new one included
+  __nv_bfloat16* out = nullptr;
+  void* workspace = nullptr; // attention_workspace_bytes
+  int rows = 0, q_heads = 0, kv_heads = 0, head_dim = 0, max_context = 0;
+};
+
+cudaError_t launch_attention(const attention_args& a, cudaStream_t s, bool programmatic = false);
 // The same with an explicit configuration (bench/attention_sweep, the tests); an unsupported one
 // (attention_config_supported) returns cudaErrorInvalidValue.
 std::size_t attention_workspace_bytes(const attention_config& c, int rows, int q_heads,
                                       int kv_heads, int head_dim, int max_context);
-cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16* q,
-                                  std::int64_t q_row_stride, const __nv_bfloat16* k_cache,
-                                  const __nv_bfloat16* v_cache, const int* slots,
-                                  const int* lengths, __nv_bfloat16* out, void* workspace, int rows,
-                                  int q_heads, int kv_heads, int head_dim, int max_context,
+cudaError_t launch_attention_with(const attention_config& c, const attention_args& a,
                                   cudaStream_t s, bool programmatic = false);
 
 // The decode step's prologue and attention in one launch pair: launch_qk_norm_rope_append
@@ -110,22 +119,17 @@ cudaError_t launch_attention_with(const attention_config& c, const __nv_bfloat16
 // lengths[b] - 1 also makes that token's k and v, uses them from registers and appends them to
 // the cache; the norm weights and the rotation are loaded before the programmatic wait. One
 // kernel boundary fewer per layer (docs/performance.md has what the prologue kernel cost).
-// qkv: [q heads | k heads | v heads] per row (row_stride >= (q_heads + 2 kv_heads) head_dim,
-// a multiple of 8, 16-byte aligned).
-cudaError_t launch_attention_fused(const __nv_bfloat16* qkv, std::int64_t row_stride,
-                                   const __nv_bfloat16* q_weight, const __nv_bfloat16* k_weight,
-                                   float eps, double theta, __nv_bfloat16* k_cache,
-                                   __nv_bfloat16* v_cache, const int* slots, const int* lengths,
-                                   __nv_bfloat16* out, void* workspace, int rows, int q_heads,
-                                   int kv_heads, int head_dim, int max_context, cudaStream_t s,
-                                   bool programmatic = false);
-cudaError_t launch_attention_fused_with(const attention_config& c, const __nv_bfloat16* qkv,
-                                        std::int64_t row_stride, const __nv_bfloat16* q_weight,
-                                        const __nv_bfloat16* k_weight, float eps, double theta,
-                                        __nv_bfloat16* k_cache, __nv_bfloat16* v_cache,
-                                        const int* slots, const int* lengths, __nv_bfloat16* out,
-                                        void* workspace, int rows, int q_heads, int kv_heads,
-                                        int head_dim, int max_context, cudaStream_t s,
+// a.q: the qkv rows, 16-byte aligned.
+struct attention_prologue {
+  const __nv_bfloat16* q_weight = nullptr; // [head_dim]: the q heads' RMSNorm weight
+  const __nv_bfloat16* k_weight = nullptr; // [head_dim]: the k heads'
+  float eps = 1e-6f;
+  double theta = 1e6; // RoPE base (> 1)
+};
+cudaError_t launch_attention_fused(const attention_args& a, const attention_prologue& p,
+                                   cudaStream_t s, bool programmatic = false);
+cudaError_t launch_attention_fused_with(const attention_config& c, const attention_args& a,
+                                        const attention_prologue& p, cudaStream_t s,
                                         bool programmatic = false);
 
 // out[b, i] = bf16(silu(g) * u), g = gate_up[b, i], u = gate_up[b, inter + i] (gate rows first,
