@@ -12,4 +12,8 @@ KG_REGRESSION_RUNS=${RUNS:-1} timeout "${CTEST_TIMEOUT:-480}" ctest -L gpu -V \
   >"$logs/ctest_gpu.log" 2>&1
 echo "ctest -L gpu: exit $? in $((SECONDS - t0)) s"
 grep -E 'tests passed|tests failed|Test +#|\(Failed\)|SKIPPED|GPU test skipped' "$logs/ctest_gpu.log" | head -60
+# The CUDA audit's table (gpu_layernorm.cuda_audit_reproduces_the_target_table checks it).
+./suite/kernelgate audit layernorm-affine --backend cuda --out "$logs/audit-cuda" >"$logs/audit_cuda.txt" 2>&1
+echo "audit cuda: exit $?"
+head -16 "$logs/audit_cuda.txt"
 echo "total: ${SECONDS}s"
