@@ -273,94 +273,71 @@ std::vector<std::string> regime_labels() {
 
 } // namespace
 
-int run_layernorm_affine_audit(const audit_request& req, const protocol& checker,
-                               std::unique_ptr<layernorm_backend> backend, std::ostream& out,
-                               std::ostream& err) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto impls = implementations();
-  const auto grid = layernorm_affine_grid();
+// What the result records as the audit's configuration.
+nlohmann::json audit_config(const audit_request& req, const protocol& checker,
+                            const layernorm_backend& backend) {
+  return {{"audit", req.name},
+          {"backend", backend.describe()},
+          {"checker", checker.to_json()},
+          {"grid",
+           {{"shapes", {{1, 8}, {4, 64}, {4, 127}}},
+            {"dtypes", {"float32", "float16"}},
+            {"seeds", {7, 42, 2026}},
+            {"regimes", regime_labels()},
+            {"eps", layernorm_eps},
+            {"x", "N(0,1)"},
+            {"varied_weight", "1 + 0.1 N(0,1)"},
+            {"varied_bias", "0.1 N(0,1)"},
+            {"rng", "xoshiro256** seeded by splitmix64(seed, FNV-1a(role)); Box-Muller; values "
+                    "drawn in double and rounded once to the dtype"},
+            {"planned_observations", 504}}},
+          {"presets", [] {
+             nlohmann::json p = nlohmann::json::array();
+             for (auto n : protocol_names())
+               p.push_back(find_protocol(n)->to_json());
+             return p;
+           }()}};
+}
 
-  nlohmann::json config = {
-      {"audit", req.name},
-      {"backend", backend->describe()},
-      {"checker", checker.to_json()},
-      {"grid",
-       {{"shapes", {{1, 8}, {4, 64}, {4, 127}}},
-        {"dtypes", {"float32", "float16"}},
-        {"seeds", {7, 42, 2026}},
-        {"regimes", regime_labels()},
-        {"eps", layernorm_eps},
-        {"x", "N(0,1)"},
-        {"varied_weight", "1 + 0.1 N(0,1)"},
-        {"varied_bias", "0.1 N(0,1)"},
-        {"rng", "xoshiro256** seeded by splitmix64(seed, FNV-1a(role)); Box-Muller; values "
-                "drawn in double and rounded once to the dtype"},
-        {"planned_observations", 504}}},
-      {"presets", [] {
-         nlohmann::json p = nlohmann::json::array();
-         for (auto n : protocol_names())
-           p.push_back(find_protocol(n)->to_json());
-         return p;
-       }()}};
-
-  std::unique_ptr<result_writer> writer;
-  try {
-    writer =
-        std::make_unique<result_writer>(req.out, "audit", req.argv, collect_environment(), config);
-  } catch (const output_error& e) {
-    err << "kernelgate: " << printable(e.what(), 400) << "\n";
-    return exit_code::bad_input;
-  }
-
-  grid_run run{outcome_matrix(row_labels(impls, false), regime_labels()),
-               outcome_matrix(row_labels(impls, true), regime_labels()),
-               {}};
-  run.matrix.plan_every_cell(static_cast<int>(grid.size()));
-  run.extra.plan_every_cell(static_cast<int>(grid.size()));
-  run_grid(*backend, checker, impls, run, writer.get(), false);
-
-  // LibTorch 1.13 has no CPU float16 layer_norm: rerun the float16 half of the grid with the
-  // normalization done another way and count verdicts that change.
-  nlohmann::json half_check = nullptr;
-  if (req.backend == "cpu" && !stop_requested()) {
-    const std::string primary = backend->describe().value("float16_normalization", "");
-    const half_norm_path alt = primary == "float64_then_cast" ? half_norm_path::float32_then_cast
-                                                              : half_norm_path::float64_then_cast;
-    auto alt_backend = make_torch_layernorm_backend(alt);
-    grid_run alt_run{outcome_matrix(row_labels(impls, false), regime_labels()),
-                     outcome_matrix(row_labels(impls, true), regime_labels()),
-                     {}};
-    alt_run.matrix.plan_every_cell(9); // the float16 half of the grid
-    alt_run.extra.plan_every_cell(9);
-    run_grid(*alt_backend, checker, impls, alt_run, nullptr, true);
-    int compared = 0, differing = 0;
-    nlohmann::json differ_ids = nlohmann::json::array();
-    for (const auto& [id, v] : alt_run.verdicts) {
-      ++compared;
-      if (run.verdicts.at(id) != v) {
-        ++differing;
-        differ_ids.push_back(id);
-      }
+// LibTorch 1.13 has no CPU float16 layer_norm: reruns the float16 half of the grid with the
+// normalization done the other way and counts the verdicts that change.
+nlohmann::json float16_path_check(const layernorm_backend& backend, const protocol& checker,
+                                  const std::vector<implementation>& impls, const grid_run& run) {
+  const std::string primary = backend.describe().value("float16_normalization", "");
+  const half_norm_path alt = primary == "float64_then_cast" ? half_norm_path::float32_then_cast
+                                                            : half_norm_path::float64_then_cast;
+  auto alt_backend = make_torch_layernorm_backend(alt);
+  grid_run alt_run{outcome_matrix(row_labels(impls, false), regime_labels()),
+                   outcome_matrix(row_labels(impls, true), regime_labels()),
+                   {}};
+  alt_run.matrix.plan_every_cell(9); // the float16 half of the grid
+  alt_run.extra.plan_every_cell(9);
+  run_grid(*alt_backend, checker, impls, alt_run, nullptr, true);
+  int compared = 0, differing = 0;
+  nlohmann::json differ_ids = nlohmann::json::array();
+  for (const auto& [id, v] : alt_run.verdicts) {
+    ++compared;
+    if (run.verdicts.at(id) != v) {
+      ++differing;
+      differ_ids.push_back(id);
     }
-    half_check = {{"primary", primary},
-                  {"alternative", half_norm_path_name(alt)},
-                  {"float16_observations_compared", compared},
-                  {"verdicts_differing", differing},
-                  {"differing_ids", differ_ids}};
   }
+  return {{"primary", primary},
+          {"alternative", half_norm_path_name(alt)},
+          {"float16_observations_compared", compared},
+          {"verdicts_differing", differing},
+          {"differing_ids", differ_ids}};
+}
 
+// Prints the outcome matrix, the extra controls, the parameter-use escape rates with their
+// intervals and the presets' table; returns the escape rates as the summary records them.
+nlohmann::json print_audit_tables(std::ostream& out, const protocol& checker,
+                                  const layernorm_backend& backend, const grid_run& run,
+                                  const outcome_matrix& presets, std::size_t grid_size) {
   const std::vector<std::string> preset_cols(protocol_names().begin(), protocol_names().end());
-  std::vector<std::string> all_rows = row_labels(impls, false);
-  for (const auto& r : row_labels(impls, true))
-    all_rows.push_back(r);
-  outcome_matrix presets(all_rows, preset_cols);
-  presets.plan_every_cell(static_cast<int>(grid.size()));
-  if (!stop_requested()) run_presets(*backend, impls, presets, *writer);
-
-  // --- print -----------------------------------------------------------------------------
   out << "LayerNorm affine ablation: checker '" << checker.name << "' (" << checker.models
-      << "), backend " << backend->name() << "\n";
-  out << "Cells count accepted observations of " << grid.size() << " configurations.\n\n";
+      << "), backend " << backend.name() << "\n";
+  out << "Cells count accepted observations of " << grid_size << " configurations.\n\n";
   text_table t({"altered formula", "identity", "weight only", "bias only", "both"});
   for (const auto& r : run.matrix.rows()) {
     if (r == copied_control) t.add_rule();
@@ -404,7 +381,7 @@ int run_layernorm_affine_audit(const audit_request& req, const protocol& checker
   }
   out << "\n";
 
-  out << "Which presets accept each formula (configurations accepted of " << grid.size()
+  out << "Which presets accept each formula (configurations accepted of " << grid_size
       << ", inputs as each preset generates them):\n";
   std::vector<std::string> header{"implementation"};
   for (const auto& c : preset_cols)
@@ -419,12 +396,56 @@ int run_layernorm_affine_audit(const audit_request& req, const protocol& checker
   }
   out << pt.render() << "\n";
 
+  return family;
+}
+
+int run_layernorm_affine_audit(const audit_request& req, const protocol& checker,
+                               std::unique_ptr<layernorm_backend> backend, std::ostream& out,
+                               std::ostream& err) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto impls = implementations();
+  const auto grid = layernorm_affine_grid();
+
+  const nlohmann::json config = audit_config(req, checker, *backend);
+
+  std::unique_ptr<result_writer> writer;
+  try {
+    writer =
+        std::make_unique<result_writer>(req.out, "audit", req.argv, collect_environment(), config);
+  } catch (const output_error& e) {
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
+    return exit_code::bad_input;
+  }
+
+  grid_run run{outcome_matrix(row_labels(impls, false), regime_labels()),
+               outcome_matrix(row_labels(impls, true), regime_labels()),
+               {}};
+  run.matrix.plan_every_cell(static_cast<int>(grid.size()));
+  run.extra.plan_every_cell(static_cast<int>(grid.size()));
+  run_grid(*backend, checker, impls, run, writer.get(), false);
+
+  const nlohmann::json half_check = req.backend == "cpu" && !stop_requested()
+                                        ? float16_path_check(*backend, checker, impls, run)
+                                        : nlohmann::json(nullptr);
+
+  const std::vector<std::string> preset_cols(protocol_names().begin(), protocol_names().end());
+  std::vector<std::string> all_rows = row_labels(impls, false);
+  for (const auto& r : row_labels(impls, true))
+    all_rows.push_back(r);
+  outcome_matrix presets(all_rows, preset_cols);
+  presets.plan_every_cell(static_cast<int>(grid.size()));
+  if (!stop_requested()) run_presets(*backend, impls, presets, *writer);
+
+  const nlohmann::json family =
+      print_audit_tables(out, checker, *backend, run, presets, grid.size());
   if (!half_check.is_null())
     out << "float16 normalization: " << half_check["primary"].get<std::string>() << "; rerun with "
         << half_check["alternative"].get<std::string>() << ": "
         << half_check["verdicts_differing"].get<int>() << " of "
         << half_check["float16_observations_compared"].get<int>() << " verdicts differ.\n";
 
+  const outcome_counts totals = run.matrix.total();
+  const outcome_counts controls = run.matrix.row_total(copied_control);
   const bool interrupted = stop_requested();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

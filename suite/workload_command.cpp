@@ -64,6 +64,46 @@ constexpr workload_def workloads[] = {
      true},
 };
 
+// The run phase: the workload's own runner.
+workload_result run_workload(const std::string& id, bool gpu_only, const std::string& device,
+                             int steps, int jobs, const decode_workload_options& dopt) {
+  if (id == "decode-colocated") return run_decode_colocated(dopt);
+  if (id == "decode-colocated-training") return run_decode_colocated_training(dopt);
+  if (id == "decode-qwen3-4b") return run_decode_qwen3_4b(dopt);
+  return gpu_only ? run_lora_qwen3_4b(steps, jobs) : run_lora_small(device, steps, jobs);
+}
+
+// The step time where one is timed, tokens/s, the SOL fraction, every other metric (long series
+// only in the result file) and each gate.
+void print_workload_result(std::ostream& out, const std::string& id, int jobs, int steps,
+                           const workload_result& r) {
+  out << "workload " << id << " (" << jobs << " job" << (jobs > 1 ? "s" : "") << ", " << steps
+      << " steps)\n"
+      << std::setprecision(4);
+  // decode-colocated-training times no single step: its metrics are throughputs at the limit.
+  if (r.metrics.contains("step_seconds")) {
+    const auto& st = r.metrics["step_seconds"];
+    out << "  step seconds  " << st["estimate"].get<double>() << "  [95% "
+        << st["ci95"][0].get<double>() << ", " << st["ci95"][1].get<double>() << "]\n";
+  }
+  out << "  tokens/s      " << r.metrics["tokens_per_second"].get<double>() << "\n"
+      << "  SOL fraction  "
+      << (r.metrics["sol_fraction"].is_string() ? r.metrics["sol_fraction"].get<std::string>()
+                                                : r.metrics["sol_fraction"].dump())
+      << "\n";
+  // Every other metric: scalars and small objects in full (fractions of solo, bounds, the
+  // partition granted); long series (load points, contexts) only in the result file.
+  for (const auto& [k, v] : r.metrics.items()) {
+    if (k == "step_seconds" || k == "tokens_per_second" || k == "sol_fraction") continue;
+    const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+    out << "  " << k << ": "
+        << (text.size() <= 240 ? text : "(" + std::to_string(v.size()) + " entries: result file)")
+        << "\n";
+  }
+  for (const auto& g : r.gates)
+    out << "  gate " << (g.pass ? "PASS " : "FAIL ") << g.name << ": " << g.detail << "\n";
+}
+
 } // namespace
 
 void print_workload_list(std::ostream& out) {
@@ -143,16 +183,7 @@ int run_workload_command(const workload_options& o, const std::vector<std::strin
   }
   workload_result r;
   try {
-    if (decode) {
-      auto d = id == "decode-colocated" ? run_decode_colocated(dopt)
-               : colocated_training     ? run_decode_colocated_training(dopt)
-                                        : run_decode_qwen3_4b(dopt);
-      r.metrics = std::move(d.metrics);
-      for (auto& g : d.gates)
-        r.gates.push_back({g.name, g.pass, g.detail});
-    } else {
-      r = def->gpu_only ? run_lora_qwen3_4b(steps, jobs) : run_lora_small(o.device, steps, jobs);
-    }
+    r = run_workload(id, def->gpu_only, o.device, steps, jobs, dopt);
   } catch (const std::exception& e) {
     // Interrupted (SIGINT/SIGTERM), or failed (a LibTorch or CUDA error): a record says so and
     // the result is still written, marked as what it is.
@@ -181,31 +212,7 @@ int run_workload_command(const workload_options& o, const std::vector<std::strin
                   {"metrics", r.metrics},
                   {"gates", gates}});
   const auto path = writer->finish({{"status", "complete"}, {"gates_passed", all}});
-  out << "workload " << id << " (" << jobs << " job" << (jobs > 1 ? "s" : "") << ", " << steps
-      << " steps)\n"
-      << std::setprecision(4);
-  // decode-colocated-training times no single step: its metrics are throughputs at the limit.
-  if (r.metrics.contains("step_seconds")) {
-    const auto& st = r.metrics["step_seconds"];
-    out << "  step seconds  " << st["estimate"].get<double>() << "  [95% "
-        << st["ci95"][0].get<double>() << ", " << st["ci95"][1].get<double>() << "]\n";
-  }
-  out << "  tokens/s      " << r.metrics["tokens_per_second"].get<double>() << "\n"
-      << "  SOL fraction  "
-      << (r.metrics["sol_fraction"].is_string() ? r.metrics["sol_fraction"].get<std::string>()
-                                                : r.metrics["sol_fraction"].dump())
-      << "\n";
-  // Every other metric: scalars and small objects in full (fractions of solo, bounds, the
-  // partition granted); long series (load points, contexts) only in the result file.
-  for (const auto& [k, v] : r.metrics.items()) {
-    if (k == "step_seconds" || k == "tokens_per_second" || k == "sol_fraction") continue;
-    const std::string text = v.is_string() ? v.get<std::string>() : v.dump();
-    out << "  " << k << ": "
-        << (text.size() <= 240 ? text : "(" + std::to_string(v.size()) + " entries: result file)")
-        << "\n";
-  }
-  for (const auto& g : r.gates)
-    out << "  gate " << (g.pass ? "PASS " : "FAIL ") << g.name << ": " << g.detail << "\n";
+  print_workload_result(out, id, jobs, steps, r);
   out << "Wrote " << path.string() << "\n";
   return all ? exit_code::ok : exit_code::failures;
 }
