@@ -2,6 +2,7 @@
 // fma(z, w, b) in float, then one rounding to the output dtype.
 #include <cmath>
 
+#include "base/name_table.h"
 #include "kernels/layernorm_backend.h"
 
 namespace kg {
@@ -27,18 +28,19 @@ host_tensor layernorm_host_independent(const layernorm_inputs& in, double eps) {
   return y;
 }
 
+namespace {
+
+constexpr name_table<half_norm_path, 4> half_norm_path_names{{
+    {half_norm_path::automatic, "automatic"},
+    {half_norm_path::native, "native"},
+    {half_norm_path::float32_then_cast, "float32_then_cast"},
+    {half_norm_path::float64_then_cast, "float64_then_cast"},
+}};
+
+} // namespace
+
 std::string_view half_norm_path_name(half_norm_path p) {
-  switch (p) {
-  case half_norm_path::automatic:
-    return "automatic";
-  case half_norm_path::native:
-    return "native";
-  case half_norm_path::float32_then_cast:
-    return "float32_then_cast";
-  case half_norm_path::float64_then_cast:
-    return "float64_then_cast";
-  }
-  return "unknown";
+  return name_of(half_norm_path_names, p);
 }
 
 } // namespace kg

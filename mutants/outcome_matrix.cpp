@@ -1,21 +1,23 @@
 #include "mutants/outcome_matrix.h"
+#include "base/name_table.h"
 
 #include <stdexcept>
 
 namespace kg {
 
+namespace {
+
+constexpr name_table<outcome, 4> outcome_names{{
+    {outcome::accepted, "accepted"},
+    {outcome::rejected, "rejected"},
+    {outcome::error, "error"},
+    {outcome::missing, "missing"},
+}};
+
+} // namespace
+
 std::string_view outcome_name(outcome o) {
-  switch (o) {
-  case outcome::accepted:
-    return "accepted";
-  case outcome::rejected:
-    return "rejected";
-  case outcome::error:
-    return "error";
-  case outcome::missing:
-    return "missing";
-  }
-  return "unknown";
+  return name_of(outcome_names, o);
 }
 
 void outcome_counts::add(outcome o) {

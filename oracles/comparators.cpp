@@ -1,4 +1,5 @@
 #include "oracles/comparators.h"
+#include "base/name_table.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,22 +8,21 @@
 
 namespace kg {
 
+namespace {
+
+constexpr name_table<comparator_kind, 6> comparator_names{{
+    {comparator_kind::allclose, "allclose"},
+    {comparator_kind::matched_ratio, "matched_ratio"},
+    {comparator_kind::both_exceed, "both_exceed"},
+    {comparator_kind::bitwise, "bitwise"},
+    {comparator_kind::relative_norm, "relative_norm"},
+    {comparator_kind::oracle_bound, "oracle_bound"},
+}};
+
+} // namespace
+
 std::string_view comparator_kind_name(comparator_kind k) {
-  switch (k) {
-  case comparator_kind::allclose:
-    return "allclose";
-  case comparator_kind::matched_ratio:
-    return "matched_ratio";
-  case comparator_kind::both_exceed:
-    return "both_exceed";
-  case comparator_kind::bitwise:
-    return "bitwise";
-  case comparator_kind::relative_norm:
-    return "relative_norm";
-  case comparator_kind::oracle_bound:
-    return "oracle_bound";
-  }
-  return "unknown";
+  return name_of(comparator_names, k);
 }
 
 nlohmann::json comparator_spec::to_json() const {

@@ -1,4 +1,5 @@
 #include "oracles/protocol.h"
+#include "base/name_table.h"
 
 #include <array>
 #include <sstream>
@@ -7,18 +8,19 @@
 
 namespace kg {
 
+namespace {
+
+constexpr name_table<input_role, 4> input_role_names{{
+    {input_role::activation, "activation"},
+    {input_role::norm_weight, "norm_weight"},
+    {input_role::norm_bias, "norm_bias"},
+    {input_role::indices, "indices"},
+}};
+
+} // namespace
+
 std::string_view input_role_name(input_role r) {
-  switch (r) {
-  case input_role::activation:
-    return "activation";
-  case input_role::norm_weight:
-    return "norm_weight";
-  case input_role::norm_bias:
-    return "norm_bias";
-  case input_role::indices:
-    return "indices";
-  }
-  return "unknown";
+  return name_of(input_role_names, r);
 }
 
 const comparator_spec& protocol::comparator_for(dtype t) const {

@@ -1,4 +1,5 @@
 #include "workloads/generators.h"
+#include "base/name_table.h"
 
 #include <stdexcept>
 
@@ -10,16 +11,18 @@ std::string_view activation_kind_name(activation_kind k) {
   return k == activation_kind::normal ? "normal" : "uniform01";
 }
 
+namespace {
+
+constexpr name_table<param_regime, 3> param_regime_names{{
+    {param_regime::identity, "identity"},
+    {param_regime::varied, "varied"},
+    {param_regime::normal, "normal"},
+}};
+
+} // namespace
+
 std::string_view param_regime_name(param_regime r) {
-  switch (r) {
-  case param_regime::identity:
-    return "identity";
-  case param_regime::varied:
-    return "varied";
-  case param_regime::normal:
-    return "normal";
-  }
-  return "unknown";
+  return name_of(param_regime_names, r);
 }
 
 host_tensor make_activation(dtype t, std::vector<std::int64_t> shape, activation_kind kind,

@@ -1,19 +1,21 @@
 #include "workloads/layernorm_affine.h"
+#include "base/name_table.h"
 
 namespace kg {
 
+namespace {
+
+constexpr name_table<affine_regime, 4> affine_regime_names{{
+    {affine_regime::identity, "identity"},
+    {affine_regime::weight_only, "weight_only"},
+    {affine_regime::bias_only, "bias_only"},
+    {affine_regime::both, "both"},
+}};
+
+} // namespace
+
 std::string_view affine_regime_name(affine_regime r) {
-  switch (r) {
-  case affine_regime::identity:
-    return "identity";
-  case affine_regime::weight_only:
-    return "weight_only";
-  case affine_regime::bias_only:
-    return "bias_only";
-  case affine_regime::both:
-    return "both";
-  }
-  return "unknown";
+  return name_of(affine_regime_names, r);
 }
 
 std::vector<layernorm_config> layernorm_affine_grid() {

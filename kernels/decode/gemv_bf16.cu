@@ -1,6 +1,7 @@
 // Host side of the decode GEMV (kernels/decode/gemv_bf16.h): configuration checks, the workspace
 // layout, batch groups, and the per-shape configuration table.
 #include "kernels/decode/gemv_bf16.h"
+#include "base/name_table.h"
 
 #include <cstdint>
 #include <initializer_list>
@@ -178,23 +179,21 @@ constexpr table_row config_table[] = {
 
 } // namespace
 
-const char* gemv_kind_name(gemv_kind k) {
-  switch (k) {
-  case gemv_kind::simt:
-    return "simt";
-  case gemv_kind::bulk:
-    return "bulk";
-  case gemv_kind::mma:
-    return "mma";
-  case gemv_kind::sweep:
-    return "sweep";
-  case gemv_kind::tsweep:
-    return "tsweep";
-  case gemv_kind::packed:
-    return "packed";
-  }
-  return "?";
-}
+namespace {
+
+constexpr name_table<gemv_kind, 6> gemv_kind_names{{
+    {gemv_kind::simt, "simt"},
+    {gemv_kind::bulk, "bulk"},
+    {gemv_kind::mma, "mma"},
+    {gemv_kind::sweep, "sweep"},
+    {gemv_kind::tsweep, "tsweep"},
+    {gemv_kind::packed, "packed"},
+}};
+
+} // namespace
+
+const char* gemv_kind_name(gemv_kind k) { return name_of(gemv_kind_names, k, "?").data(); }
+
 
 bool gemv_reads_packed(const gemv_config& c) {
   return c.kind == gemv_kind::packed;
