@@ -13,15 +13,16 @@
 #include <stdexcept>
 #include <thread>
 
-#include "stats/bootstrap.h"
-#include "suite/decode_workload.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_raii.h"
 #include "gpu/green_partition.h"
-#include "workloads/arrivals.h"
-#include "workloads/colocation.h"
 #include "kernels/decode/decode_driver.h"
 #include "kernels/decode/decode_engine.h"
+#include "stats/bootstrap.h"
+#include "suite/background_loop.h"
+#include "suite/decode_workload.h"
+#include "workloads/arrivals.h"
+#include "workloads/colocation.h"
 #include "workloads/lora_model.h"
 #include "workloads/lora_torch.h"
 
@@ -86,46 +87,35 @@ green_partition nearest_partition(nlohmann::json* record) {
 // and rethrown by wait_first_step() or stop().
 class background_training {
 public:
-  background_training(cudaStream_t stream, int device) {
-    thread_ = std::thread([this, stream, device] {
-      try {
-        run_on_torch_stream(stream, device, [this] {
-          const lora_config c; // Qwen3-4B, rank 8, sequence 2048
-          lora_trainer t(c, seed, {make_lora_adapters(c, seed, 0)}, {"cuda", "bfloat16"});
-          const std::vector<lora_batch> batch = {make_lora_batch(c, seed, 0)};
-          while (!stop_.load()) {
-            const auto t0 = std::chrono::steady_clock::now();
-            const auto r = t.step(batch, training_lr); // reads the loss back: the step finished
-            const double s =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-            {
-              const std::lock_guard<std::mutex> l(m_);
-              losses_.push_back(r[0].loss);
-              seconds_.push_back(s);
-            }
-            cv_.notify_all();
-          }
-        });
-      } catch (const std::exception& e) {
-        const std::lock_guard<std::mutex> l(m_);
-        error_ = e.what();
-      } catch (...) {
-        const std::lock_guard<std::mutex> l(m_);
-        error_ = "an exception that is not a std::exception";
-      }
-      {
-        const std::lock_guard<std::mutex> l(m_);
-        done_ = true;
-      }
-      cv_.notify_all();
-    });
-  }
-  ~background_training() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  background_training(const background_training&) = delete;
-  background_training& operator=(const background_training&) = delete;
+  background_training(cudaStream_t stream, int device)
+      : loop_(
+            "co-located training",
+            [this, stream, device](const std::atomic<bool>& stopping) {
+              run_on_torch_stream(stream, device, [&] {
+                const lora_config c; // Qwen3-4B, rank 8, sequence 2048
+                lora_trainer t(c, seed, {make_lora_adapters(c, seed, 0)}, {"cuda", "bfloat16"});
+                const std::vector<lora_batch> batch = {make_lora_batch(c, seed, 0)};
+                while (!stopping.load()) {
+                  const auto t0 = std::chrono::steady_clock::now();
+                  const auto r = t.step(batch, training_lr); // reads the loss back: finished
+                  const double s =
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+                  {
+                    const std::lock_guard<std::mutex> l(m_);
+                    losses_.push_back(r[0].loss);
+                    seconds_.push_back(s);
+                  }
+                  cv_.notify_all();
+                }
+              });
+            },
+            [this] {
+              {
+                const std::lock_guard<std::mutex> l(m_);
+                done_ = true;
+              }
+              cv_.notify_all();
+            }) {}
 
   // Blocks until the first step has finished (the model is drawn and training runs), so that
   // what is measured next runs beside training, not beside its set-up.
@@ -145,20 +135,16 @@ public:
     std::vector<double> losses, seconds;
   };
   result stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    if (!error_.empty()) throw std::runtime_error("co-located training: " + error_);
+    loop_.stop();
     return {losses_, seconds_};
   }
 
 private:
-  std::atomic<bool> stop_{false};
   std::mutex m_;
   std::condition_variable cv_;
   bool done_ = false;
   std::vector<double> losses_, seconds_;
-  std::string error_;
-  std::thread thread_;
+  background_loop loop_; // last: its thread uses the members above
 };
 
 // One step at each shape: rows 0..batch-1 in slots 0..batch-1, each prefilled to `context` and

@@ -1,4 +1,5 @@
 #include "suite/decode_workload.h"
+#include "suite/background_loop.h"
 #include "timing/interrupt.h"
 
 #include <algorithm>
@@ -10,15 +11,15 @@
 #include <stdexcept>
 #include <thread>
 
-#include "kernels/hogs.h"
-#include "stats/bootstrap.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_raii.h"
 #include "gpu/device_buffer.h"
 #include "gpu/green_partition.h"
-#include "workloads/arrivals.h"
 #include "kernels/decode/decode_driver.h"
 #include "kernels/decode/decode_engine.h"
+#include "kernels/hogs.h"
+#include "stats/bootstrap.h"
+#include "workloads/arrivals.h"
 #include "workloads/qwen3.h"
 
 namespace kg {
@@ -245,40 +246,25 @@ tenant_result measure_tenant(cudaStream_t s, const std::vector<int>& b32_context
 class background_hog {
 public:
   background_hog(cudaStream_t stream, int sms, double clock_mhz)
-      : hog_(contention_hog::kind::memory_bandwidth) {
-    thread_ = std::thread([=, this] {
-      try {
-        while (!stop_.load()) {
-          hog_.launch(stream, 50000.0, clock_mhz, sms);
-          bytes_ += hog_.work_done(stream); // waits for the launch
-          ++launches_;
-        }
-      } catch (const std::exception& e) {
-        error_ = e.what();
-      }
-    });
-  }
-  ~background_hog() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-  }
-  background_hog(const background_hog&) = delete;
-  background_hog& operator=(const background_hog&) = delete;
+      : hog_(contention_hog::kind::memory_bandwidth),
+        loop_("contention hog", [=, this](const std::atomic<bool>& stopping) {
+          while (!stopping.load()) {
+            hog_.launch(stream, 50000.0, clock_mhz, sms);
+            bytes_ += hog_.work_done(stream); // waits for the launch
+            ++launches_;
+          }
+        }) {}
   // Stops the hog; returns the bytes it moved per launch on average.
   double stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    if (!error_.empty()) throw std::runtime_error("contention hog: " + error_);
+    loop_.stop();
     return launches_ ? bytes_ / static_cast<double>(launches_) : 0.0;
   }
 
 private:
   contention_hog hog_;
-  std::atomic<bool> stop_{false};
   double bytes_ = 0;
   long launches_ = 0;
-  std::string error_;
-  std::thread thread_;
+  background_loop loop_; // last: its thread uses the members above
 };
 
 } // namespace
