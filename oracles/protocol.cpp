@@ -115,6 +115,8 @@ protocol build(std::string_view name) {
     p.params = param_regime::normal; // 'random' input source: every tensor drawn at random
     p.trials = 1;
     p.comparator_fp32 = p.comparator_low = flashinfer_checker();
+    // (Printed by `protocols --json` and recorded in results: kept byte for byte. "peers.md" here
+    // is the project's reference notes; docs/architecture.md, Checker presets, gives the source.)
     p.notes = "an element fails only if it exceeds both atol and rtol (0.01); 100% must match; "
               "random source draws every input, parameters included, from N(0,1) (assumed: "
               "peers.md names the source, not its distribution); one correctness run per "
