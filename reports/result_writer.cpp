@@ -57,6 +57,34 @@ result_writer::result_writer(std::filesystem::path dir, std::string kind,
                {"environment", environment}, {"config", config}};
 }
 
+result_writer::result_writer(resume_tag, std::filesystem::path dir, std::string kind,
+                             std::vector<std::string> argv, nlohmann::json environment,
+                             nlohmann::json config, int* torn)
+    : dir_(std::move(dir)) {
+  const auto file = dir_ / "records.jsonl";
+  if (!std::filesystem::is_regular_file(file))
+    throw output_error("nothing to resume: " + file.string() + " does not exist");
+  int cut = 0;
+  records_ = read_records(file, &cut);
+  if (torn) *torn = cut;
+  std::error_code ec;
+  std::filesystem::remove(dir_ / "result.json", ec);
+  if (ec) throw output_error("cannot remove stale " + (dir_ / "result.json").string());
+  fd_ = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd_ < 0) throw output_error("cannot append to " + file.string());
+  if (cut) { // drop the torn tail: the file then ends with its last newline
+    std::ifstream in(file, std::ios::binary);
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    const std::size_t last = text.rfind('\n');
+    const std::size_t whole = last == std::string::npos ? 0 : last + 1;
+    if (::ftruncate(fd_, static_cast<off_t>(whole)) != 0)
+      throw output_error("cannot cut the torn last line of " + file.string());
+  }
+  envelope_ = {{"schema", result_schema_id}, {"kind", kind},
+               {"created", utc_timestamp()}, {"argv", argv},
+               {"environment", environment}, {"config", config}};
+}
+
 result_writer::~result_writer() {
   if (fd_ >= 0) ::close(fd_);
 }

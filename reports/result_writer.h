@@ -27,6 +27,13 @@ public:
   // like this run's), and opens records.jsonl. Throws output_error when the folder is unusable.
   result_writer(std::filesystem::path dir, std::string kind, std::vector<std::string> argv,
                 nlohmann::json environment, nlohmann::json config);
+  // Resuming (`kernelgate run --resume DIR`): keeps the whole records of DIR/records.jsonl as this
+  // run's first records, cuts a torn last line off the file (a record being written when the run
+  // was killed: its work is redone) and appends after them. `torn` gets the lines cut (0 or 1).
+  struct resume_tag {};
+  result_writer(resume_tag, std::filesystem::path dir, std::string kind,
+                std::vector<std::string> argv, nlohmann::json environment, nlohmann::json config,
+                int* torn = nullptr);
 
   ~result_writer();
   result_writer(const result_writer&) = delete;
@@ -36,6 +43,7 @@ public:
   // holding whole lines only.
   void append(nlohmann::json record);
   std::size_t record_count() const { return records_.size(); }
+  const std::vector<nlohmann::json>& records() const { return records_; }
   // Writes result.json atomically; returns its path.
   std::filesystem::path finish(nlohmann::json summary);
 

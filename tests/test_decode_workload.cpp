@@ -29,8 +29,8 @@ TEST(qwen3, gemm_shapes_and_kv_bytes_match_the_model) {
 
 TEST(qwen3, rooflines_count_each_byte_once) {
   const auto down = decode_gemms()[3];
-  // Batch 1: weight 2560 x 9728 x 2 = 49,807,360 B (the 49.8 MB of docs/architecture.md's Qwen3-4B stack), plus x (9728 x 2)
-  // and y (2560 x 2): 49,831,936 B; FLOPs 2 x 2560 x 9728 = 49,807,360.
+  // Batch 1: weight 2560 x 9728 x 2 = 49,807,360 B (the 49.8 MB of docs/architecture.md's Qwen3-4B
+  // stack), plus x (9728 x 2) and y (2560 x 2): 49,831,936 B; FLOPs 2 x 2560 x 9728 = 49,807,360.
   const auto r = gemm_roofline(down, 1);
   EXPECT_DOUBLE_EQ(r.bytes, 49831936.0);
   EXPECT_DOUBLE_EQ(r.flops, 49807360.0);
@@ -134,4 +134,72 @@ TEST(load_search, p99_inter_token_latency_excludes_the_first_token) {
     u.push_back(u.back() + (k == 30 ? 50.0 : 10.0));
   EXPECT_DOUBLE_EQ(p99_inter_token_ms({u}), 10.0);
   EXPECT_DOUBLE_EQ(p99_inter_token_ms({{1.0}}), 0.0); // a single token: no interval
+}
+
+TEST(arrivals, all_one_and_all_eight_mixes_and_their_mean_size) {
+  arrival_options o;
+  o.requests_per_second = 5.0;
+  o.duration_seconds = 100.0;
+  EXPECT_DOUBLE_EQ(mean_request_size(o), 0.4 * 1 + 0.3 * 2 + 0.2 * 4 + 0.1 * 8); // 2.6
+  const auto production = generate_arrivals(o);
+  o.request_sizes = {8};
+  o.size_weights = {1};
+  EXPECT_DOUBLE_EQ(mean_request_size(o), 8.0);
+  const auto eights = generate_arrivals(o);
+  // The size mix has its own random stream: the arrival times do not move.
+  ASSERT_EQ(eights.size(), production.size());
+  for (std::size_t i = 0; i < eights.size(); ++i) {
+    EXPECT_EQ(eights[i].contexts.size(), 8u);
+    EXPECT_EQ(eights[i].arrival_seconds, production[i].arrival_seconds);
+  }
+  o.request_sizes = {1};
+  for (const auto& r : generate_arrivals(o))
+    EXPECT_EQ(r.contexts.size(), 1u);
+  o.size_weights = {0};
+  EXPECT_THROW(generate_arrivals(o), std::invalid_argument);
+  o.request_sizes = {1, 2};
+  EXPECT_THROW(generate_arrivals(o), std::invalid_argument);
+}
+
+TEST(load_search, bracketed_search_doubles_then_bisects_the_crossing) {
+  // p99 = 10 ms + 4 ms per request/s: the limit of 50 ms holds up to 10 requests/s.
+  int calls = 0;
+  auto engine = [&](double rps) {
+    ++calls;
+    return load_point{rps, 10.0 + 4.0 * rps, 256.0 * rps};
+  };
+  bracketed_search_options o;
+  o.start_rps = 1.0;
+  o.bisections = 3;
+  const auto r = search_load_bracketed(engine, o);
+  // 1, 2, 4, 8 within; 16 beyond; then sqrt(8 x 16) = 11.31 beyond, sqrt(8 x 11.31) = 9.51
+  // within, sqrt(9.51 x 11.31) = 10.37 beyond.
+  ASSERT_TRUE(r.found);
+  EXPECT_TRUE(r.crossed);
+  EXPECT_FALSE(r.limit_never_exceeded);
+  EXPECT_EQ(calls, 8);
+  EXPECT_NEAR(r.best.offered_rps, std::sqrt(8.0 * std::sqrt(8.0 * 16.0)), 1e-9);
+  EXPECT_NEAR(r.bracket_hi_rps, std::sqrt(r.best.offered_rps * std::sqrt(128.0)), 1e-9);
+  EXPECT_LE(r.best.p99_itl_ms, 50.0);
+
+  // A limit never reached: growth stops at max_steps and says so.
+  auto flat = [](double rps) { return load_point{rps, 5.0, rps}; };
+  o.max_steps = 5;
+  const auto never = search_load_bracketed(flat, o);
+  EXPECT_TRUE(never.limit_never_exceeded);
+  EXPECT_FALSE(never.crossed);
+  EXPECT_EQ(never.points.size(), 5u);
+  EXPECT_DOUBLE_EQ(never.best.offered_rps, 16.0);
+
+  // Beyond the limit from the first load (or a non-finite p99): nothing found, bisected below.
+  auto hopeless = [](double rps) { return load_point{rps, rps > 0.3 ? std::nan("") : 40.0, rps}; };
+  o.max_steps = 12;
+  o.bisections = 3; // 1, 0.71, 0.5, 0.35: all beyond
+  EXPECT_FALSE(search_load_bracketed(hopeless, o).found);
+  o.bisections = 5; // ... 0.25 within, then sqrt(0.25 x 0.35) = 0.297 within
+  const auto low = search_load_bracketed(hopeless, o);
+  EXPECT_TRUE(low.crossed);
+  ASSERT_TRUE(low.found);
+  EXPECT_EQ(low.points.size(), 6u);
+  EXPECT_NEAR(low.best.offered_rps, std::sqrt(0.25 * std::sqrt(0.125)), 1e-9);
 }

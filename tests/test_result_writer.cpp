@@ -62,3 +62,39 @@ TEST(remove_tree, removes_nested_folders_and_tolerates_missing_paths) {
   EXPECT_FALSE(fs::exists(dir));
   EXPECT_TRUE(kg::remove_tree(dir)); // already gone
 }
+
+TEST(result_writer, resuming_keeps_whole_records_and_cuts_a_torn_line) {
+  const auto dir = fresh_dir("resume");
+  {
+    result_writer w(dir, "suite_run", {"x"}, {}, {});
+    w.append({{"type", "suite_workload"}, {"id", "a"}});
+    w.append({{"type", "suite_workload"}, {"id", "b"}});
+  }
+  // A kill in the middle of the third line's write.
+  std::ofstream(dir / "records.jsonl", std::ios::app) << R"({"type":"suite_wor)";
+  std::ofstream(dir / "result.json") << "{}";
+  int torn = -1;
+  {
+    result_writer w(result_writer::resume_tag{}, dir, "suite_run", {"x"}, {}, {}, &torn);
+    EXPECT_EQ(torn, 1);
+    EXPECT_FALSE(fs::exists(dir / "result.json"));
+    ASSERT_EQ(w.record_count(), 2u);
+    EXPECT_EQ(w.records()[1]["id"], "b");
+    w.append({{"type", "suite_workload"}, {"id", "c"}});
+    w.finish({{"status", "complete"}});
+  }
+  int torn_after = -1;
+  const auto lines = read_records(dir / "records.jsonl", &torn_after);
+  EXPECT_EQ(torn_after, 0);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[2]["id"], "c");
+  std::ifstream f(dir / "result.json");
+  EXPECT_EQ(nlohmann::json::parse(f)["records"].size(), 3u);
+  // Nothing to resume: a folder without records.jsonl.
+  const auto empty = fresh_dir("resume_empty");
+  fs::create_directories(empty);
+  EXPECT_THROW(result_writer(result_writer::resume_tag{}, empty, "suite_run", {}, {}, {}),
+               output_error);
+  kg::remove_tree(empty);
+  kg::remove_tree(dir);
+}

@@ -1,7 +1,7 @@
 // The decode engine's offered load (docs/architecture.md, The Qwen3-4B stack): Poisson arrivals
-// of requests of 1, 2, 4 or 8 sequences (40/30/20/10%), each sequence with a context drawn
-// log-uniformly from 512..8192 tokens and 256 output tokens. Seeded: the same seed and rate give
-// the same trace anywhere.
+// of requests of 1, 2, 4 or 8 sequences (40/30/20/10%: the production mix; the suites also offer
+// all-1 and all-8 mixes), each sequence with a context drawn log-uniformly from min..max_context
+// tokens and 256 output tokens. Seeded: the same seed and rate give the same trace anywhere.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,15 @@ struct arrival_options {
   std::int64_t min_context = 512, max_context = 8192;
   std::int64_t output_tokens = 256;
   std::uint64_t seed = 1;
+  // Sequences per request and their weights (integers: request size k drawn with probability
+  // weight_k / sum). The default is the production mix; its draws are those of every earlier
+  // trace, so a seed still gives the trace it gave.
+  std::vector<int> request_sizes = {1, 2, 4, 8};
+  std::vector<int> size_weights = {4, 3, 2, 1};
 };
+
+// The mean sequences per request of a mix (for converting sequences/s to requests/s).
+double mean_request_size(const arrival_options& opt);
 
 struct request {
   double arrival_seconds = 0;

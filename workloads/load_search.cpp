@@ -20,6 +20,43 @@ load_search_result search_load(const std::function<load_point(double)>& measure,
   return r;
 }
 
+bracketed_search_result search_load_bracketed(const std::function<load_point(double)>& measure,
+                                              const bracketed_search_options& opt) {
+  bracketed_search_result r;
+  auto within = [&](const load_point& p) {
+    return std::isfinite(p.p99_itl_ms) && p.p99_itl_ms <= opt.limit_ms;
+  };
+  auto try_load = [&](double rps) {
+    const load_point p = measure(rps);
+    r.points.push_back(p);
+    if (within(p)) {
+      if (!r.found || rps > r.best.offered_rps) r.best = p;
+      r.found = true;
+      r.bracket_lo_rps = std::max(r.bracket_lo_rps, rps);
+    } else if (!r.crossed || rps < r.bracket_hi_rps) {
+      r.crossed = true;
+      r.bracket_hi_rps = rps;
+    }
+    return within(p);
+  };
+  // Grow until the limit breaks.
+  double rps = opt.start_rps;
+  while (static_cast<int>(r.points.size()) < opt.max_steps) {
+    if (!try_load(rps)) break;
+    rps *= opt.growth;
+  }
+  if (!r.crossed) {
+    r.limit_never_exceeded = true;
+    return r;
+  }
+  // Narrow the bracket; with nothing within the limit, below the first load tried.
+  for (int i = 0; i < opt.bisections && static_cast<int>(r.points.size()) < opt.max_steps; ++i) {
+    const double lo = r.found ? r.bracket_lo_rps : r.bracket_hi_rps / opt.growth;
+    try_load(std::sqrt(lo * r.bracket_hi_rps));
+  }
+  return r;
+}
+
 double p99_inter_token_ms(const std::vector<std::vector<double>>& token_times_ms) {
   std::vector<double> gaps;
   for (const auto& seq : token_times_ms)

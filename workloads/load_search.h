@@ -31,6 +31,27 @@ struct load_search_result {
 load_search_result search_load(const std::function<load_point(double offered_rps)>& measure,
                                const load_search_options& opt = {});
 
+// The suites' search, in few loads: the load grows by `growth` (x2) from start_rps until p99
+// exceeds the limit (the limit is then bracketed between the last load within it and the first
+// beyond), then `bisections` geometric midpoints narrow the bracket; best is the highest load
+// tried within the limit. At most max_steps loads; limit_never_exceeded when growth stopped at
+// max_steps without crossing. A measurement whose p99 is not finite counts as beyond the limit.
+struct bracketed_search_options {
+  double start_rps = 0.5;
+  double growth = 2.0;
+  int bisections = 3;
+  double limit_ms = 50.0;
+  int max_steps = 12;
+};
+struct bracketed_search_result : load_search_result {
+  bool crossed = false;      // some load exceeded the limit
+  double bracket_lo_rps = 0; // the highest load within the limit (best.offered_rps)
+  double bracket_hi_rps = 0; // the lowest load beyond it (0: none found)
+};
+bracketed_search_result
+search_load_bracketed(const std::function<load_point(double offered_rps)>& measure,
+                      const bracketed_search_options& opt = {});
+
 // p99 of inter-token intervals: per sequence, token times t0..tn give intervals t1-t0 ... (the
 // first token's latency, from arrival, is not an inter-token interval and is excluded).
 double p99_inter_token_ms(const std::vector<std::vector<double>>& token_times_ms);
