@@ -21,6 +21,7 @@
 #include "stats/bootstrap.h"
 #include "suite/background_loop.h"
 #include "suite/decode_workload.h"
+#include "suite/tenants.h"
 #include "workloads/arrivals.h"
 #include "workloads/colocation.h"
 #include "workloads/lora_model.h"
@@ -31,121 +32,8 @@ namespace {
 
 // The arrivals', the LoRA base's and adapters' seed: the other workloads' (decode-qwen3-4b's
 // search sees the same first trace, lora-train-qwen3-4b trains the same model).
-constexpr std::uint64_t seed = 20261129;
-constexpr double training_lr = 1e-3; // lora-train-qwen3-4b's
-
-// The partition whose grant is nearest colocation_target(): the request for target.decode SMs,
-// which the driver rounds up to its grain, and the grant just below it, found by lowering the
-// request one SM at a time until the grant drops -- so the grain need not be known (the
-// min_partition() and alignment() the driver reports are recorded, not relied on). Every grant
-// tried goes into *record.
-green_partition nearest_partition(nlohmann::json* record) {
-  int total = 0;
-  KG_CUDA_CHECK(cudaDeviceGetAttribute(&total, cudaDevAttrMultiProcessorCount, 0));
-  const auto target = colocation_target(static_cast<unsigned>(total));
-  std::string why;
-  auto up = green_partition::create(0, target.decode, &why);
-  if (!up) throw std::runtime_error("no green partition: " + why);
-  std::vector<green_grant> grants = {{target.decode, up->first_sms(), up->rest_sms()}};
-  std::optional<green_partition> down;
-  if (up->first_sms() > target.decode) {
-    // 64 tries at most, far above any grain seen (the H200 granted 104 for 99: 8 SMs).
-    for (int r = static_cast<int>(target.decode) - 1; r >= 1 && grants.size() == 1; --r) {
-      if (static_cast<int>(target.decode) - r > 64) break;
-      std::string w;
-      auto p = green_partition::create(0, static_cast<unsigned>(r), &w);
-      if (!p) break; // nothing smaller is granted
-      if (p->first_sms() < up->first_sms()) {
-        grants.push_back({static_cast<unsigned>(r), p->first_sms(), p->rest_sms()});
-        down.emplace(std::move(*p));
-      }
-    }
-  }
-  const auto k = nearest_grant(grants, target);
-  nlohmann::json tried = nlohmann::json::array();
-  for (const auto& g : grants)
-    tried.push_back({{"requested_decode_sms", g.request},
-                     {"decode_sms", g.decode},
-                     {"training_sms", g.training}});
-  *record = {{"target_decode_sms", target.decode},
-             {"target_training_sms", target.training},
-             {"total_sms", up->total_sms()},
-             {"driver_min_partition", up->min_partition()},
-             {"driver_alignment", up->alignment()},
-             {"grants_tried", tried},
-             {"decode_sms", grants[k].decode},
-             {"training_sms", grants[k].training},
-             {"note", "granted, not asked: the driver rounds a group's SMs to its grain; of the "
-                      "grants tried the one nearest the target (least |decode - target| + "
-                      "|training - target|) is used"}};
-  return k == 0 ? std::move(*up) : std::move(*down);
-}
-
-// LoRA rank-8 training of Qwen3-4B (lora-train-qwen3-4b's model, adapters, batch and learning
-// rate, one job, bfloat16) stepping back to back on `stream` until stopped. Each finished step's
-// loss and host-clock seconds are kept; an exception in the thread (LibTorch's, CUDA's) is kept
-// and rethrown by wait_first_step() or stop().
-class background_training {
-public:
-  background_training(cudaStream_t stream, int device)
-      : loop_(
-            "co-located training",
-            [this, stream, device](const std::atomic<bool>& stopping) {
-              run_on_torch_stream(stream, device, [&] {
-                const lora_config c; // Qwen3-4B, rank 8, sequence 2048
-                lora_trainer t(c, seed, {make_lora_adapters(c, seed, 0)}, {"cuda", "bfloat16"});
-                const std::vector<lora_batch> batch = {make_lora_batch(c, seed, 0)};
-                while (!stopping.load()) {
-                  const auto t0 = std::chrono::steady_clock::now();
-                  const auto r = t.step(batch, training_lr); // reads the loss back: finished
-                  const double s =
-                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-                  {
-                    const std::lock_guard<std::mutex> l(m_);
-                    losses_.push_back(r[0].loss);
-                    seconds_.push_back(s);
-                  }
-                  cv_.notify_all();
-                }
-              });
-            },
-            [this] {
-              {
-                const std::lock_guard<std::mutex> l(m_);
-                done_ = true;
-              }
-              cv_.notify_all();
-            }) {}
-
-  // Blocks until the first step has finished (the model is drawn and training runs), so that
-  // what is measured next runs beside training, not beside its set-up.
-  void wait_first_step() {
-    std::unique_lock<std::mutex> l(m_);
-    cv_.wait(l, [&] { return !losses_.empty() || done_; });
-    if (!losses_.empty()) return;
-    l.unlock();
-    stop(); // throws the thread's error
-    throw std::runtime_error("co-located training stopped before its first step");
-  }
-  std::size_t steps() {
-    const std::lock_guard<std::mutex> l(m_);
-    return losses_.size();
-  }
-  struct result {
-    std::vector<double> losses, seconds;
-  };
-  result stop() {
-    loop_.stop();
-    return {losses_, seconds_};
-  }
-
-private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::vector<double> losses_, seconds_;
-  background_loop loop_; // last: its thread uses the members above
-};
+constexpr std::uint64_t seed = lora_seed;
+constexpr double training_lr = lora_training_lr;
 
 // One step at each shape: rows 0..batch-1 in slots 0..batch-1, each prefilled to `context` and
 // decoding the token at that position (time_steps' tokens). The slots' later positions may hold

@@ -1,5 +1,5 @@
 #include "suite/decode_workload.h"
-#include "suite/background_loop.h"
+#include "suite/tenants.h"
 #include "timing/interrupt.h"
 
 #include <algorithm>
@@ -240,32 +240,6 @@ tenant_result measure_tenant(cudaStream_t s, const std::vector<int>& b32_context
   r.b32 = bootstrap_median(r.b32_seconds);
   return r;
 }
-
-// Keeps a memory-bandwidth hog running on `stream` (launches of 50 ms back to back) until
-// stopped; a CUDA error in the thread is kept and rethrown by stop().
-class background_hog {
-public:
-  background_hog(cudaStream_t stream, int sms, double clock_mhz)
-      : hog_(contention_hog::kind::memory_bandwidth),
-        loop_("contention hog", [=, this](const std::atomic<bool>& stopping) {
-          while (!stopping.load()) {
-            hog_.launch(stream, 50000.0, clock_mhz, sms);
-            bytes_ += hog_.work_done(stream); // waits for the launch
-            ++launches_;
-          }
-        }) {}
-  // Stops the hog; returns the bytes it moved per launch on average.
-  double stop() {
-    loop_.stop();
-    return launches_ ? bytes_ / static_cast<double>(launches_) : 0.0;
-  }
-
-private:
-  contention_hog hog_;
-  double bytes_ = 0;
-  long launches_ = 0;
-  background_loop loop_; // last: its thread uses the members above
-};
 
 } // namespace
 
