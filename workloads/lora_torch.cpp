@@ -232,6 +232,63 @@ std::vector<lora_adapters> lora_trainer::adapters() const {
   return out;
 }
 
+struct torch_matmul::impl {
+  torch::Tensor a, b, c;
+};
+
+torch_matmul::torch_matmul(std::int64_t m, std::int64_t n, std::int64_t k, std::uint64_t seed)
+    : p_(std::make_unique<impl>()) {
+  if (const auto why = torch_external_stream_unavailable(); !why.empty())
+    throw std::runtime_error(why);
+  // Drawn on the host after one seeding (the same values on any device), then moved.
+  torch::manual_seed(seed);
+  const auto host = torch::TensorOptions().dtype(torch::kFloat32);
+  p_->a = torch::randn({m, k}, host).to(torch::kCUDA, torch::kBFloat16);
+  p_->b = torch::randn({k, n}, host).to(torch::kCUDA, torch::kBFloat16);
+  p_->c = torch::empty({m, n}, p_->a.options());
+}
+
+torch_matmul::~torch_matmul() = default;
+
+void torch_matmul::enqueue(CUstream_st* stream, int device) {
+#if KG_TORCH_CUDA
+  const c10::cuda::CUDAStreamGuard guard(
+      c10::cuda::getStreamFromExternal(stream, static_cast<c10::DeviceIndex>(device)));
+  torch::mm_out(p_->c, p_->a, p_->b);
+#else
+  (void)stream, (void)device;
+  throw std::runtime_error(torch_external_stream_unavailable());
+#endif
+}
+
+double torch_matmul::worst_relative_error(int samples) const {
+  const auto a = p_->a.to(torch::kCPU, torch::kFloat64), b = p_->b.to(torch::kCPU, torch::kFloat64),
+             c = p_->c.to(torch::kCPU, torch::kFloat64);
+  const std::int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  const auto* pa = a.data_ptr<double>();
+  const auto* pb = b.data_ptr<double>();
+  const auto* pc = c.data_ptr<double>();
+  double worst = 0;
+  for (int s = 0; s < samples; ++s) {
+    // Spread over rows and columns, corners included.
+    const std::int64_t i = samples > 1 ? (m - 1) * s / (samples - 1) : 0;
+    const std::int64_t j = samples > 1 ? (n - 1) * ((s * 7) % samples) / (samples - 1) : 0;
+    double ref = 0, mag = 0;
+    for (std::int64_t q = 0; q < k; ++q) {
+      ref += pa[i * k + q] * pb[q * n + j];
+      mag += std::fabs(pa[i * k + q] * pb[q * n + j]);
+    }
+    worst = std::max(worst, std::fabs(pc[i * n + j] - ref) / std::max(mag, 1e-30));
+  }
+  return worst;
+}
+
+void release_torch_cuda_cache() {
+#if KG_TORCH_CUDA
+  if (torch::cuda::is_available()) c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+
 std::string torch_external_stream_unavailable() {
 #if KG_TORCH_CUDA
   if (!torch::cuda::is_available()) return "LibTorch " TORCH_VERSION " sees no CUDA device";

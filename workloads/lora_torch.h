@@ -55,6 +55,33 @@ private:
   std::unique_ptr<impl> p_;
 };
 
+// One bf16 product C[m, n] = A[m, k] B[k, n] through LibTorch (cuBLAS on the GPU): a GEMM of the
+// LoRA training step at sequence 2048 (the suites' kernel-level lora_gemm workloads). A and B are
+// drawn once from `seed` (normal, sd 1) on the current CUDA device.
+class torch_matmul {
+public:
+  // Throws std::runtime_error (torch_external_stream_unavailable's reason) without CUDA LibTorch.
+  torch_matmul(std::int64_t m, std::int64_t n, std::int64_t k, std::uint64_t seed);
+  ~torch_matmul();
+  torch_matmul(const torch_matmul&) = delete;
+  torch_matmul& operator=(const torch_matmul&) = delete;
+  // Queues one product on `stream` (LibTorch's current stream for the call).
+  void enqueue(CUstream_st* stream, int device);
+  // Against an fp64 dot product of the bf16 operands at `samples` elements spread over C (the
+  // last product's): the worst |c - ref| / (sum_i |a_i b_i|), the error relative to the
+  // magnitude the dot product accumulates (bf16 output rounding alone gives <= 2^-8).
+  double worst_relative_error(int samples) const;
+
+  struct impl;
+
+private:
+  std::unique_ptr<impl> p_;
+};
+
+// Hands LibTorch's cached CUDA blocks back to the device (no-op without CUDA LibTorch): a
+// session that runs LibTorch between other GPU set-ups calls it when the LibTorch work is done.
+void release_torch_cuda_cache();
+
 // Why LibTorch cannot queue its CUDA work on a stream of the caller's ("" when it can): this
 // LibTorch was built without CUDA (the CPU machines' 1.13), or it sees no CUDA device.
 std::string torch_external_stream_unavailable();

@@ -203,7 +203,22 @@ void decode_engine::prefill(int slot, int context) {
         1.0f, v_sd, stream_));
 }
 
-void decode_engine::gemv(const bf16* x, const bf16* w, bf16* y, int batch, int n, int k) {
+void decode_engine::set_gemv_override(const std::string& projection, gemv_override_fn fn) {
+  static const char* known[] = {"qkv", "o_proj", "gate_up", "down", "lm_head"};
+  if (std::find(std::begin(known), std::end(known), projection) == std::end(known))
+    throw std::invalid_argument("decode_engine: no projection '" + projection + "'");
+  gemv_overrides_[projection] = std::move(fn);
+  for (auto* g : {&graphs_, &other_mode_graphs_})
+    for (auto& e : *g)
+      e.reset();
+}
+
+void decode_engine::gemv(const char* projection, const bf16* x, const bf16* w, bf16* y, int batch,
+                         int n, int k) {
+  if (const auto it = gemv_overrides_.find(projection); it != gemv_overrides_.end()) {
+    KG_CUDA_CHECK(it->second(x, w, y, batch, n, k, stream_));
+    return;
+  }
   const gemv_config c = pick_gemv_config(batch, n, k);
   if (gemv_reads_packed(c)) {
     const auto it = std::find_if(packed_of_.begin(), packed_of_.end(),
@@ -254,7 +269,7 @@ void decode_engine::enqueue(int batch) {
     // The previous layer's MLP output joins the residual stream here (none before layer 0).
     KG_CUDA_CHECK(decode::launch_add_rmsnorm(l ? mlp_out_ : nullptr, hidden_, w.input_norm, normed_,
                                              batch, H, eps, stream_, pl));
-    gemv(normed_, w.qkv, qkv_, batch, qkv, H);
+    gemv("qkv", normed_, w.qkv, qkv_, batch, qkv, H);
     bf16* kc = const_cast<bf16*>(k_cache(l));
     bf16* vc = const_cast<bf16*>(v_cache(l));
     // q/k head norms, RoPE and the K/V append folded into the attention's stage 1
@@ -265,23 +280,23 @@ void decode_engine::enqueue(int batch) {
         batch, hq,  hk, D,  c_.max_context};
     KG_CUDA_CHECK(
         decode::launch_attention_fused(args, {w.q_norm, w.k_norm, eps, m.rope_theta}, stream_, pl));
-    gemv(attn_, w.o_proj, o_out_, batch, H, hq * D);
+    gemv("o_proj", attn_, w.o_proj, o_out_, batch, H, hq * D);
     KG_CUDA_CHECK(decode::launch_add_rmsnorm(o_out_, hidden_, w.post_norm, normed_, batch, H, eps,
                                              stream_, pl));
     // The SiLU gate as the gate_up GEMV's epilogue where its configuration allows (batch 1 on
     // the H200 table), else its own kernel: the same bits either way (gemv_bf16.h).
-    if (gate_in_gemv(m, batch)) {
+    if (gate_in_gemv(m, batch) && !gemv_overrides_.count("gate_up")) {
       KG_CUDA_CHECK(launch_gemv_bf16_gated(normed_, w.gate_up, act_out_, batch, 2 * I, H,
                                            pick_gemv_config(batch, 2 * I, H), stream_, pl));
     } else {
-      gemv(normed_, w.gate_up, gate_up_, batch, 2 * I, H);
+      gemv("gate_up", normed_, w.gate_up, gate_up_, batch, 2 * I, H);
       KG_CUDA_CHECK(decode::launch_silu_gate_mul(gate_up_, act_out_, batch, I, stream_, pl));
     }
-    gemv(act_out_, w.down, mlp_out_, batch, H, I);
+    gemv("down", act_out_, w.down, mlp_out_, batch, H, I);
   }
   KG_CUDA_CHECK(decode::launch_add_rmsnorm(mlp_out_, hidden_, final_norm_, normed_, batch, H, eps,
                                            stream_, pl));
-  gemv(normed_, embedding_, logits_, batch, V, H);
+  gemv("lm_head", normed_, embedding_, logits_, batch, V, H);
   KG_CUDA_CHECK(decode::launch_argmax(logits_, d_next_, batch, V, stream_, pl));
 }
 

@@ -25,7 +25,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -66,6 +69,16 @@ public:
   void capture_all();
   int graphs_captured() const; // in the current launch mode
 
+  // A user's kernel for one projection's GEMV ("qkv", "o_proj", "gate_up", "down", "lm_head";
+  // kernelgate run --override gemv.down=FILE.cu): called instead of launch_gemv_bf16 for that
+  // projection, on the engine's stream, so it is captured into the same graphs. It gets the
+  // row-major weights ([n, k]) and must return the launch's error. gate_up overridden runs the
+  // SiLU gate as its own kernel. Graphs captured before are dropped (recaptured on next use).
+  using gemv_override_fn =
+      std::function<cudaError_t(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
+                                int batch, int n, int k, cudaStream_t s)>;
+  void set_gemv_override(const std::string& projection, gemv_override_fn fn);
+
   // Switches config().programmatic_launch: later steps launch the kernels (and capture graphs)
   // that way. Each mode keeps its own graphs, so switching back and forth (the side-by-side
   // step timing of decode-qwen3-4b) captures each graph once.
@@ -86,12 +99,12 @@ public:
   const __nv_bfloat16* final_norm() const { return final_norm_; }
   const __nv_bfloat16* k_cache(int layer) const;
   const __nv_bfloat16* v_cache(int layer) const;
-  std::size_t cache_elements_per_layer() const;                      // of K (or V) alone
+  std::size_t cache_elements_per_layer() const; // of K (or V) alone
 
 private:
   void enqueue(int batch); // the step's kernels, on stream_
-  void gemv(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y, int batch, int n,
-            int k);
+  void gemv(const char* projection, const __nv_bfloat16* x, const __nv_bfloat16* w,
+            __nv_bfloat16* y, int batch, int n, int k);
 
   decode_engine_config c_;
   decode_engine_sizes sizes_;
@@ -108,6 +121,7 @@ private:
   std::vector<int> staging_;
   std::vector<std::unique_ptr<cuda_graph_exec>> graphs_;            // index: batch size
   std::vector<std::unique_ptr<cuda_graph_exec>> other_mode_graphs_; // the other launch mode's
+  std::map<std::string, gemv_override_fn> gemv_overrides_;
 };
 
 // Copies n bf16 values to the host as bit patterns (waits for `s`).
