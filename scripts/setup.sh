@@ -83,5 +83,9 @@ case "$mode" in
     "$build/suite/kernelgate" env
     if gpu_present; then backend=cuda; else backend=cpu; fi
     "$build/suite/kernelgate" audit layernorm-affine --backend "$backend" \
-      --out "$root/kg-out/audit-layernorm-affine-$backend" ;;
+      --out "$root/kg-out/audit-layernorm-affine-$backend"
+    # The regression smoke gate where a GPU exists (docs/suites.md).
+    if gpu_present; then
+      "$build/suite/kernelgate" run --suite smoke --out "$root/kg-out/run-smoke"
+    fi ;;
 esac

@@ -18,9 +18,12 @@
 #include "reports/result_writer.h"
 #include "sandbox/worker.h"
 #include "suite/audit.h"
+#include "suite/compare_command.h"
 #include "suite/eval_command.h"
 #include "suite/exit_codes.h"
 #include "suite/fastp_command.h"
+#include "suite/run_command.h"
+#include "suite/suite_command.h"
 #include "suite/time_command.h"
 #include "suite/workload_command.h"
 
@@ -43,6 +46,9 @@ struct cli_values {
   std::uint64_t eval_seed = 0; // eval.seed, when --seed is given
   fastp_options fastp;
   workload_options workload;
+  suite_options suite;
+  compare_command_options compare;
+  run_options run;
   std::string validate_file;
 };
 
@@ -272,6 +278,63 @@ void declare_workload(CLI::App& app, cli_values& v) {
       "a whole number 2..100", "traces at each found load (bootstrap)"));
 }
 
+void declare_compare(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("compare", "compare two suite runs workload by workload: FASTER, "
+                                          "SLOWER, SAME or AMBIGUOUS, gate changes, missing "
+                                          "workloads");
+  auto& o = v.compare;
+  add_text(c, "base", o.base, "BASE", "the earlier run: a kernelgate run folder or its result.json")
+      ->required();
+  add_text(c, "new", o.next, "NEW", "the run judged against BASE (folder or result.json)")
+      ->required();
+  add_number<double>(
+      c, "--min-effect", o.min_effect, "F", [](double x) { return x >= 0 && x < 1; },
+      "a fraction in [0, 1)", "smallest change that counts (fraction)");
+  c->add_flag("--allow-env-change", o.allow_env_change,
+              "compare runs whose GPU, driver or clocks differ (the differences are listed)");
+  add_optional_text(c, "--out", o.out, "DIR", "also write a compare result here");
+  c->add_flag("--json", o.json, "print the comparison as JSON");
+}
+
+void declare_run(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("run", "run a regression suite on the GPU: every workload's "
+                                      "samples, median with its 95% interval, % of SOL and "
+                                      "gates, streamed to a run folder");
+  auto& o = v.run;
+  add_text(c, "--suite", o.suite, "NAME|FILE", "nightly, smoke (kernelgate suite list) or a file")
+      ->required();
+  add_text(c, "--filter", o.filter, "REGEX", "only the workloads whose id matches");
+  add_text(c, "--out", o.out, "DIR", "run folder (default kg-out/run-SUITE)");
+  add_text(c, "--resume", o.resume, "DIR",
+           "continue a killed run in DIR: finished workloads are kept, the rest run");
+  add_number<int>(
+      c, "--repeats", o.repeats, "N", [](int x) { return x >= 1 && x <= 20; },
+      "a whole number 1..20", "multiply every workload's samples");
+  add_text(c, "--clocks", o.clocks, "POLICY", "observe, require-locked or lock=MHZ");
+  c->add_flag("--no-progress", o.no_progress, "one line per workload even on a terminal");
+  c->add_flag("--dry-run", o.list_only, "print the run order and expected time, run nothing");
+  c->add_option("--override", o.overrides,
+                "ROLE=FILE.cu: your kernel for a role (gemv.qkv, gemv.o_proj, gemv.gate_up, "
+                "gemv.down, gemv.lm_head), checked against its fp64 oracle first")
+      ->type_name("ROLE=FILE")
+      ->allow_extra_args(false);
+}
+
+void declare_suite(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("suite", "the regression suites (data/suites) and their workloads");
+  c->require_subcommand(1);
+  c->add_subcommand("list", "list the suites with their workload counts and expected times");
+  auto* show = c->add_subcommand("show", "a suite's workloads in run order: id, level, set-up, "
+                                         "metric, SOL bound, expected seconds");
+  auto& o = v.suite;
+  add_text(show, "suite", o.suite, "NAME|FILE", "a suite (kernelgate suite list) or a suite file")
+      ->required();
+  add_text(show, "--filter", o.filter, "REGEX",
+           "only the workloads whose id matches (ECMAScript, searched)");
+  show->add_flag("--markdown", o.markdown, "print docs/suites.md's table");
+  show->add_flag("--json", o.json, "print the suite with its workloads resolved");
+}
+
 void declare_protocols(CLI::App& app, cli_values& v) {
   auto* c = app.add_subcommand("protocols", "the checking protocols and the peers they model");
   c->add_flag("--json", v.protocols_json, "print them as JSON");
@@ -296,6 +359,9 @@ std::unique_ptr<CLI::App> make_app(cli_values& v) {
   declare_eval(*app, v);
   declare_fastp(*app, v);
   declare_workload(*app, v);
+  declare_run(*app, v);
+  declare_suite(*app, v);
+  declare_compare(*app, v);
   declare_protocols(*app, v);
   declare_validate(*app, v);
   app->add_subcommand("help", "this text; `kernelgate help COMMAND` for a command's");
@@ -454,6 +520,10 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
     return run_eval_command(v.eval, args, out, err);
   }
   if (path == "fastp") return run_fastp_command(v.fastp, args, out, err);
+  if (path == "run") return run_suite_command(v.run, args, out, err);
+  if (path == "compare") return run_compare_command(v.compare, args, out, err);
+  if (path == "suite list") return run_suite_list_command(v.suite, out, err);
+  if (path == "suite show") return run_suite_show_command(v.suite, out, err);
   if (path == "workload list") {
     print_workload_list(out);
     return exit_code::ok;
@@ -575,7 +645,8 @@ int kernelgate_main(const std::vector<std::string>& args, std::ostream& out, std
     err << "kernelgate: unknown command '" << printable(args[1]) << "' (kernelgate --help)\n";
     return exit_code::bad_input;
   }
-  if (const auto why = remove_stale_results(args); !why.empty()) {
+  // (compare removes its own, after making sure --out is not one of the runs it reads)
+  if (const auto why = args[1] == "compare" ? "" : remove_stale_results(args); !why.empty()) {
     err << "kernelgate: " << printable(why) << "\n";
     return exit_code::bad_input;
   }

@@ -2,6 +2,7 @@
 // named; dimension expressions and role-based inputs behave as documented.
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <fstream>
 #include <iterator>
 
@@ -188,7 +189,9 @@ TEST(trial_cache, prefetched_trials_equal_inline_ones) {
   const trial_key other{&t, &t.shapes[1], 6, {}, false};
   const auto dir = std::filesystem::temp_directory_path() / "kg-test-trial-cache";
   remove_tree(dir);
-  trial_cache cache(dir);
+  // The cache is gone (its prefetch threads joined, their folders removed) before the folder is.
+  auto cache_holder = std::make_unique<trial_cache>(dir);
+  trial_cache& cache = *cache_holder;
   cache.prefetch(k);
   cache.prefetch(k); // idempotent
   cache.prefetch(other);
@@ -216,5 +219,6 @@ TEST(trial_cache, prefetched_trials_equal_inline_ones) {
   EXPECT_FALSE(std::filesystem::exists(f.inputs[0]));
   // Forgotten: a second take computes afresh (and still agrees).
   EXPECT_EQ(cache.take(k)->oracle[0].bytes, b.oracle[0].bytes);
+  cache_holder.reset();
   remove_tree(dir);
 }

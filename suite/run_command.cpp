@@ -1,0 +1,223 @@
+#include "suite/run_command.h"
+
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+
+#include <unistd.h>
+
+#include "gpu/device_info.h"
+#include "gpu/nvml.h"
+#include "reports/environment.h"
+#include "reports/json_input.h"
+#include "reports/result_writer.h"
+#include "reports/sha256.h"
+#include "suite/exit_codes.h"
+#include "suite/suite_catalog.h"
+#include "suite/suite_gpu.h"
+#include "suite/suite_runner.h"
+#include "timing/clock_policy.h"
+#include "timing/interrupt.h"
+
+namespace kg {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string file_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// What a resumed run must share with the run it continues: the suite's bytes, the selection and
+// the sample counts (else its records would mix two measurements).
+nlohmann::json run_identity(const suite_def& s, const run_options& o,
+                            const std::vector<suite_workload>& ordered,
+                            const std::vector<role_override>& overrides) {
+  nlohmann::json ov = nlohmann::json::object();
+  for (const auto& x : overrides)
+    ov[x.role] = {{"source", x.source.string()}, {"sha256", x.sha256}};
+  std::string bytes;
+  for (const auto& f : s.files)
+    bytes += file_text(f);
+  nlohmann::json ids = nlohmann::json::array();
+  for (const auto& w : ordered)
+    ids.push_back(w.id);
+  return {{"suite", s.name},    {"suite_files", s.files},  {"suite_sha256", sha256_hex(bytes)},
+          {"filter", o.filter}, {"repeats", o.repeats},    {"clock_policy", o.clocks},
+          {"overrides", ov},    {"workloads", ids.size()}, {"order", ids}};
+}
+
+// Whether a resumed folder's identity matches; "" or the first field that differs.
+std::string identity_mismatch(const nlohmann::json& was, const nlohmann::json& now) {
+  for (const char* k : {"suite_sha256", "filter", "repeats", "clock_policy", "overrides"})
+    if (was.value(k, nlohmann::json()) != now[k])
+      return std::string(k) + " was " + was.value(k, nlohmann::json()).dump() + ", now " +
+             now[k].dump();
+  return "";
+}
+
+void print_plan(std::ostream& out, const std::vector<suite_workload>& w) {
+  std::string group;
+  for (const auto& x : w) {
+    if (x.setup != group) out << "set-up " << (group = x.setup) << "\n";
+    out << "  " << std::left << std::setw(48) << x.id << std::right << std::setw(7) << std::fixed
+        << std::setprecision(1) << x.cost_seconds << " s\n";
+  }
+  out << w.size() << " workloads, expected " << std::setprecision(0) << total_cost_seconds(w)
+      << " s\n"
+      << std::defaultfloat;
+}
+
+} // namespace
+
+int run_suite_command(const run_options& o, const std::vector<std::string>& args, std::ostream& out,
+                      std::ostream& err) {
+  suite_def suite;
+  std::vector<suite_workload> ordered;
+  try {
+    suite = load_suite_validated(o.suite);
+    ordered = order_for_run(filter_workloads(suite.workloads, o.filter));
+  } catch (const suite_error& e) {
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
+    return exit_code::bad_input;
+  }
+  if (ordered.empty()) {
+    err << "kernelgate: no workload of suite " << suite.name << " matches --filter '"
+        << printable(o.filter) << "'\n";
+    return exit_code::bad_input;
+  }
+  if (o.list_only) {
+    print_plan(out, ordered);
+    return exit_code::ok;
+  }
+  const auto policy = parse_clock_policy(o.clocks);
+  if (!policy) {
+    err << "kernelgate: invalid --clocks '" << printable(o.clocks)
+        << "' (observe, require-locked, lock=<MHz>)\n";
+    return exit_code::bad_input;
+  }
+  if (!o.resume.empty() && !o.out.empty() && fs::path(o.out) != fs::path(o.resume)) {
+    err << "kernelgate: --resume writes into the folder it resumes; drop --out\n";
+    return exit_code::bad_input;
+  }
+  std::vector<role_override> overrides;
+  try {
+    for (const auto& spec : o.overrides) {
+      overrides.push_back(load_role_override(spec));
+      for (std::size_t i = 0; i + 1 < overrides.size(); ++i)
+        if (overrides[i].role == overrides.back().role)
+          throw override_error("--override: role " + overrides.back().role + " given twice");
+    }
+  } catch (const override_error& e) {
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
+    return exit_code::bad_input;
+  }
+  const auto identity = run_identity(suite, o, ordered, overrides);
+  const fs::path dir = !o.resume.empty() ? fs::path(o.resume)
+                       : !o.out.empty()  ? fs::path(o.out)
+                                         : fs::path("kg-out/run-" + suite.name);
+  if (!o.resume.empty()) {
+    const auto file = dir / "run_identity.json";
+    nlohmann::json was;
+    try {
+      was = nlohmann::json::parse(file_text(file));
+    } catch (const std::exception&) {
+      err << "kernelgate: cannot resume " << printable(dir.string())
+          << ": no readable run_identity.json (not a run folder)\n";
+      return exit_code::bad_input;
+    }
+    if (const auto why = identity_mismatch(was, identity); !why.empty()) {
+      err << "kernelgate: cannot resume " << printable(dir.string()) << ": a different run ("
+          << printable(why, 300) << ")\n";
+      return exit_code::bad_input;
+    }
+  }
+  const device_info dev = query_device(0);
+  if (!dev.available) {
+    err << "kernelgate: run needs a GPU: " << dev.reason << "\n";
+    return exit_code::unavailable;
+  }
+  nvml_session nvml;
+  std::unique_ptr<clock_guard> clocks;
+  try {
+    clocks = std::make_unique<clock_guard>(nvml, 0, *policy);
+  } catch (const clock_policy_error& e) {
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
+    return exit_code::unavailable;
+  }
+  suite_gpu_settings settings;
+  settings.repeats = o.repeats;
+  settings.log = &err;
+  settings.overrides = std::move(overrides);
+  auto session = std::make_unique<suite_gpu_session>(settings);
+  auto config = identity;
+  config["clocks_note"] = clocks->note();
+  try { // before any result exists: a wrong override runs nothing
+    config["override_checks"] = session->check_overrides();
+  } catch (const override_error& e) {
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
+    return exit_code::bad_input;
+  }
+  std::unique_ptr<result_writer> writer;
+  int torn = 0;
+  try {
+    if (o.resume.empty()) {
+      writer =
+          std::make_unique<result_writer>(dir, "suite_run", args, collect_environment(), config);
+      write_file_atomically(dir / "run_identity.json", identity.dump(1) + "\n");
+    } else {
+      writer = std::make_unique<result_writer>(result_writer::resume_tag{}, dir, "suite_run", args,
+                                               collect_environment(), config, &torn);
+    }
+  } catch (const output_error& e) {
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
+    return exit_code::bad_input;
+  }
+  const auto done = finished_ids(writer->records());
+  if (!o.resume.empty())
+    err << "kernelgate: resuming " << dir.string() << ": " << done.size() << " finished, "
+        << (torn ? "a torn record cut, " : "") << "the rest runs\n";
+  std::vector<suite_workload> to_run;
+  for (const auto& w : ordered)
+    if (!done.count(w.id)) to_run.push_back(w);
+  const bool terminal = !o.no_progress && &out == &std::cout && ::isatty(STDOUT_FILENO);
+  suite_progress progress(out, terminal, to_run);
+  const auto t0 = std::chrono::steady_clock::now();
+  suite_loop_result r;
+  nlohmann::json setups;
+  try {
+    r = run_suite_loop(
+        ordered, done, [&](const suite_workload& w) { return session->run(w); },
+        [&](const suite_workload& w) { return session->roles(w); }, *writer, progress);
+    setups = session->setups();
+    session.reset();                  // tenants stopped, engines freed, before the result is final
+  } catch (const std::exception& e) { // a set-up that failed outside any workload
+    writer->finish({{"status", "failed"}, {"error", e.what()}});
+    err << "kernelgate: run failed: " << printable(e.what(), 400) << "\n";
+    return exit_code::internal;
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int failing = 0;
+  for (const auto& rec : writer->records())
+    failing += !record_gates_pass(rec);
+  const bool complete = !r.interrupted;
+  const auto path = writer->finish({{"status", complete ? "complete" : "interrupted"},
+                                    {"gates_passed", failing == 0},
+                                    {"workloads", writer->record_count()},
+                                    {"workloads_failing_gates", failing},
+                                    {"measured_this_process", r.measured},
+                                    {"resumed_finished", r.skipped},
+                                    {"wall_seconds", wall},
+                                    {"setups", setups}});
+  out << "run " << suite.name << ": " << writer->record_count() << " of " << ordered.size()
+      << " workloads, " << failing << " failing a gate, " << std::fixed << std::setprecision(1)
+      << wall << " s" << std::defaultfloat << (complete ? "" : " (interrupted)") << "\n"
+      << "Wrote " << path.string() << "\n";
+  if (!complete) return exit_code::interrupted;
+  return failing ? exit_code::failures : exit_code::ok;
+}
+
+} // namespace kg

@@ -1,0 +1,419 @@
+// The suites' step, serving and training workloads, on the set-up the session holds: the decode
+// engine alone on the whole GPU, or on the green partition beside its tenant (idle, a bandwidth
+// hog, 1/4/16 LoRA training jobs); LoRA training alone on the whole GPU.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+#include "gpu/cuda_check.h"
+#include "kernels/decode/decode_driver.h"
+#include "stats/bootstrap.h"
+#include "suite/suite_gpu_internal.h"
+#include "timing/interrupt.h"
+#include "workloads/arrivals.h"
+#include "workloads/colocation.h"
+#include "workloads/load_search.h"
+#include "workloads/lora_model.h"
+#include "workloads/lora_torch.h"
+#include "workloads/qwen3.h"
+
+namespace kg {
+namespace {
+
+int param(const suite_workload& w, const char* key) {
+  return w.params.at(key).get<int>();
+}
+
+bool all_finite_bf16(const std::vector<std::uint16_t>& bits) {
+  for (const auto x : bits) {
+    const std::uint32_t u = static_cast<std::uint32_t>(x) << 16;
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    if (!std::isfinite(f)) return false;
+  }
+  return true;
+}
+
+// Queues rows 0..batch-1 prefilled to `context`; returns the step's inputs.
+struct step_inputs {
+  std::vector<int> tokens, positions, slots;
+};
+step_inputs prefill_shape(decode_engine& e, int batch, int context) {
+  step_inputs in;
+  for (int b = 0; b < batch; ++b) {
+    e.prefill(b, context);
+    in.tokens.push_back(
+        static_cast<int>((static_cast<std::int64_t>(b) * 7919 + 1) % e.config().model.vocab));
+    in.positions.push_back(context);
+    in.slots.push_back(b);
+  }
+  return in;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// The tenant's training steps finished while `fn` ran (0 without a training tenant).
+template <class F>
+std::size_t training_steps_during(suite_gpu_session::impl& s, F&& fn) {
+  const std::size_t before = s.training ? s.training->steps() : 0;
+  fn();
+  return s.training ? s.training->steps() - before : 0;
+}
+
+void note_setup(suite_gpu_session::impl& s, measured_workload& m) {
+  m.extra["setup"] = s.group;
+  if (s.partition)
+    m.extra["partition"] = {{"decode_sms", s.partition->first_sms()},
+                            {"tenant_sms", s.partition->rest_sms()}};
+}
+
+// Arrivals of a serving workload: its request mix and context band, 256 outputs.
+arrival_options serving_arrivals(const suite_workload& w) {
+  arrival_options a;
+  a.seed = lora_seed;
+  a.output_tokens = w.params.value("output_tokens", 256);
+  const std::string mix = w.params.at("request_mix"), band = w.params.at("context_band");
+  if (mix == "all1") {
+    a.request_sizes = {1};
+    a.size_weights = {1};
+  } else if (mix == "all8") {
+    a.request_sizes = {8};
+    a.size_weights = {1};
+  } else if (mix != "production") {
+    throw std::invalid_argument("unknown request_mix '" + mix + "'");
+  }
+  if (band == "512-2048") {
+    a.min_context = 512;
+    a.max_context = 2048;
+  } else if (band == "2048-8192") {
+    a.min_context = 2048;
+    a.max_context = 8192;
+  } else if (band == "log512-8192") {
+    a.min_context = 512;
+    a.max_context = 8192;
+  } else {
+    throw std::invalid_argument("unknown context_band '" + band + "'");
+  }
+  return a;
+}
+
+double mean_batch(const batching_result& run) {
+  double steps = 0, rows = 0;
+  for (std::size_t k = 0; k < run.batch_histogram.size(); ++k) {
+    steps += static_cast<double>(run.batch_histogram[k]);
+    rows += static_cast<double>(k * run.batch_histogram[k]);
+  }
+  return steps > 0 ? rows / steps : 0.0;
+}
+
+// Sequences that arrived at least 250 ms before the window closed without a first token: the
+// load outran admission (the queue grows; ITL alone would not show it).
+std::size_t starved_sequences(const batching_result& run, double window) {
+  std::size_t n = 0;
+  for (const auto& q : run.sequences)
+    n += q.arrival_seconds < window - 0.25 && q.token_seconds.empty();
+  return n;
+}
+
+// Seconds of arrivals per serving trace: with the steps this engine takes (3-30 ms), a second
+// gives 30-300 steps per trace; the repeats give the interval.
+constexpr double trace_seconds = 1.0;
+
+double rel_l2(const std::vector<double>& got, const std::vector<double>& ref) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < std::min(got.size(), ref.size()); ++i) {
+    num += (got[i] - ref[i]) * (got[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  if (got.size() != ref.size()) return INFINITY;
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// The training gates of one job's first step, as the seed gates a training step: loss within
+// relative 1e-3, gradient and updated adapters within 1e-2 (relative L2 norm: a LoRA B starts at
+// zero, so A's gradients start at zero and an element-wise ratio would divide by rounding noise)
+// of a reference step from the same state -- the same job stepped by a bf16 trainer alone on the
+// whole GPU, so the gates say whether batching jobs and co-location changed training. The
+// precision of bf16 itself is checked against an fp32 step of the same state: loss within 1e-3,
+// gradient within 5e-2, adapters within 1e-2 (H200: 2.6e-5, 0.031 and 0.0017 measured;
+// docs/performance.md).
+void training_gates(measured_workload& m, const background_training::first_step& got,
+                    const lora_step_reference& ref, const lora_step_reference& fp32,
+                    const std::string& which) {
+  const double loss_rel = std::fabs(got.loss - ref.loss) / std::fabs(ref.loss);
+  const double grad_rel = rel_l2(got.grad, ref.grad);
+  const double param_rel = rel_l2(got.params_after, ref.params_after);
+  std::ostringstream a, b, c;
+  a << which << ": loss " << got.loss << " vs the bf16 reference step " << ref.loss << ": relative "
+    << loss_rel << " (limit 1e-3)";
+  b << which << ": gradient relative L2 " << grad_rel << ", adapters after the step " << param_rel
+    << " vs the bf16 reference step (limit 1e-2)";
+  m.gates.push_back({"loss_rel_1e-3_vs_reference", loss_rel <= 1e-3, a.str()});
+  m.gates.push_back(
+      {"params_grads_rel_1e-2_vs_reference", grad_rel <= 1e-2 && param_rel <= 1e-2, b.str()});
+  const double f_loss = std::fabs(got.loss - fp32.loss) / std::fabs(fp32.loss);
+  const double f_grad = rel_l2(got.grad, fp32.grad),
+               f_param = rel_l2(got.params_after, fp32.params_after);
+  c << which << ": vs the fp32 step: loss " << f_loss << " (limit 1e-3), gradient " << f_grad
+    << " (limit 5e-2), adapters " << f_param << " (limit 1e-2)";
+  m.gates.push_back(
+      {"bf16_step_vs_fp32", f_loss <= 1e-3 && f_grad <= 5e-2 && f_param <= 1e-2, c.str()});
+}
+
+} // namespace
+
+std::vector<std::uint16_t> logits_at_shape(decode_engine& e, int batch, int context) {
+  const auto in = prefill_shape(e, batch, context);
+  e.step(in.tokens, in.positions, in.slots);
+  return e.logits_bits(batch);
+}
+
+lora_step_reference lora_reference_step(int job, const char* dtype) {
+  const lora_config c;
+  lora_trainer t(c, lora_seed, {make_lora_adapters(c, lora_seed, job)}, {"cuda", dtype});
+  const auto r = t.step({make_lora_batch(c, lora_seed, job)}, lora_training_lr);
+  return {r[0].loss, r[0].grad, t.adapters()[0].flat()};
+}
+
+measured_workload run_decode_step_workload(suite_gpu_session::impl& s, const suite_workload& w) {
+  const int batch = param(w, "batch"), context = param(w, "context");
+  const std::string placement = w.params.at("placement");
+  auto& e = s.current_engine();
+  const auto in = prefill_shape(e, batch, context);
+  // Warm-up: the first step captures the graph; then 0.25 s of steps, so the clocks have left
+  // whatever state the previous workload (or an idle GPU) put them in before a sample is taken.
+  const auto warm = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3 || seconds_since(warm) < 0.25; ++i) {
+    e.step(in.tokens, in.positions, in.slots);
+    KG_CUDA_CHECK(cudaStreamSynchronize(e.stream()));
+  }
+  measured_workload m;
+  // At least 40 samples and 0.5 s of them (per repeat): a run's median then moves less between
+  // processes than the 3% minimum effect (docs/performance.md).
+  const int min_samples = 40 * s.settings.repeats;
+  const double min_seconds = 0.5 * s.settings.repeats;
+  const auto during = training_steps_during(s, [&] {
+    const auto t_all = std::chrono::steady_clock::now();
+    while (static_cast<int>(m.samples.size()) < min_samples || seconds_since(t_all) < min_seconds) {
+      throw_if_stop_requested();
+      const auto t0 = std::chrono::steady_clock::now();
+      e.step(in.tokens, in.positions, in.slots);
+      KG_CUDA_CHECK(cudaStreamSynchronize(e.stream()));
+      m.samples.push_back(seconds_since(t0));
+    }
+  });
+  const auto logits = e.logits_bits(batch);
+  const bool finite = all_finite_bf16(logits);
+  m.gates.push_back({"logits_finite", finite, finite ? "all finite" : "a non-finite logit"});
+  if (placement == "solo") {
+    s.solo_logits.try_emplace({batch, context}, logits);
+  } else {
+    const auto it = s.solo_logits.find({batch, context});
+    if (it == s.solo_logits.end())
+      throw std::invalid_argument("no solo logits at batch " + std::to_string(batch) +
+                                  ", context " + std::to_string(context));
+    std::size_t diff = 0;
+    for (std::size_t k = 0; k < std::min(logits.size(), it->second.size()); ++k)
+      diff += logits[k] != it->second[k];
+    const bool same = diff == 0 && logits.size() == it->second.size();
+    m.gates.push_back(
+        {"logits_bit_identical_to_solo", same,
+         same ? "identical"
+              : std::to_string(diff) + " of " + std::to_string(logits.size()) + " differ"});
+  }
+  const double gbps = s.copy_gbps();
+  const double bytes = decode_step_roofline(batch, context).bytes;
+  m.sol_bound = bytes / (gbps * 1e9);
+  m.sol_detail = {{"bytes", bytes},
+                  {"ceiling", "copy_bandwidth"},
+                  {"ceiling_gbps", gbps},
+                  {"note", "host clock per step: input copy, graph launch, synchronize"}};
+  note_setup(s, m);
+  if (s.training) m.extra["tenant_training_steps_during"] = during;
+  return m;
+}
+
+measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_workload& w) {
+  auto& e = s.current_engine();
+  auto a = serving_arrivals(w);
+  const double limit = w.params.value("itl_limit_ms", 50.0);
+  batching_options b;
+  b.max_batch = e.config().max_batch;
+  b.max_seconds = trace_seconds;
+  a.duration_seconds = trace_seconds;
+  const double size = mean_request_size(a);
+  measured_workload m;
+  note_setup(s, m);
+  const int repeats = 3 * s.settings.repeats;
+  auto trace = [&](double rps, std::uint64_t seed) {
+    throw_if_stop_requested();
+    auto ak = a;
+    ak.requests_per_second = rps;
+    ak.seed = seed;
+    return run_decode_batching(e, generate_arrivals(ak), b);
+  };
+  nlohmann::json runs = nlohmann::json::array();
+  std::size_t starved = 0, tenant_steps = 0;
+  double rps = 0;
+  if (w.kind == "serving_throughput") {
+    nlohmann::json points = nlohmann::json::array();
+    bracketed_search_options o;
+    o.start_rps = 4.0 / size; // 4 sequences/s: well within the limit on any tenant
+    o.limit_ms = limit;
+    o.bisections = 2;
+    o.max_steps = 8;
+    bracketed_search_result r;
+    tenant_steps += training_steps_during(s, [&] {
+      r = search_load_bracketed(
+          [&](double x) {
+            const auto run = trace(x, a.seed);
+            points.push_back({{"offered_rps", x},
+                              {"p99_itl_ms", run.p99_itl_ms()},
+                              {"tokens_per_second", run.tokens_per_second()},
+                              {"mean_batch", mean_batch(run)}});
+            return load_point{x, run.p99_itl_ms(), run.tokens_per_second()};
+          },
+          o);
+    });
+    m.extra["load_points"] = points;
+    m.extra["search"] = {{"found", r.found},
+                         {"crossed", r.crossed},
+                         {"limit_never_exceeded", r.limit_never_exceeded},
+                         {"bracket_rps", {r.bracket_lo_rps, r.bracket_hi_rps}}};
+    m.gates.push_back({"load_within_limit", r.found,
+                       r.found ? "p99 " + std::to_string(r.best.p99_itl_ms) + " ms at " +
+                                     std::to_string(r.best.offered_rps) + " requests/s"
+                               : "no load met p99 ITL <= " + std::to_string(limit) + " ms"});
+    if (!r.found)
+      throw std::runtime_error("no load met p99 ITL <= " + std::to_string(limit) + " ms");
+    rps = r.best.offered_rps;
+  } else {
+    rps = w.params.at("offered_sequences_per_second").get<double>() / size;
+  }
+  // The repeats: traces of other seeds at the found (or the fixed) load.
+  tenant_steps += training_steps_during(s, [&] {
+    for (const auto seed : repeat_arrival_seeds(a.seed, repeats)) {
+      const auto run = trace(rps, seed);
+      const double value =
+          w.kind == "serving_throughput" ? run.tokens_per_second() : run.p99_itl_ms();
+      m.samples.push_back(value);
+      starved += starved_sequences(run, trace_seconds);
+      runs.push_back({{"arrival_seed", seed},
+                      {"tokens_per_second", run.tokens_per_second()},
+                      {"p99_itl_ms", run.p99_itl_ms()},
+                      {"mean_batch", mean_batch(run)},
+                      {"max_batch_seen", run.max_batch_seen}});
+    }
+  });
+  m.extra["offered_rps"] = rps;
+  m.extra["offered_sequences_per_second"] = rps * size;
+  m.extra["repeats"] = runs;
+  m.extra["trace_seconds"] = trace_seconds;
+  m.extra["prefill"] =
+      "the engine's synthetic KV fill (a real chunked prefill is not modelled yet)";
+  if (s.training) m.extra["tenant_training_steps_during"] = tenant_steps;
+  if (w.kind == "serving_p99")
+    m.gates.push_back({"completed_all_requests", starved == 0,
+                       starved == 0
+                           ? "every sequence arriving >= 250 ms before a window closed "
+                             "got its first token"
+                           : std::to_string(starved) + " sequences waited without a first token"});
+  return m;
+}
+
+measured_workload run_training_workload(suite_gpu_session::impl& s, const suite_workload& w) {
+  const int jobs = param(w, "jobs");
+  const std::string placement = w.params.at("placement");
+  const lora_config c;
+  measured_workload m;
+  note_setup(s, m);
+  m.extra["reference"] =
+      "the same job's first step from the same state (base from the same float32 draws, the same "
+      "adapters and batch) by a bf16 LibTorch trainer with that job alone on the whole GPU: the "
+      "gates say whether N jobs together and co-location change training; an fp32 step of the "
+      "same state checks bf16's precision (bf16_step_vs_fp32); the fp64 finite-difference "
+      "reference checks the same trainer code on the small model (lora-train-small)";
+  std::vector<double> losses;
+  if (placement == "solo") {
+    std::vector<lora_adapters> adapters;
+    std::vector<lora_batch> batches;
+    for (int j = 0; j < jobs; ++j) {
+      adapters.push_back(make_lora_adapters(c, lora_seed, j));
+      batches.push_back(make_lora_batch(c, lora_seed, j));
+    }
+    std::vector<lora_job_step> first;
+    std::vector<lora_adapters> after;
+    {
+      lora_trainer t(c, lora_seed, adapters, {"cuda", "bfloat16"});
+      first = t.step(batches, lora_training_lr);
+      after = t.adapters();
+      for (const auto& r : first)
+        losses.push_back(r.loss);
+      const int steps = 3 * s.settings.repeats;
+      for (int i = 0; i < steps; ++i) {
+        throw_if_stop_requested();
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto r = t.step(batches, lora_training_lr); // reads the losses: finished
+        m.samples.push_back(seconds_since(t0));
+        for (const auto& x : r)
+          losses.push_back(x.loss);
+      }
+    }
+    release_torch_cuda_cache(); // the N-job trainer's blocks, before the references
+    for (const int j : {0, jobs - 1}) {
+      s.ensure_lora_references(j);
+      training_gates(m, {first[j].loss, first[j].grad, after[j].flat()}, s.lora_reference_by_job[j],
+                     s.lora_fp32_by_job[j], "job " + std::to_string(j));
+      if (jobs == 1) break;
+    }
+  } else {
+    if (!s.training || s.training_jobs != jobs)
+      throw std::invalid_argument("beside_decode needs the engine.partition.lora" +
+                                  std::to_string(jobs) + " set-up");
+    // Decode serves the production mix at 10 sequences/s while the tenant's steps are timed:
+    // traces until 3 steps (per repeat) have finished during them, at most 120 s.
+    auto& e = s.current_engine();
+    arrival_options a;
+    a.seed = lora_seed;
+    a.duration_seconds = 2.0;
+    a.requests_per_second = 10.0 / mean_request_size(a);
+    batching_options b;
+    b.max_batch = e.config().max_batch;
+    b.max_seconds = a.duration_seconds;
+    const std::size_t want = 3 * static_cast<std::size_t>(s.settings.repeats);
+    const auto before = s.training->snapshot();
+    const auto t0 = std::chrono::steady_clock::now();
+    std::uint64_t seed = a.seed;
+    // The first step that finishes may have started before the decode: skip it.
+    while (s.training->steps() < before.seconds.size() + want + 1 && seconds_since(t0) < 120) {
+      throw_if_stop_requested();
+      a.seed = ++seed;
+      run_decode_batching(e, generate_arrivals(a), b);
+    }
+    const auto after = s.training->snapshot();
+    for (std::size_t i = before.seconds.size() + 1; i < after.seconds.size(); ++i)
+      m.samples.push_back(after.seconds[i]);
+    losses = after.losses;
+    m.extra["decode_traces"] = seed - lora_seed;
+    training_gates(m, s.training->first(), s.lora_reference_by_job.at(0), s.lora_fp32_by_job.at(0),
+                   "job 0 (tenant)");
+  }
+  bool finite = !losses.empty();
+  for (const double l : losses)
+    finite = finite && std::isfinite(l);
+  m.gates.push_back({"losses_finite", finite, std::to_string(losses.size()) + " losses"});
+  if (!m.samples.empty()) {
+    std::vector<double> sorted = m.samples;
+    std::sort(sorted.begin(), sorted.end());
+    m.extra["tokens_per_second"] =
+        static_cast<double>(jobs) * static_cast<double>(c.seq) / sorted[sorted.size() / 2];
+  }
+  return m;
+}
+
+} // namespace kg

@@ -1,0 +1,87 @@
+// `kernelgate run`'s bad input, without a GPU: each refusal is one line, exit 2 (or 3 for the
+// missing GPU), and nothing is written.
+#include <filesystem>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "cli_run.h"
+#include "gpu/device_info.h"
+#include "reports/remove_tree.h"
+
+namespace fs = std::filesystem;
+using kg::test::lines;
+using kg::test::run;
+
+namespace {
+const std::string overrides = std::string(KG_SOURCE_DIR) + "/tests/overrides/";
+
+fs::path out_dir(const std::string& name) {
+  const auto d =
+      fs::temp_directory_path() / ("kg_run_cli_" + name + "_" + std::to_string(getpid()));
+  kg::remove_tree(d);
+  return d;
+}
+} // namespace
+
+TEST(run_cli, bad_suites_filters_and_overrides_are_one_line_exit_2_and_write_nothing) {
+  const auto dir = out_dir("bad");
+  struct bad_case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<bad_case> cases = {
+      {{"--suite", "no_such_suite"}, "unknown suite 'no_such_suite'"},
+      {{"--suite", "smoke", "--filter", "("}, "bad workload filter"},
+      {{"--suite", "smoke", "--filter", "^nothing-matches$"}, "no workload of suite smoke"},
+      {{"--suite", "smoke", "--clocks", "fast"}, "--clocks 'fast'"},
+      {{"--suite", "smoke", "--override", "attention=" + overrides + "gemv_plain.cu"},
+       "role 'attention' cannot be overridden"},
+      {{"--suite", "smoke", "--override", "gemv.down"}, "expected ROLE=FILE.cu"},
+      {{"--suite", "smoke", "--override", "gemv.down=" + overrides + "missing.cu"}, "cannot read"},
+      {{"--suite", "smoke", "--override", "gemv.down=" + overrides + "gemv_broken.cu"},
+       "does not compile"},
+      {{"--suite", "smoke", "--resume", dir.string()}, "cannot resume"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"run"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    if (std::find(args.begin(), args.end(), "--resume") == args.end()) {
+      args.push_back("--out");
+      args.push_back(dir.string());
+    }
+    const auto r = run(args);
+    SCOPED_TRACE(c.says);
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "records.jsonl"));
+  }
+  kg::remove_tree(dir);
+}
+
+TEST(run_cli, dry_run_prints_the_run_order_grouped_by_set_up) {
+  const auto r = run({"run", "--suite", "smoke", "--dry-run"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // Set-ups in their fixed order, each once.
+  const auto kernels = r.out.find("set-up kernels"), whole = r.out.find("set-up engine.whole"),
+             training = r.out.find("set-up training.whole");
+  ASSERT_NE(kernels, std::string::npos);
+  ASSERT_NE(whole, std::string::npos);
+  ASSERT_NE(training, std::string::npos);
+  EXPECT_LT(kernels, whole);
+  EXPECT_LT(whole, training);
+  EXPECT_EQ(r.out.find("set-up kernels", kernels + 1), std::string::npos);
+  EXPECT_NE(r.out.find("12 workloads, expected"), std::string::npos);
+}
+
+TEST(run_cli, without_a_gpu_run_exits_3_with_one_line) {
+  if (kg::query_device(0).available) GTEST_SKIP() << "a GPU is present";
+  const auto dir = out_dir("nogpu");
+  const auto r = run({"run", "--suite", "smoke", "--out", dir.string()});
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("run needs a GPU"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "records.jsonl"));
+  kg::remove_tree(dir);
+}
