@@ -20,6 +20,7 @@
 #include "suite/suite_runner.h"
 #include "timing/clock_policy.h"
 #include "timing/interrupt.h"
+#include "workloads/decode_engine_plan.h"
 
 namespace kg {
 namespace {
@@ -59,6 +60,32 @@ std::string identity_mismatch(const nlohmann::json& was, const nlohmann::json& n
   return "";
 }
 
+// What the decode engine of a run (decode_engine_config's defaults: 32 slots of 8448 tokens) can
+// serve: a workload past it is refused before anything runs, not found out half-way.
+std::string unservable(const suite_workload& w) {
+  const decode_engine_config c;
+  auto num = [&](const char* k) { return w.params.value(k, 0); };
+  if (w.kind == "decode_step") {
+    if (num("batch") < 1 || num("batch") > c.max_batch)
+      return "batch " + std::to_string(num("batch")) + " is outside the decode engine's 1.." +
+             std::to_string(c.max_batch) + " sequences";
+    if (num("context") < 1 || num("context") + 1 > c.max_context)
+      return "context " + std::to_string(num("context")) + " + 1 exceeds the engine's " +
+             std::to_string(c.max_context) + " tokens a slot";
+  }
+  if ((w.kind == "serving_throughput" || w.kind == "serving_p99") &&
+      8192 + w.params.value("output_tokens", 256) > c.max_context)
+    return "contexts up to 8192 + " + std::to_string(w.params.value("output_tokens", 256)) +
+           " outputs exceed the engine's " + std::to_string(c.max_context) + " tokens a slot";
+  if ((w.kind == "gemv" || w.kind == "attention" || w.kind == "rmsnorm" ||
+       w.kind == "add_rmsnorm" || w.kind == "qk_norm_rope" || w.kind == "silu_mul" ||
+       w.kind == "argmax" || w.kind == "embedding") &&
+      (num("batch") < 1 || num("batch") > c.max_batch))
+    return "batch " + std::to_string(num("batch")) + " is outside the decode kernels' 1.." +
+           std::to_string(c.max_batch);
+  return "";
+}
+
 void print_plan(std::ostream& out, const std::vector<suite_workload>& w) {
   std::string group;
   for (const auto& x : w) {
@@ -89,6 +116,11 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
         << printable(o.filter) << "'\n";
     return exit_code::bad_input;
   }
+  for (const auto& w : ordered)
+    if (const auto why = unservable(w); !why.empty()) {
+      err << "kernelgate: workload " << w.id << " cannot be served: " << why << "\n";
+      return exit_code::bad_input;
+    }
   if (o.list_only) {
     print_plan(out, ordered);
     return exit_code::ok;

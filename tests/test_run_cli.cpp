@@ -1,13 +1,16 @@
 // `kernelgate run`'s bad input, without a GPU: each refusal is one line, exit 2 (or 3 for the
 // missing GPU), and nothing is written.
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli_run.h"
 #include "gpu/device_info.h"
 #include "reports/remove_tree.h"
+#include "workloads/qwen3.h"
 
 namespace fs = std::filesystem;
 using kg::test::lines;
@@ -57,6 +60,32 @@ TEST(run_cli, bad_suites_filters_and_overrides_are_one_line_exit_2_and_write_not
     EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
     EXPECT_FALSE(fs::exists(dir / "records.jsonl"));
   }
+  kg::remove_tree(dir);
+}
+
+TEST(run_cli, a_workload_the_engine_cannot_serve_is_refused_before_anything_runs) {
+  // nightly's b32 ctx8192 step at batch 64: a valid suite file (its SOL is the model's), but the
+  // engine has 32 slots.
+  const auto dir = out_dir("unservable");
+  fs::create_directories(dir);
+  std::ifstream in(std::string(KG_SOURCE_DIR) + "/data/suites/nightly.json");
+  auto doc = nlohmann::json::parse(in);
+  nlohmann::json w;
+  for (const auto& x : doc["workloads"])
+    if (x["id"] == "step.decode.solo.b32.ctx8192") w = x;
+  ASSERT_FALSE(w.is_null());
+  w["id"] = "step.decode.solo.b64.ctx8192";
+  w["params"]["batch"] = 64;
+  w["sol"]["quantity"] = kg::decode_step_roofline(64, 8192).bytes;
+  doc["workloads"] = nlohmann::json::array({w});
+  const auto file = dir / "b64.json";
+  std::ofstream(file) << doc.dump();
+  const auto r = run({"run", "--suite", file.string(), "--dry-run"});
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("step.decode.solo.b64.ctx8192 cannot be served: batch 64"),
+            std::string::npos)
+      << r.err;
   kg::remove_tree(dir);
 }
 
