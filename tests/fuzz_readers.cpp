@@ -1,10 +1,12 @@
 // kernelgate's own fuzz target: malformed inputs for every reader -- task JSON, result JSON,
-// KernelBench's files, dimension expressions, command lines -- generated from a seed by mutating
+// KernelBench's files, dimension expressions, suite files, suite runs (through compare), command
+// lines -- generated from a seed by mutating
 // valid ones, each run in-process through the functions the CLI uses. A case passes when it ends
 // in a clean error (one line, a documented exit code) or a valid result; anything else (an
 // exception outside the error path, a crash) fails the run.
 //
 //   kg_fuzz_readers [--seed N] [--cases N]
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -17,13 +19,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/rng.h"
 #include "reports/json_input.h"
 #include "reports/json_schema.h"
 #include "reports/remove_tree.h"
 #include "reports/result_schema.h"
 #include "suite/cli.h"
 #include "suite/task_catalog.h"
-#include "base/rng.h"
 #include "workloads/task.h"
 
 namespace fs = std::filesystem;
@@ -157,12 +159,33 @@ int main(int argc, char** argv) {
       R"( "config": {"intended_tasks": ["a"]}, "records": [{"type": "evaluation", "id":)"
       R"( "eval/a/c", "task": "a", "candidate": "c", "status": "PASSED", "candidate_us": 2.0,)"
       R"( "baseline_us": 3.0, "speedup": 1.5, "speedup_ci95": [1.4, 1.6]}], "summary": {}})";
+  // A suite file (smoke, its workloads resolved) and a suite run of two workloads: mutated, they
+  // go through `suite show FILE` and `compare`.
+  std::string suite_text;
+  {
+    std::ostringstream out, err;
+    kernelgate_main({"kernelgate", "suite", "show", "smoke", "--json"}, out, err);
+    suite_text = out.str();
+  }
+  const std::string run_result =
+      R"({"schema": "kernelgate.result/1", "kind": "suite_run", "created": "2026-01-01T00:00:00Z",)"
+      R"( "finished": "2026-01-01T00:00:09Z", "argv": ["kernelgate"], "environment": {"gpu":)"
+      R"( {"name": "G"}}, "config": {"suite": "smoke", "clock_policy": "observe"}, "records":)"
+      R"( [{"type": "suite_workload", "id": "kernel.gemv.down.b1", "level": "kernel", "kind":)"
+      R"( "gemv", "params": {}, "metric": {"name": "kernel_seconds", "direction": "lower",)"
+      R"( "unit": "s"}, "samples": [1.0e-5, 1.1e-5, 1.05e-5], "estimate": 1.05e-5, "ci95":)"
+      R"( [1.0e-5, 1.1e-5], "sol": null, "gates": [{"name": "oracle_fp64", "pass": true,)"
+      R"( "detail": ""}], "roles": {}, "wall_seconds": 0.1}, {"type": "suite_workload", "id":)"
+      R"( "serving.p99.all1.512-2048.solo", "level": "serving", "kind": "serving_p99", "params":)"
+      R"( {}, "metric": {"name": "p99_itl_ms", "direction": "lower", "unit": "ms"}, "error":)"
+      R"( "out of memory", "sol": null, "gates": [{"name": "measured", "pass": false, "detail":)"
+      R"( ""}], "roles": {}, "wall_seconds": 0.2}], "summary": {"status": "complete"}})";
   const auto schema = nlohmann::json::parse(result_schema_text());
   rng r(seed, stream_id("fuzz"));
   stats st;
   for (int c = 0; c < cases; ++c) {
     ++st.cases;
-    const auto kind = r.below(5);
+    const auto kind = r.below(7);
     std::string text;
     auto mutated = [&](std::string base) {
       const auto edits = 1 + r.below(4);
@@ -206,6 +229,16 @@ int main(int argc, char** argv) {
       } catch (const std::exception& ex) {
         fail(st, "expression", c, std::string("exception escaped: ") + ex.what());
       }
+    } else if (kind == 5) { // a suite file
+      std::ofstream(dir / "s.json", std::ios::binary) << mutated(suite_text);
+      cli_case(st, c, {"kernelgate", "suite", "show", (dir / "s.json").string()}, "suite");
+    } else if (kind == 6) { // two suite runs, one of them mutated, through compare
+      const bool which = r.below(2);
+      std::ofstream(dir / "a.json", std::ios::binary) << (which ? mutated(run_result) : run_result);
+      std::ofstream(dir / "b.json", std::ios::binary) << (which ? run_result : mutated(run_result));
+      cli_case(st, c,
+               {"kernelgate", "compare", (dir / "a.json").string(), (dir / "b.json").string()},
+               "compare");
     } else { // a command line
       static const std::vector<std::vector<std::string>> lines = {
           {"fastp", "x.json", "--p", "1,2", "--min-effect", "0.03"},
@@ -215,12 +248,16 @@ int main(int argc, char** argv) {
           {"time", "--impl", "layernormQ", "--shape", "64x64", "--min-effect", "0.03"},
           {"workload", "run", "lora-train-smallQ", "--steps", "2", "--jobs", "1"},
           {"validate", "x.json"},
+          {"run", "--suite", "smokeQ", "--filter", "gemv", "--repeats", "2", "--dry-run"},
+          {"compare", "x", "y", "--min-effect", "0.03"},
           {"protocols", "--json"}};
       auto args = lines[r.below(lines.size())];
       const auto i = r.below(args.size());
       args[i] = mutated(args[i]);
       if ((args[0] == "workload" || args[0] == "time") && args[i == 2 ? 2 : 2].size() < 11)
         continue; // the mutation cut the name back to a real one
+      if (args[0] == "run" && std::find(args.begin(), args.end(), "--dry-run") == args.end())
+        continue; // a mutation dropped --dry-run: it might start a measurement
       args.insert(args.begin(), "kernelgate");
       cli_case(st, c, args, "options");
     }
