@@ -56,15 +56,6 @@ std::vector<std::vector<std::uint16_t>> logits_at_shapes(decode_engine& e,
   return out;
 }
 
-double mean_decode_batch(const batching_result& run) {
-  double steps = 0, rows = 0;
-  for (std::size_t k = 0; k < run.batch_histogram.size(); ++k) {
-    steps += static_cast<double>(run.batch_histogram[k]);
-    rows += static_cast<double>(k * run.batch_histogram[k]);
-  }
-  return steps > 0 ? rows / steps : 0.0;
-}
-
 struct throughput_measurement {
   load_search_result search;
   nlohmann::json record = nlohmann::json::object();
@@ -87,7 +78,7 @@ throughput_measurement measure_throughput(decode_engine& e, const decode_workloa
   throughput_measurement m;
   nlohmann::json points = nlohmann::json::array();
   m.search = search_decode_load(e, a, b, ls, [&](const load_point& p, const batching_result& run) {
-    const double mean_batch = mean_decode_batch(run);
+    const double mean_batch = run.mean_batch();
     points.push_back({{"offered_rps", p.offered_rps},
                       {"p99_itl_ms", p.p99_itl_ms},
                       {"tokens_per_second", p.tokens_per_second},
@@ -122,7 +113,7 @@ throughput_measurement measure_throughput(decode_engine& e, const decode_workloa
     repeats.push_back({{"arrival_seed", s},
                        {"tokens_per_second", tps},
                        {"p99_itl_ms", p99},
-                       {"mean_batch", mean_decode_batch(run)}});
+                       {"mean_batch", run.mean_batch()}});
     if (o.progress)
       *o.progress << "decode-colocated-training " << label << ": repeat (seed " << s << ") at "
                   << r.best.offered_rps << " requests/s: p99 ITL " << p99 << " ms, " << tps

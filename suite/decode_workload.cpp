@@ -145,13 +145,7 @@ workload_result run_decode_qwen3_4b(const decode_workload_options& o) {
   nlohmann::json points = nlohmann::json::array();
   const auto r =
       search_decode_load(e, a, b, ls, [&](const load_point& p, const batching_result& run) {
-        // The mean decode batch over the run's steps: near max_batch, the load is past saturation.
-        double steps = 0, rows = 0;
-        for (std::size_t k = 0; k < run.batch_histogram.size(); ++k) {
-          steps += static_cast<double>(run.batch_histogram[k]);
-          rows += static_cast<double>(k * run.batch_histogram[k]);
-        }
-        const double mean_batch = steps > 0 ? rows / steps : 0.0;
+        const double mean_batch = run.mean_batch(); // near max_batch: past saturation
         points.push_back({{"offered_rps", p.offered_rps},
                           {"p99_itl_ms", p.p99_itl_ms},
                           {"tokens_per_second", p.tokens_per_second},

@@ -102,15 +102,6 @@ arrival_options serving_arrivals(const suite_workload& w) {
   return a;
 }
 
-double mean_batch(const batching_result& run) {
-  double steps = 0, rows = 0;
-  for (std::size_t k = 0; k < run.batch_histogram.size(); ++k) {
-    steps += static_cast<double>(run.batch_histogram[k]);
-    rows += static_cast<double>(k * run.batch_histogram[k]);
-  }
-  return steps > 0 ? rows / steps : 0.0;
-}
-
 // Sequences that arrived at least 250 ms before the window closed without a first token: the
 // load outran admission (the queue grows; ITL alone would not show it).
 std::size_t starved_sequences(const batching_result& run, double window) {
@@ -275,7 +266,7 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
             points.push_back({{"offered_rps", x},
                               {"p99_itl_ms", run.p99_itl_ms()},
                               {"tokens_per_second", run.tokens_per_second()},
-                              {"mean_batch", mean_batch(run)}});
+                              {"mean_batch", run.mean_batch()}});
             return load_point{x, run.p99_itl_ms(), run.tokens_per_second()};
           },
           o);
@@ -306,7 +297,7 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
       runs.push_back({{"arrival_seed", seed},
                       {"tokens_per_second", run.tokens_per_second()},
                       {"p99_itl_ms", run.p99_itl_ms()},
-                      {"mean_batch", mean_batch(run)},
+                      {"mean_batch", run.mean_batch()},
                       {"max_batch_seen", run.max_batch_seen}});
     }
   });

@@ -115,3 +115,10 @@ TEST(continuous_batching, the_load_search_finds_a_throughput_within_the_latency_
   // A batch of 32 costs 2 + 16 ms > 12 ms: the best load keeps batches below about 20.
   EXPECT_GT(s.best.tokens_per_second, 0.0);
 }
+
+TEST(continuous_batching, mean_batch_averages_the_histogram_over_steps) {
+  batching_result r;
+  EXPECT_EQ(r.mean_batch(), 0.0);      // no step
+  r.batch_histogram = {1, 0, 3, 0, 2}; // 1 idle step, 3 of 2 sequences, 2 of 4
+  EXPECT_DOUBLE_EQ(r.mean_batch(), (0.0 * 1 + 2.0 * 3 + 4.0 * 2) / 6.0);
+}

@@ -13,6 +13,15 @@ double batching_result::tokens_per_second() const {
   return end_seconds > 0 ? static_cast<double>(tokens) / end_seconds : 0.0;
 }
 
+double batching_result::mean_batch() const {
+  double steps = 0, rows = 0;
+  for (std::size_t k = 0; k < batch_histogram.size(); ++k) {
+    steps += static_cast<double>(batch_histogram[k]);
+    rows += static_cast<double>(k * batch_histogram[k]);
+  }
+  return steps > 0 ? rows / steps : 0.0;
+}
+
 double batching_result::p99_itl_ms() const {
   std::vector<std::vector<double>> ms;
   for (const auto& s : sequences) {

@@ -45,6 +45,9 @@ struct batching_result {
   bool truncated = false;                    // max_seconds cut the run short
   // Tokens per second over the run, and the p99 inter-token interval (first tokens excluded).
   double tokens_per_second() const;
+  // Sequences decoded per step, averaged over the steps (batch_histogram): near max_batch, the
+  // load is past saturation.
+  double mean_batch() const;
   double p99_itl_ms() const;
 };
 
