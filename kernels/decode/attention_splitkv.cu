@@ -42,6 +42,7 @@
 
 #include "kernels/decode/decode_kernels.h"
 #include "kernels/decode/decode_math.cuh"
+#include "kernels/decode/kv_block.cuh"
 #include "kernels/decode/programmatic_launch.cuh"
 
 namespace kg::decode {
@@ -85,7 +86,7 @@ __device__ __forceinline__ void cp_async_wait() {
 struct attention_call {
   const __nv_bfloat16 *q, *kc, *vc;
   std::int64_t q_row_stride;
-  const int *slots, *lengths;
+  const int *slots, *lengths, *capacities;
   __nv_bfloat16* out;
   float* work;
   int rows, q_heads, kv_heads, max_context, max_chunks;
@@ -196,8 +197,8 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
   auto* qs = reinterpret_cast<float*>(smem + L::q_off);
   auto* wmax = reinterpret_cast<float*>(smem + L::wmax_off);
   auto* probs = reinterpret_cast<float*>(smem + L::probs_off);
-  const std::size_t row0 = (static_cast<std::size_t>(a.slots[b]) * a.kv_heads + hk) *
-                           static_cast<std::size_t>(a.max_context) * head_dim;
+  const std::size_t row0 =
+      kv_head_offset(a.slots[b], a.capacities, b, a.kv_heads, hk, a.max_context) * head_dim;
   const __nv_bfloat16* kg = a.kc + row0;
   const __nv_bfloat16* vg = a.vc + row0;
 
@@ -614,6 +615,7 @@ cudaError_t make_call(attention_call& a, const attention_config& c, const attent
   a.q_row_stride = x.q_row_stride;
   a.slots = x.slots;
   a.lengths = x.lengths;
+  a.capacities = x.capacities;
   a.out = x.out;
   a.work = static_cast<float*>(x.workspace);
   a.rows = x.rows;

@@ -10,11 +10,15 @@
 // slots), so a graph captured once for a batch size serves every sequence length up to the
 // cache's max_context.
 //
-// KV cache layout (per layer, K and V alike): contiguous per-sequence slots,
-//   cache[slot][kv_head][max_context][head_dim] (bf16),
-// a slot reserved for a sequence's whole lifetime (context + output tokens), as the
-// continuous-batching loop admits sequences (no paging, no preemption). Row b of a step reads and
-// writes slot slots[b].
+// KV cache layout (per layer, K and V alike): one contiguous block per sequence,
+//   block[kv_head][capacity][head_dim] (bf16),
+// reserved for the sequence's whole lifetime (context + output tokens), as the
+// continuous-batching loop admits sequences (no paging, no preemption). Two ways to name row b's
+// block (kv_block.cuh): with a capacities array, slots[b] is the block's first token in a pool
+// (element (slots[b] * kv_heads + h * capacities[b] + pos) * head_dim) -- blocks of any size, so
+// short sequences take little; without, slots[b] is a slot of max_context tokens,
+//   cache[slot][kv_head][max_context][head_dim],
+// which is the block at first token slot * max_context of capacity max_context.
 //
 // Every launch returns cudaErrorInvalidValue for a shape it does not support, else the launch's
 // error (cudaGetLastError). `programmatic` (the decode step's kernels): launched as a programmatic
@@ -71,7 +75,7 @@ cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_
                                        float eps, const int* positions, double theta,
                                        const int* slots, __nv_bfloat16* k_cache,
                                        __nv_bfloat16* v_cache, int max_context, cudaStream_t s,
-                                       bool programmatic = false);
+                                       bool programmatic = false, const int* capacities = nullptr);
 
 // Split-KV decode attention, GQA: out[b, h] = softmax(q[b, h] . K[slot, h / group, :len] / sqrt(D))
 // V[slot, h / group, :len], len = lengths[b] (1..max_context). q: q_heads x head_dim per row at
@@ -102,6 +106,8 @@ struct attention_args {
   __nv_bfloat16* out = nullptr;
   void* workspace = nullptr; // attention_workspace_bytes
   int rows = 0, q_heads = 0, kv_heads = 0, head_dim = 0, max_context = 0;
+  // [rows] or null: each row's block capacity, slots[b] then its first token (the layout above)
+  const int* capacities = nullptr;
 };
 
 cudaError_t launch_attention(const attention_args& a, cudaStream_t s, bool programmatic = false);
@@ -152,11 +158,12 @@ cudaError_t launch_argmax(const __nv_bfloat16* x, int* out, int rows, int cols, 
 cudaError_t launch_fill_uniform(__nv_bfloat16* x, std::size_t n, std::uint64_t seed,
                                 std::uint64_t stream_id, float mean, float sd, cudaStream_t s);
 
-// Synthetic prefill: K and V of slot `slot`, positions [0, context), every kv head, drawn like
-// launch_fill_uniform from (seed, layer, kv head, position) -- not from the slot, so one context
-// gives one cache wherever it lands. K has sd k_sd, V v_sd.
-cudaError_t launch_fill_kv_synthetic(__nv_bfloat16* k_cache, __nv_bfloat16* v_cache, int slot,
-                                     int context, int kv_heads, int head_dim, int max_context,
+// Synthetic prefill: K and V of the block at first token kv_start (capacity kv_capacity),
+// positions [0, context), every kv head, drawn like launch_fill_uniform from (seed, layer, kv
+// head, position) -- not from the block, so one context gives one cache wherever it lands. K has
+// sd k_sd, V v_sd.
+cudaError_t launch_fill_kv_synthetic(__nv_bfloat16* k_cache, __nv_bfloat16* v_cache, int kv_start,
+                                     int kv_capacity, int context, int kv_heads, int head_dim,
                                      std::uint64_t seed, int layer, float k_sd, float v_sd,
                                      cudaStream_t s);
 

@@ -141,9 +141,9 @@ __global__ void fill_kernel(__nv_bfloat16* __restrict__ x, std::size_t n, std::u
     x[i] = __float2bfloat16(mean + sd * unit_uniform(key, i));
 }
 
-// Thread per (kv head, position, dim) of one slot; K and V from their own streams.
+// Thread per (kv head, position, dim) of one block; K and V from their own streams.
 __global__ void fill_kv_kernel(__nv_bfloat16* __restrict__ kc, __nv_bfloat16* __restrict__ vc,
-                               int slot, int context, int kv_heads, int head_dim, int max_context,
+                               int kv_start, int context, int kv_heads, int head_dim, int capacity,
                                std::uint64_t k_key, std::uint64_t v_key, float k_sd, float v_sd) {
   const std::size_t n = static_cast<std::size_t>(kv_heads) * context * head_dim;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * threads;
@@ -151,10 +151,10 @@ __global__ void fill_kv_kernel(__nv_bfloat16* __restrict__ kc, __nv_bfloat16* __
        t += stride) {
     const std::size_t d = t % head_dim, p = (t / head_dim) % context,
                       h = t / (static_cast<std::size_t>(head_dim) * context);
-    // The counter names (head, position, dim) only: not the slot, not max_context.
+    // The counter names (head, position, dim) only: not the block, not its capacity.
     const std::uint64_t i = (h << 40) | (p << 16) | d;
     const std::size_t at =
-        ((static_cast<std::size_t>(slot) * kv_heads + h) * max_context + p) * head_dim + d;
+        (static_cast<std::size_t>(kv_start) * kv_heads + h * capacity + p) * head_dim + d;
     kc[at] = __float2bfloat16(k_sd * unit_uniform(k_key, i));
     vc[at] = __float2bfloat16(v_sd * unit_uniform(v_key, i));
   }
@@ -200,19 +200,19 @@ cudaError_t launch_fill_uniform(__nv_bfloat16* x, std::size_t n, std::uint64_t s
   return cudaGetLastError();
 }
 
-cudaError_t launch_fill_kv_synthetic(__nv_bfloat16* k_cache, __nv_bfloat16* v_cache, int slot,
-                                     int context, int kv_heads, int head_dim, int max_context,
+cudaError_t launch_fill_kv_synthetic(__nv_bfloat16* k_cache, __nv_bfloat16* v_cache, int kv_start,
+                                     int kv_capacity, int context, int kv_heads, int head_dim,
                                      std::uint64_t seed, int layer, float k_sd, float v_sd,
                                      cudaStream_t s) {
-  if (!k_cache || !v_cache || slot < 0 || context < 0 || context > max_context || kv_heads < 1 ||
-      head_dim < 1 || head_dim > 65535 || layer < 0)
+  if (!k_cache || !v_cache || kv_start < 0 || context < 0 || context > kv_capacity ||
+      kv_heads < 1 || head_dim < 1 || head_dim > 65535 || layer < 0)
     return cudaErrorInvalidValue;
   if (context == 0) return cudaSuccess;
   // Streams 2^32 + 2 layer (+1) for K (V): apart from any weight stream id the engine uses.
   const std::uint64_t k_id = (std::uint64_t{1} << 32) + 2 * static_cast<std::uint64_t>(layer);
   const std::size_t n = static_cast<std::size_t>(kv_heads) * context * head_dim;
-  fill_kv_kernel<<<fill_blocks(n), threads, 0, s>>>(k_cache, v_cache, slot, context, kv_heads,
-                                                    head_dim, max_context, stream_key(seed, k_id),
+  fill_kv_kernel<<<fill_blocks(n), threads, 0, s>>>(k_cache, v_cache, kv_start, context, kv_heads,
+                                                    head_dim, kv_capacity, stream_key(seed, k_id),
                                                     stream_key(seed, k_id + 1), k_sd, v_sd);
   return cudaGetLastError();
 }

@@ -10,6 +10,7 @@
 
 #include "kernels/decode/decode_kernels.h"
 #include "kernels/decode/decode_math.cuh"
+#include "kernels/decode/kv_block.cuh"
 #include "kernels/decode/programmatic_launch.cuh"
 
 namespace kg::decode {
@@ -23,7 +24,8 @@ __global__ void prologue_kernel(__nv_bfloat16* __restrict__ qkv, int rows, std::
                                 const __nv_bfloat16* __restrict__ k_w, float eps,
                                 const int* __restrict__ positions, double log_theta,
                                 const int* __restrict__ slots, __nv_bfloat16* __restrict__ kc,
-                                __nv_bfloat16* __restrict__ vc, int max_context) {
+                                __nv_bfloat16* __restrict__ vc, int max_context,
+                                const int* __restrict__ capacities) {
   constexpr int head_dim = per_lane * 32, half = per_lane / 2;
   // A programmatic launch: qkv is read once the GEMV is done; the attention after it may then be
   // scheduled at once (programmatic_launch.cuh): it waits for this kernel before reading.
@@ -69,7 +71,7 @@ __global__ void prologue_kernel(__nv_bfloat16* __restrict__ qkv, int rows, std::
   const int kvh = is_k ? h - q_heads : h - q_heads - kv_heads;
   __nv_bfloat16* cache = is_k ? kc : vc;
   const std::size_t at =
-      ((static_cast<std::size_t>(slots[b]) * kv_heads + kvh) * max_context + pos) * head_dim;
+      (kv_head_offset(slots[b], capacities, b, kv_heads, kvh, max_context) + pos) * head_dim;
 #pragma unroll
   for (int t = 0; t < per_lane; ++t)
     cache[at + lane + 32 * t] = out[t];
@@ -83,7 +85,7 @@ cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_
                                        float eps, const int* positions, double theta,
                                        const int* slots, __nv_bfloat16* k_cache,
                                        __nv_bfloat16* v_cache, int max_context, cudaStream_t s,
-                                       bool programmatic) {
+                                       bool programmatic, const int* capacities) {
   if (rows < 1 || q_heads < 1 || kv_heads < 1 || !qkv || !q_weight || !k_weight || !positions ||
       !slots || !k_cache || !v_cache || max_context < 1 || !(theta > 1))
     return cudaErrorInvalidValue;
@@ -93,11 +95,11 @@ cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_
   case 64:
     return pdl::launch(prologue_kernel<2>, dim3(blocks), dim3(warps * 32), 0, s, programmatic, 1u,
                        qkv, rows, row_stride, q_heads, kv_heads, q_weight, k_weight, eps, positions,
-                       log_theta, slots, k_cache, v_cache, max_context);
+                       log_theta, slots, k_cache, v_cache, max_context, capacities);
   case 128:
     return pdl::launch(prologue_kernel<4>, dim3(blocks), dim3(warps * 32), 0, s, programmatic, 1u,
                        qkv, rows, row_stride, q_heads, kv_heads, q_weight, k_weight, eps, positions,
-                       log_theta, slots, k_cache, v_cache, max_context);
+                       log_theta, slots, k_cache, v_cache, max_context, capacities);
   default:
     return cudaErrorInvalidValue;
   }
