@@ -1,5 +1,5 @@
-// The decode engine's host bookkeeping without a GPU: sizes against hand counts, the slot pool,
-// and the row tracker driven by the real continuous-batching loop (it throws on any drift).
+// The decode engine's host bookkeeping without a GPU: sizes against hand counts, the serving
+// engine's pool, the slot pool.
 #include <set>
 #include <stdexcept>
 
@@ -52,47 +52,41 @@ TEST(decode_engine_plan, slot_pool_hands_out_lowest_first_and_checks_releases) {
   EXPECT_THROW(p.release(0), std::logic_error);
 }
 
-TEST(decode_engine_plan, tracker_follows_the_batching_loop_with_distinct_slots) {
-  arrival_options a;
-  a.requests_per_second = 4;
-  a.duration_seconds = 5;
-  a.output_tokens = 16;
-  a.seed = 3;
-  const auto requests = generate_arrivals(a);
-  batching_options o;
-  o.max_batch = 8;
-  o.kv_capacity_tokens = 8 * 8448;
-  decode_row_tracker t(8, a.output_tokens);
-  std::int64_t decoded = 0;
-  const auto r = run_continuous_batching(
-      requests,
-      [&](const step_plan& plan) {
-        const auto rows = t.begin(plan); // throws if its rows drift from the loop's
-        std::set<int> slots;
-        for (const auto& x : rows.decode) {
-          slots.insert(x.slot);
-          EXPECT_EQ(x.position() + 1, x.context + x.generated);
-        }
-        for (const auto& x : rows.admitted)
-          slots.insert(x.slot);
-        EXPECT_EQ(slots.size(), rows.decode.size() + rows.admitted.size()) << "a slot used twice";
-        decoded += static_cast<std::int64_t>(rows.decode.size());
-        t.end(std::vector<int>(rows.decode.size(), 1), std::vector<int>(rows.admitted.size(), 2));
-        return 1e-3 * (1 + static_cast<double>(rows.decode.size()));
-      },
-      o);
-  EXPECT_GT(decoded, 0);
-  EXPECT_EQ(t.running(), 0); // every sequence finished and gave its slot back
-  EXPECT_FALSE(r.truncated);
+TEST(decode_engine_plan, serving_engine_takes_the_pool_that_fits_beside_its_weights) {
+  const std::int64_t gib = std::int64_t{1} << 30, reserve = 4 * gib;
+  const auto c = serving_engine_config(139 * gib, reserve, 256, 512);
+  EXPECT_NO_THROW(validate_decode_engine_config(c));
+  EXPECT_EQ(c.max_batch, 256);
+  EXPECT_EQ(c.max_prefill_tokens, 512);
+  const auto s = decode_engine_sizes_of(c);
+  // Weights (twice: a packed copy may double them), activations, reserve and pool within the
+  // free bytes; one more token would not be.
+  const std::int64_t fixed = 2 * s.weight_elements * 2 + s.activation_bytes + reserve;
+  EXPECT_EQ(s.kv_cache_bytes, c.kv_pool_tokens * 147456);
+  EXPECT_LE(fixed + s.kv_cache_bytes, 139 * gib);
+  EXPECT_GT(fixed + s.kv_cache_bytes + 147456, 139 * gib);
+  // >= 128 sequences of the 2048..8192 band's mean (5120 + 256 outputs) fit.
+  EXPECT_GE(c.kv_pool_tokens, 128 * 5376);
+  // Capped at a full max_context block per sequence when memory is plentiful.
+  EXPECT_EQ(serving_engine_config(1024 * gib, reserve, 8, 512).kv_pool_tokens, 8 * 8448);
+  // Too little memory for one sequence beside the weights.
+  EXPECT_THROW(serving_engine_config(20 * gib, reserve), std::invalid_argument);
 }
 
-TEST(decode_engine_plan, tracker_refuses_a_plan_that_drifted) {
-  decode_row_tracker t(4, 3);
-  step_plan p;
-  p.prefill_contexts = {100};
-  t.begin(p);
-  t.end({}, {7});
-  step_plan wrong;
-  wrong.decode_lengths = {102}; // the running sequence has length 101
-  EXPECT_THROW(t.begin(wrong), std::logic_error);
+TEST(decode_engine_plan, pool_and_prefill_sizes_are_checked) {
+  auto c = tiny_decode_engine_config();
+  c.kv_pool_tokens = c.max_context - 1; // not one whole sequence
+  EXPECT_THROW(validate_decode_engine_config(c), std::invalid_argument);
+  c = tiny_decode_engine_config();
+  c.max_prefill_tokens = -1;
+  EXPECT_THROW(validate_decode_engine_config(c), std::invalid_argument);
+  c = tiny_decode_engine_config();
+  c.max_gemv_batch = 33; // the GEMV kernels take 32 rows a launch
+  EXPECT_THROW(validate_decode_engine_config(c), std::invalid_argument);
+  c = tiny_decode_engine_config();
+  c.kv_pool_tokens = 3000;
+  EXPECT_EQ(kv_pool_tokens_of(c), 3000);
+  EXPECT_EQ(decode_engine_sizes_of(c).kv_cache_bytes, 3000LL * 2 * 2 * 2 * 64 * 2);
+  c.kv_pool_tokens = 0;
+  EXPECT_EQ(kv_pool_tokens_of(c), 8 * 1024);
 }

@@ -1,12 +1,14 @@
 // The decode engine's continuous-batching loop (issue: workloads under test), apart from the GPU:
 // sequences of arriving requests (arrivals.h) are admitted while the batch has room and the KV
 // cache can hold their whole lifetime (context + output tokens: no preemption), each step
-// prefills the newly admitted sequences and decodes one token for every running one, and every
-// token's time is recorded. The step itself is a callback returning its duration -- the CUDA
-// graph of the batch size on the GPU, a cost model in the tests -- so the scheduling, the clock
-// and the latency bookkeeping are tested without a GPU.
+// prefills prompt tokens of the admitted sequences -- whole prompts of the newly admitted ones,
+// or a bounded chunk of prompt tokens over them (chunked prefill) -- and decodes one token for
+// every running one, and every token's time is recorded. The step itself is a callback returning
+// its duration -- the CUDA graph of the batch size on the GPU, a cost model in the tests -- so the
+// scheduling, the clock and the latency bookkeeping are tested without a GPU.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -16,16 +18,45 @@
 namespace kg {
 
 struct batching_options {
-  int max_batch = 32; // sequences decoded per step (graphs are captured for 1..max_batch)
+  int max_batch = 32; // sequences admitted at once, decoding or prefilling (one KV block each)
   std::int64_t kv_capacity_tokens = 1 << 22; // KV cache slots over all running sequences
   double max_seconds = 1e9;                  // stop admitting (and stepping) past this time
+  // Chunked prefill (a scheduler parameter): each step prefills at most this many prompt tokens,
+  // over the prefilling sequences in admission order (the oldest first; a sequence may take the
+  // rest of the budget and continue next step). A sequence's first token comes out of the step
+  // that prefills its last prompt token; it decodes from the next step on. 0: the whole prompt in
+  // the admission step.
+  std::int64_t prefill_chunk_tokens = 0;
+  // When kv_reserve is set, admission asks it instead of the kv_capacity_tokens counter:
+  // kv_reserve reserves `tokens` (context + output tokens) for sequence `sequence` (its index in
+  // batching_result::sequences) and returns false when they do not fit now -- the sequence then
+  // waits at the head of the FIFO; kv_release(sequence), when set, is called once when it
+  // finishes (not for sequences a max_seconds cut leaves unfinished). (The decode engine's block
+  // allocator plugs in here: fragmentation can refuse what a counter would admit.) The check that
+  // a sequence can ever fit still uses kv_capacity_tokens, so callers set both.
+  std::function<bool(std::size_t sequence, std::int64_t tokens)> kv_reserve;
+  std::function<void(std::size_t sequence)> kv_release;
 };
 
-// What one step does: prefill these contexts (their first token comes out of this step), and
-// decode one token for each running sequence at these lengths (context + tokens so far).
+// Prompt tokens [begin, begin + tokens) of sequence `sequence` (whose prompt is `context` tokens)
+// prefilled in this step; the part with begin + tokens == context ends the prefill.
+struct prefill_part {
+  std::size_t sequence = 0;
+  std::int64_t context = 0, begin = 0, tokens = 0;
+  bool last() const { return begin + tokens == context; }
+};
+
+// What one step does: prefill these prompt parts (a sequence's first token comes out of the step
+// of its last part), and decode one token for each running sequence at these lengths (context +
+// tokens so far).
 struct step_plan {
+  // Whole-prompt mode: the contexts of the sequences admitted (and prefilled whole) this step;
+  // empty in chunked mode (see prefills).
   std::vector<std::int64_t> prefill_contexts;
+  // The decoding sequences in the order they started decoding (admission order).
   std::vector<std::int64_t> decode_lengths;
+  std::vector<std::size_t> decode_sequences; // the decode rows' sequence indices, same order
+  std::vector<prefill_part> prefills;        // both modes: every prompt part of this step
 };
 
 using step_fn = std::function<double(const step_plan&)>; // returns the step's seconds
@@ -38,8 +69,10 @@ struct sequence_trace {
 
 struct batching_result {
   std::vector<sequence_trace> sequences; // in arrival order (requests, then their sequences)
-  std::int64_t steps = 0, tokens = 0;
-  double end_seconds = 0; // the clock when the last step ended
+  std::int64_t steps = 0, tokens = 0;    // tokens: output tokens (decode rows + first tokens)
+  std::int64_t prefill_tokens = 0;       // prompt tokens prefilled over the run
+  std::int64_t prefill_steps = 0;        // steps with at least one prefill part
+  double end_seconds = 0;                // the clock when the last step ended
   int max_batch_seen = 0;
   std::vector<std::int64_t> batch_histogram; // steps by number of decoded sequences (0..max)
   bool truncated = false;                    // max_seconds cut the run short
@@ -52,7 +85,8 @@ struct batching_result {
 };
 
 // Throws std::invalid_argument when a sequence could never fit (context + output tokens above
-// the KV capacity): it would wait forever.
+// the KV capacity): it would wait forever; also for max_batch < 1 or prefill_chunk_tokens < 0.
+// Throws std::logic_error when a step would be empty (kv_reserve refusing with nothing running).
 batching_result run_continuous_batching(const std::vector<request>& requests, const step_fn& step,
                                         const batching_options& opt = {});
 

@@ -36,6 +36,13 @@ void validate_decode_engine_config(const decode_engine_config& c) {
     fail("vocab and 2 x intermediate must fit an int");
   if (c.max_batch < 1 || c.max_batch > 256) fail("max_batch must be 1..256");
   if (c.max_context < 1) fail("max_context must be positive");
+  if (c.kv_pool_tokens < 0 || (c.kv_pool_tokens > 0 && c.kv_pool_tokens < c.max_context))
+    fail("kv_pool_tokens must be 0 or at least max_context");
+  if (kv_pool_tokens_of(c) * m.kv_heads > (std::int64_t{1} << 31) - 1)
+    fail("the KV pool's tokens x kv_heads must fit an int");
+  if (c.max_prefill_tokens < 0 || c.max_prefill_tokens > 8192)
+    fail("max_prefill_tokens must be 0..8192");
+  if (c.max_gemv_batch < 1 || c.max_gemv_batch > 32) fail("max_gemv_batch must be 1..32");
   if (!(c.weight_sd > 0)) fail("weight_sd must be positive");
 }
 
@@ -50,9 +57,39 @@ decode_engine_sizes decode_engine_sizes_of(const decode_engine_config& c) {
                             + 2 * m.intermediate * m.hidden     // gate_up
                             + m.hidden * m.intermediate;        // down
   s.weight_elements = m.layers * s.layer_weight_elements + m.vocab * m.hidden + m.hidden;
-  s.kv_cache_bytes = m.layers * 2 * static_cast<std::int64_t>(c.max_batch) * m.kv_heads *
-                     c.max_context * m.head_dim * m.bytes_per_element;
+  s.kv_cache_bytes = kv_pool_tokens_of(c) * kv_bytes_per_token(m);
+  // Per row: hidden, normed, qkv, attention out, o_proj out, gate_up, SiLU out, MLP out, logits
+  // (the engine's carving, rounded as it rounds).
+  const std::int64_t per_row = 5 * m.hidden + s.qkv_width + m.q_heads * m.head_dim +
+                               3 * m.intermediate + (m.vocab + 7) / 8 * 8;
+  s.activation_bytes = per_row * (c.max_batch + c.max_prefill_tokens) * m.bytes_per_element;
   return s;
+}
+
+std::int64_t kv_pool_tokens_of(const decode_engine_config& c) {
+  return c.kv_pool_tokens > 0 ? c.kv_pool_tokens
+                              : static_cast<std::int64_t>(c.max_batch) * c.max_context;
+}
+
+decode_engine_config serving_engine_config(std::int64_t free_bytes, std::int64_t reserve_bytes,
+                                           int max_batch, int max_prefill_tokens) {
+  decode_engine_config c;
+  c.max_batch = max_batch;
+  c.max_prefill_tokens = max_prefill_tokens;
+  c.kv_pool_tokens = 1; // sizes below without the pool
+  const auto s = decode_engine_sizes_of(c);
+  // The weights may get a packed copy of the same size (decode_engine.h): count them twice.
+  const std::int64_t fixed =
+      2 * s.weight_elements * c.model.bytes_per_element + s.activation_bytes + reserve_bytes;
+  const std::int64_t per_token = kv_bytes_per_token(c.model);
+  const std::int64_t fits = (free_bytes - fixed) / per_token;
+  if (fits < c.max_context)
+    throw std::invalid_argument("serving engine: " + std::to_string(free_bytes >> 20) +
+                                " MiB free hold no sequence of " + std::to_string(c.max_context) +
+                                " tokens beside the weights");
+  c.kv_pool_tokens =
+      std::min<std::int64_t>(fits, static_cast<std::int64_t>(max_batch) * c.max_context);
+  return c;
 }
 
 kv_slot_pool::kv_slot_pool(int slots) {
@@ -76,54 +113,6 @@ void kv_slot_pool::release(int slot) {
 
 int kv_slot_pool::free_slots() const {
   return static_cast<int>(std::count(held_.begin(), held_.end(), false));
-}
-
-decode_row_tracker::decode_row_tracker(int slots, std::int64_t output_tokens)
-    : pool_(slots), output_tokens_(output_tokens) {
-  if (output_tokens < 1) throw std::invalid_argument("output_tokens must be at least 1");
-}
-
-decode_row_tracker::step_rows decode_row_tracker::begin(const step_plan& plan) {
-  if (!pending_.empty()) throw std::logic_error("decode_row_tracker: begin() twice without end()");
-  if (plan.decode_lengths.size() != rows_.size())
-    throw std::logic_error("decode_row_tracker: the plan decodes " +
-                           std::to_string(plan.decode_lengths.size()) + " sequences, " +
-                           std::to_string(rows_.size()) + " are running");
-  for (std::size_t i = 0; i < rows_.size(); ++i)
-    if (plan.decode_lengths[i] != rows_[i].context + rows_[i].generated)
-      throw std::logic_error("decode_row_tracker: row " + std::to_string(i) + " has length " +
-                             std::to_string(rows_[i].context + rows_[i].generated) +
-                             ", the plan says " + std::to_string(plan.decode_lengths[i]));
-  for (const auto c : plan.prefill_contexts) {
-    row r;
-    r.slot = pool_.acquire();
-    r.context = c;
-    pending_.push_back(r);
-  }
-  return {rows_, pending_};
-}
-
-void decode_row_tracker::end(const std::vector<int>& decode_tokens,
-                             const std::vector<int>& first_tokens) {
-  if (decode_tokens.size() != rows_.size() || first_tokens.size() != pending_.size())
-    throw std::logic_error("decode_row_tracker: end() needs one token per decode row and one per "
-                           "admitted sequence");
-  for (std::size_t i = 0; i < rows_.size(); ++i) {
-    rows_[i].token = decode_tokens[i];
-    ++rows_[i].generated;
-  }
-  for (std::size_t i = 0; i < pending_.size(); ++i) {
-    pending_[i].token = first_tokens[i];
-    pending_[i].generated = 1;
-    rows_.push_back(pending_[i]);
-  }
-  pending_.clear();
-  // As the loop does: finished sequences leave, the others keep their order.
-  std::erase_if(rows_, [&](const row& r) {
-    if (r.generated < output_tokens_) return false;
-    pool_.release(r.slot);
-    return true;
-  });
 }
 
 } // namespace kg

@@ -1,6 +1,6 @@
 // The decode engine's host-side bookkeeping, apart from the GPU so it is unit-tested without one:
-// the engine's configuration and its memory sizes, the KV-cache slot pool, and the tracker that
-// turns the continuous-batching loop's step plans (continuous_batching.h) into engine rows.
+// the engine's configuration and its memory sizes and the pool of slot ids (the serving driver's
+// KV blocks are kv_allocator.h's).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,30 @@ struct decode_engine_config {
   // same kernels and bits either way; false gives plain launches (decode-qwen3-4b times both,
   // docs/cli.md; decode_engine::set_programmatic_launch switches).
   bool programmatic_launch = true;
+  // The KV cache as a pool of this many tokens (kernels/decode/decode_kernels.h, KV cache
+  // layout): the serving driver places each sequence's block where its kv_block_allocator says
+  // (decode_engine::bind_slot), so short sequences take little and the batch can grow to what the
+  // tokens allow. 0: max_batch slots of max_context tokens. Either way slot s starts bound to the
+  // block at token s * max_context of capacity max_context while that fits the pool.
+  std::int64_t kv_pool_tokens = 0;
+  // Rows a real prefill launch takes at most (decode_engine::prefill_chunk: the step's prompt
+  // tokens over its sequences); 0: no prefill buffers, prefill_chunk refused.
+  int max_prefill_tokens = 0;
+  // Decode batches above this run their projections as cuBLAS GEMMs (the GEMV kernels take up to
+  // 32 rows a launch and stream the weights again per 32); the step-level figures use <= 32.
+  int max_gemv_batch = 32;
 };
+
+// The serving engine on the H200 (docs/architecture.md, Serving): up to `max_batch` sequences,
+// a KV pool of what `free_bytes` of device memory holds after the engine's weights, activations,
+// prefill buffers and `reserve_bytes`, at most max_batch x max_context tokens, and prefill chunks
+// of up to max_prefill_tokens. Throws std::invalid_argument when less than one max_context
+// sequence fits.
+decode_engine_config serving_engine_config(std::int64_t free_bytes, std::int64_t reserve_bytes,
+                                           int max_batch = 256, int max_prefill_tokens = 512);
+
+// Tokens of the KV pool (kv_pool_tokens, or max_batch x max_context).
+std::int64_t kv_pool_tokens_of(const decode_engine_config& c);
 
 // 2 layers, hidden 256, 4 q heads / 2 kv heads of 64, intermediate 512, vocab 1000; batch 8,
 // context 1024: small enough for a host fp64 reference forward in a test.
@@ -39,7 +62,8 @@ struct decode_engine_sizes {
   std::int64_t qkv_width = 0;             // (q_heads + 2 kv_heads) head_dim
   std::int64_t layer_weight_elements = 0; // norms and projections of one layer
   std::int64_t weight_elements = 0;       // all layers + embeddings (tied lm_head) + final norm
-  std::int64_t kv_cache_bytes = 0;        // K and V, every layer, max_batch slots of max_context
+  std::int64_t kv_cache_bytes = 0;        // K and V, every layer, the pool's tokens
+  std::int64_t activation_bytes = 0;      // decode rows (max_batch) and prefill rows
 };
 decode_engine_sizes decode_engine_sizes_of(const decode_engine_config& c);
 
@@ -53,37 +77,6 @@ public:
 
 private:
   std::vector<bool> held_;
-};
-
-// Mirrors run_continuous_batching's running set (every sequence has `output_tokens` outputs): a
-// step's decode rows are the running sequences in admission order -- the loop's order -- and the
-// admitted sequences join at the end after their prefill. begin() checks the plan's decode
-// lengths against the mirror, so a drift between the two throws instead of decoding garbage.
-class decode_row_tracker {
-public:
-  struct row {
-    int slot = 0;
-    std::int64_t context = 0;
-    std::int64_t generated = 0; // tokens out so far (the prefill's is the first)
-    int token = 0;              // the last token out: this step's input
-    std::int64_t position() const { return context + generated - 1; } // of the input token
-  };
-  decode_row_tracker(int slots, std::int64_t output_tokens);
-
-  // The rows to decode (batch rows 0..n-1) and the newly admitted ones, each with a slot.
-  struct step_rows {
-    std::vector<row> decode, admitted;
-  };
-  step_rows begin(const step_plan& plan);
-  // decode_tokens: the step's output per decode row; first_tokens: each admitted sequence's first
-  // token (its prefill's). Advances every row, retires finished ones and frees their slots.
-  void end(const std::vector<int>& decode_tokens, const std::vector<int>& first_tokens);
-  int running() const { return static_cast<int>(rows_.size()); }
-
-private:
-  kv_slot_pool pool_;
-  std::int64_t output_tokens_;
-  std::vector<row> rows_, pending_;
 };
 
 } // namespace kg
