@@ -15,11 +15,11 @@
 #include <gtest/gtest.h>
 
 #include "bf16_host.h"
-#include "gpu_test_support.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_raii.h"
 #include "gpu/device_buffer.h"
 #include "gpu/green_partition.h"
+#include "gpu_test_support.h"
 #include "kernels/decode/decode_engine.h"
 
 using namespace kg;
@@ -371,4 +371,126 @@ TEST(gpu_decode_engine, a_graph_captured_on_a_green_stream_stays_on_its_partitio
             << "\n";
   EXPECT_LE(sms.size(), p->first_sms())
       << "the graph's kernel left its partition: green-context graphs need another launch path";
+}
+
+namespace {
+
+// The K or V cache of one block's positions [0, n), every layer and kv head, as doubles.
+vec block_cache(const decode_engine& e, bool v, int start, int capacity, int n) {
+  const auto& m = e.config().model;
+  vec out;
+  for (int l = 0; l < static_cast<int>(m.layers); ++l) {
+    const auto all =
+        host_copy(v ? e.v_cache(l) : e.k_cache(l), e.cache_elements_per_layer(), e.stream());
+    for (std::int64_t g = 0; g < m.kv_heads; ++g)
+      for (int t = 0; t < n; ++t)
+        for (std::int64_t d = 0; d < m.head_dim; ++d)
+          out.push_back(all[static_cast<std::size_t>(
+              (static_cast<std::int64_t>(start) * m.kv_heads + g * capacity + t) * m.head_dim +
+              d)]);
+  }
+  return out;
+}
+
+double rel_l2(const vec& got, const vec& want) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    num += (got[i] - want[i]) * (got[i] - want[i]);
+    den += want[i] * want[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : (num > 0 ? 1.0 : 0.0);
+}
+
+decode_engine_config tiny_prefill_config() {
+  auto c = tiny_decode_engine_config();
+  c.max_prefill_tokens = 64;
+  c.kv_pool_tokens = 3000; // blocks placed by bind_slot, not slot x max_context
+  return c;
+}
+
+} // namespace
+
+// Chunked prefill against the decode path it must agree with: the same prompt fed token by token
+// through decode steps (each checked against the host reference above) writes the cache and
+// yields the first output token that the chunks must give. Different kernels (cuBLAS GEMMs,
+// the tiled causal attention) round differently, so the cache agrees to bf16 noise; a wrong
+// causal mask, position or block would move it by tens of percent.
+TEST(gpu_decode_engine, chunked_prefill_matches_decoding_the_prompt_token_by_token) {
+  KG_REQUIRE_GPU();
+  cuda_stream s;
+  const auto c = tiny_prefill_config();
+  const int L = 150;
+  const std::uint64_t prompt = 7;
+  decode_engine by_decode(c, s.get());
+  by_decode.bind_slot(5, 0, 300);
+  int want_first = -1;
+  for (int p = 0; p < L; ++p) {
+    by_decode.step({by_decode.prompt_token(prompt, p)}, {p}, {5});
+    if (p == L - 1) want_first = by_decode.next_tokens(1)[0];
+  }
+  const auto want_k = block_cache(by_decode, false, 0, 300, L);
+  const auto want_v = block_cache(by_decode, true, 0, 300, L);
+
+  // Three chunks (64, 64, 22 tokens), the block elsewhere in the pool.
+  decode_engine chunked(c, s.get());
+  chunked.bind_slot(2, 1000, 300);
+  int got_first = -1;
+  for (const auto& [begin, tokens] : {std::pair{0, 64}, {64, 64}, {128, 22}}) {
+    chunked.prefill_chunk({{2, begin, tokens, prompt}});
+    got_first = chunked.prefill_next_tokens(1)[0];
+  }
+  EXPECT_LE(rel_l2(block_cache(chunked, false, 1000, 300, L), want_k), 0.02);
+  EXPECT_LE(rel_l2(block_cache(chunked, true, 1000, 300, L), want_v), 0.02);
+  EXPECT_EQ(got_first, want_first);
+
+  // Two prompts' parts in one chunk: each as if alone.
+  decode_engine two(c, s.get());
+  two.bind_slot(0, 2000, 300);
+  two.bind_slot(1, 1500, 300);
+  two.prefill_chunk({{0, 0, 40, prompt}, {1, 0, 24, 99}});
+  const auto both = two.prefill_next_tokens(2);
+  two.prefill_chunk({{0, 40, 64, prompt}});
+  two.prefill_chunk({{0, 104, 46, prompt}});
+  EXPECT_EQ(two.prefill_next_tokens(1)[0], want_first);
+  EXPECT_LE(rel_l2(block_cache(two, false, 2000, 300, L), want_k), 0.02);
+  decode_engine alone(c, s.get());
+  alone.bind_slot(3, 0, 300);
+  alone.prefill_chunk({{3, 0, 24, 99}});
+  EXPECT_EQ(both[1], alone.prefill_next_tokens(1)[0]);
+  EXPECT_LE(rel_l2(block_cache(two, true, 1500, 300, 24), block_cache(alone, true, 0, 300, 24)),
+            0.02);
+
+  // Parts the engine cannot take.
+  EXPECT_THROW(chunked.prefill_chunk({{2, 290, 20, prompt}}), std::invalid_argument); // past block
+  EXPECT_THROW(chunked.prefill_chunk({{2, 0, 65, prompt}}), std::invalid_argument);   // > 64 rows
+  EXPECT_THROW(chunked.bind_slot(0, 2900, 200), std::invalid_argument);               // past pool
+  EXPECT_THROW(decode_engine(tiny_decode_engine_config(), s.get()).prefill_chunk({{0, 0, 1, 1}}),
+               std::invalid_argument); // no prefill buffers
+}
+
+// Batches above max_gemv_batch run their projections through cuBLAS: the same logits as the
+// host reference, as the GEMV's are.
+TEST(gpu_decode_engine, batches_above_the_gemv_run_as_gemms_and_match_the_reference) {
+  KG_REQUIRE_GPU();
+  cuda_stream s;
+  auto c = tiny_decode_engine_config();
+  c.max_batch = 13; // prefill_rows' slots (3b + 1) mod 13 are distinct
+  c.max_gemv_batch = 4;
+  decode_engine e(c, s.get());
+  std::vector<int> contexts;
+  for (int b = 0; b < 13; ++b)
+    contexts.push_back((b * 131 + 5) % 1000);
+  const auto in = prefill_rows(e, contexts);
+  host_reference ref(e);
+  ref.read_caches();
+  e.step(in.tokens, in.positions, in.slots);
+  const auto got = e.logits_bits(13);
+  const auto V = c.model.vocab;
+  for (const int b : {0, 6, 12}) {
+    const auto want = ref.logits(in.tokens[b], in.positions[b], in.slots[b]);
+    vec row(static_cast<std::size_t>(V));
+    for (std::int64_t i = 0; i < V; ++i)
+      row[static_cast<std::size_t>(i)] = bf16_to_float(got[b * V + i]);
+    EXPECT_LE(rel_l2(row, want), 0.02) << "row " << b;
+  }
 }

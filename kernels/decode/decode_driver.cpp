@@ -1,64 +1,159 @@
 #include "kernels/decode/decode_driver.h"
-#include "timing/interrupt.h"
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <stdexcept>
 #include <string>
 
 #include "gpu/cuda_check.h"
+#include "gpu/cuda_raii.h"
+#include "timing/interrupt.h"
+#include "workloads/decode_engine_plan.h"
+#include "workloads/kv_allocator.h"
 
 namespace kg {
+namespace {
 
-batching_result run_decode_batching(decode_engine& e, const std::vector<request>& requests,
-                                    batching_options opt) {
-  const auto& c = e.config();
-  if (requests.empty())
-    return run_continuous_batching(
-        requests, [](const step_plan&) { return 1.0; }, opt);
+// A running sequence's engine state.
+struct sequence_state {
+  int slot = 0;
+  std::int64_t kv_start = 0;
+  int token = 0; // the last token out: the next decode step's input
+};
+
+// The slots and KV blocks of the running sequences, handed out at admission.
+class kv_placement {
+public:
+  kv_placement(decode_engine& e, decode_batching_stats* stats)
+      : e_(e), blocks_(kv_pool_tokens_of(e.config())), slots_(e.config().max_batch), stats_(stats) {
+  }
+  ~kv_placement() { e_.bind_default_slots(); } // the run's bindings undone, whatever ended it
+  kv_placement(const kv_placement&) = delete;
+  kv_placement& operator=(const kv_placement&) = delete;
+
+  bool reserve(std::size_t seq, std::int64_t tokens) {
+    if (slots_.free_slots() == 0) return false;
+    const auto start = blocks_.allocate(tokens);
+    if (!start) {
+      if (stats_) ++stats_->kv_refusals;
+      return false;
+    }
+    const int slot = slots_.acquire();
+    e_.bind_slot(slot, static_cast<int>(*start), static_cast<int>(tokens));
+    running_[seq] = {slot, *start, 0};
+    return true;
+  }
+  void release(std::size_t seq) {
+    const auto it = running_.find(seq);
+    if (it == running_.end()) throw std::logic_error("kv_placement: sequence not running");
+    blocks_.release(it->second.kv_start);
+    slots_.release(it->second.slot);
+    running_.erase(it);
+  }
+  sequence_state& at(std::size_t seq) {
+    const auto it = running_.find(seq);
+    if (it == running_.end()) throw std::logic_error("kv_placement: sequence not running");
+    return it->second;
+  }
+
+private:
+  decode_engine& e_;
+  kv_block_allocator blocks_;
+  kv_slot_pool slots_;
+  decode_batching_stats* stats_;
+  std::map<std::size_t, sequence_state> running_;
+};
+
+void check_requests(const decode_engine& e, const std::vector<request>& requests) {
   const std::int64_t outputs = requests.front().output_tokens;
   for (const auto& q : requests) {
     if (q.output_tokens != outputs)
       throw std::invalid_argument(
           "run_decode_batching: every request needs the same output_tokens");
     for (const auto ctx : q.contexts)
-      if (ctx < 1 || ctx + outputs > c.max_context)
+      if (ctx < 1 || ctx + outputs > e.config().max_context)
         throw std::invalid_argument("run_decode_batching: context " + std::to_string(ctx) + " + " +
                                     std::to_string(outputs) + " outputs exceeds the engine's " +
-                                    std::to_string(c.max_context) + " tokens a slot");
+                                    std::to_string(e.config().max_context) + " tokens a sequence");
   }
+}
+
+double elapsed_seconds(const cuda_event& a, const cuda_event& b) {
+  float ms = 0;
+  KG_CUDA_CHECK(cudaEventElapsedTime(&ms, a.get(), b.get()));
+  return ms * 1e-3;
+}
+
+} // namespace
+
+batching_result run_decode_batching(decode_engine& e, const std::vector<request>& requests,
+                                    batching_options opt, decode_batching_stats* stats) {
+  const auto& c = e.config();
+  if (requests.empty())
+    return run_continuous_batching(
+        requests, [](const step_plan&) { return 1.0; }, opt);
+  check_requests(e, requests);
   opt.max_batch = std::min(opt.max_batch, c.max_batch);
-  // A slot holds max_context tokens whatever the sequence: the batch size, not the token count,
-  // is what runs out. The loop's token capacity is therefore never the binding limit.
-  opt.kv_capacity_tokens = static_cast<std::int64_t>(c.max_batch) * c.max_context;
+  const bool real_prefill = opt.prefill_chunk_tokens > 0;
+  if (real_prefill && c.max_prefill_tokens < 1)
+    throw std::invalid_argument("run_decode_batching: chunked prefill needs an engine with "
+                                "prefill buffers (max_prefill_tokens > 0)");
+  opt.prefill_chunk_tokens = std::min<std::int64_t>(opt.prefill_chunk_tokens, c.max_prefill_tokens);
+  opt.kv_capacity_tokens = kv_pool_tokens_of(c);
+  kv_placement kv(e, stats);
+  opt.kv_reserve = [&](std::size_t seq, std::int64_t tokens) { return kv.reserve(seq, tokens); };
+  opt.kv_release = [&](std::size_t seq) { kv.release(seq); };
   e.capture_all(); // capture time is not a step's time
-  decode_row_tracker tracker(c.max_batch, outputs);
-  std::uint64_t admitted_count = 0;
+  cuda_event ev_start, ev_mid, ev_end;
+  std::uint64_t synthetic_count = 0;
   const auto step = [&](const step_plan& plan) {
-    const auto rows = tracker.begin(plan);
     const auto t0 = std::chrono::steady_clock::now();
-    for (const auto& r : rows.admitted)
-      e.prefill(r.slot, static_cast<int>(r.context));
-    std::vector<int> next;
-    if (!rows.decode.empty()) {
+    if (stats) KG_CUDA_CHECK(cudaEventRecord(ev_start.get(), e.stream()));
+    std::vector<decode_engine::prefill_part> parts;
+    for (const auto& p : plan.prefills) {
+      auto& s = kv.at(p.sequence);
+      if (real_prefill)
+        parts.push_back({s.slot, static_cast<int>(p.begin), static_cast<int>(p.tokens),
+                         static_cast<std::uint64_t>(p.sequence) + 1});
+      else
+        e.prefill(s.slot, static_cast<int>(p.context));
+    }
+    if (!parts.empty()) e.prefill_chunk(parts);
+    if (stats) KG_CUDA_CHECK(cudaEventRecord(ev_mid.get(), e.stream()));
+    const int n = static_cast<int>(plan.decode_sequences.size());
+    if (n > 0) {
       std::vector<int> tokens, positions, slots;
-      for (const auto& r : rows.decode) {
-        tokens.push_back(r.token);
-        positions.push_back(static_cast<int>(r.position()));
-        slots.push_back(r.slot);
+      for (int i = 0; i < n; ++i) {
+        const auto& s = kv.at(plan.decode_sequences[static_cast<std::size_t>(i)]);
+        tokens.push_back(s.token);
+        positions.push_back(static_cast<int>(plan.decode_lengths[static_cast<std::size_t>(i)] - 1));
+        slots.push_back(s.slot);
       }
       e.step(tokens, positions, slots);
-      next = e.next_tokens(static_cast<int>(rows.decode.size())); // synchronizes the stream
-    } else {
-      KG_CUDA_CHECK(cudaStreamSynchronize(e.stream()));
     }
+    if (stats) KG_CUDA_CHECK(cudaEventRecord(ev_end.get(), e.stream()));
+    const auto next = n > 0 ? e.next_tokens(n) : std::vector<int>{}; // synchronizes the stream
+    const auto first =
+        parts.empty() ? std::vector<int>{} : e.prefill_next_tokens(static_cast<int>(parts.size()));
+    KG_CUDA_CHECK(cudaStreamSynchronize(e.stream()));
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    // A prefill's first token: synthetic (no prompt was run), spread over the vocabulary.
-    std::vector<int> first;
-    for (std::size_t i = 0; i < rows.admitted.size(); ++i)
-      first.push_back(static_cast<int>((++admitted_count * 7919u) % c.model.vocab));
-    tracker.end(next, first);
+    if (stats) {
+      stats->prefill_gpu_seconds += elapsed_seconds(ev_start, ev_mid);
+      stats->decode_gpu_seconds += elapsed_seconds(ev_mid, ev_end);
+    }
+    for (int i = 0; i < n; ++i)
+      kv.at(plan.decode_sequences[static_cast<std::size_t>(i)]).token =
+          next[static_cast<std::size_t>(i)];
+    for (std::size_t i = 0; i < plan.prefills.size(); ++i) {
+      const auto& p = plan.prefills[i];
+      if (!p.last()) continue;
+      // The prefill's argmax; without a real prefill a synthetic first token, spread over the
+      // vocabulary.
+      kv.at(p.sequence).token =
+          real_prefill ? first[i] : static_cast<int>((++synthetic_count * 7919u) % c.model.vocab);
+    }
     return seconds;
   };
   return run_continuous_batching(requests, step, opt);

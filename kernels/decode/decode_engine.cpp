@@ -6,6 +6,7 @@
 #include <string>
 
 #include "gpu/cuda_check.h"
+#include "kernels/decode/attention_prefill.h"
 #include "kernels/decode/decode_kernels.h"
 #include "kernels/decode/gemv_bf16.h"
 
@@ -55,6 +56,7 @@ decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
     throw std::invalid_argument("decode_engine: needs a created stream, not the legacy default");
   const auto& m = c_.model;
   const int B = c_.max_batch;
+  const int G = std::min(B, c_.max_gemv_batch); // the batches the GEMV serves
   weights_ = device_buffer(static_cast<std::size_t>(sizes_.weight_elements) * sizeof(bf16));
   cache_ = device_buffer(static_cast<std::size_t>(sizes_.kv_cache_bytes));
 
@@ -107,7 +109,7 @@ decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
     std::vector<projection> wanted;
     std::size_t bytes = 0;
     for (const auto& p : all)
-      for (int b = 1; b <= B; ++b)
+      for (int b = 1; b <= G; ++b)
         if (gemv_reads_packed(pick_gemv_config(b, p.n, p.k))) {
           wanted.push_back(p);
           bytes += gemv_packed_bytes(p.n, p.k); // a multiple of 2 KB: each copy stays aligned
@@ -141,22 +143,28 @@ decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
     a += pieces[k] * B;
   }
   KG_CUDA_CHECK(cudaMemsetAsync(act_.get(), 0, act_.size(), stream_));
-  // The step's inputs (tokens, lengths, slots; each row's new token sits at position length - 1,
-  // which the attention's fused prologue takes from lengths) and the argmax output.
-  inputs_ = device_buffer(static_cast<std::size_t>(4 * B) * sizeof(int));
+  // The step's inputs (tokens, lengths, block starts, block capacities; each row's new token sits
+  // at position length - 1, which the attention's fused prologue takes from lengths) and the
+  // argmax output.
+  inputs_ = device_buffer(static_cast<std::size_t>(5 * B) * sizeof(int));
   int* in = static_cast<int*>(inputs_.get());
   d_tokens_ = in;
   d_lengths_ = in + B;
   d_slots_ = in + 2 * B;
-  d_next_ = in + 3 * B;
+  d_capacities_ = in + 3 * B;
+  d_next_ = in + 4 * B;
   KG_CUDA_CHECK(cudaMemsetAsync(inputs_.get(), 0, inputs_.size(), stream_));
-  staging_.assign(static_cast<std::size_t>(3 * B), 0);
+  staging_.assign(static_cast<std::size_t>(4 * B), 0);
+  bind_default_slots();
+  if (B > c_.max_gemv_batch || c_.max_prefill_tokens > 0)
+    gemm_ = std::make_unique<cublas_gemm>(stream_);
+  if (c_.max_prefill_tokens > 0) allocate_prefill_buffers();
 
   attn_work_ = device_buffer(decode::attention_workspace_bytes(
       B, static_cast<int>(m.q_heads), static_cast<int>(m.kv_heads), static_cast<int>(m.head_dim),
       c_.max_context));
   std::size_t gemv_bytes = 0;
-  for (int b = 1; b <= B; ++b)
+  for (int b = 1; b <= G; ++b)
     for (const auto& g : decode_gemms(m)) {
       const int n = static_cast<int>(g.n), k = static_cast<int>(g.k);
       gemv_bytes = std::max(gemv_bytes, gemv_workspace_bytes(pick_gemv_config(b, n, k), b, n, k));
@@ -176,7 +184,40 @@ decode_engine::~decode_engine() {
 
 std::size_t decode_engine::cache_elements_per_layer() const {
   const auto& m = c_.model;
-  return static_cast<std::size_t>(c_.max_batch) * m.kv_heads * c_.max_context * m.head_dim;
+  return static_cast<std::size_t>(kv_pool_tokens_of(c_)) * m.kv_heads * m.head_dim;
+}
+
+void decode_engine::allocate_prefill_buffers() {
+  const auto& m = c_.model;
+  const std::int64_t R = c_.max_prefill_tokens, H = m.hidden, I = m.intermediate, V = m.vocab;
+  // A part per slot at most, and no more parts than rows.
+  max_prefill_parts_ = static_cast<int>(std::min<std::int64_t>(R, c_.max_batch));
+  const std::int64_t P = max_prefill_parts_;
+  const std::int64_t pieces[] = {
+      H * R, H * R, sizes_.qkv_width * R, m.q_heads * m.head_dim * R, H * R, 2 * I * R, I * R,
+      H * R, H * P, (V + 7) / 8 * 8 * P};
+  std::int64_t total = 0;
+  for (const auto p : pieces)
+    total += (p + 7) / 8 * 8; // each piece 16-byte aligned
+  prefill_act_ = device_buffer(static_cast<std::size_t>(total) * sizeof(bf16));
+  bf16* a = static_cast<bf16*>(prefill_act_.get());
+  bf16** slots[] = {&p_hidden_,  &p_normed_, &p_qkv_, &p_attn_, &p_o_,
+                    &p_gate_up_, &p_act_,    &p_mlp_, &p_last_, &p_logits_};
+  for (std::size_t k = 0; k < std::size(pieces); ++k) {
+    *slots[k] = a;
+    a += (pieces[k] + 7) / 8 * 8;
+  }
+  KG_CUDA_CHECK(cudaMemsetAsync(prefill_act_.get(), 0, prefill_act_.size(), stream_));
+  prefill_inputs_ = device_buffer(static_cast<std::size_t>(4 * R + 2 * P) * sizeof(int));
+  int* in = static_cast<int*>(prefill_inputs_.get());
+  d_p_tokens_ = in;
+  d_p_positions_ = in + R;
+  d_p_starts_ = in + 2 * R;
+  d_p_caps_ = in + 3 * R;
+  d_p_last_ = in + 4 * R;
+  d_p_next_ = in + 4 * R + P;
+  KG_CUDA_CHECK(cudaMemsetAsync(prefill_inputs_.get(), 0, prefill_inputs_.size(), stream_));
+  prefill_staging_.assign(static_cast<std::size_t>(4 * R + P), 0);
 }
 
 const __nv_bfloat16* decode_engine::k_cache(int layer) const {
@@ -188,19 +229,41 @@ const __nv_bfloat16* decode_engine::v_cache(int layer) const {
   return k_cache(layer) + cache_elements_per_layer();
 }
 
+void decode_engine::bind_slot(int slot, int kv_start, int kv_capacity) {
+  if (slot < 0 || slot >= c_.max_batch || kv_start < 0 || kv_capacity < 1 ||
+      kv_capacity > c_.max_context ||
+      static_cast<std::int64_t>(kv_start) + kv_capacity > kv_pool_tokens_of(c_))
+    throw std::invalid_argument("decode_engine::bind_slot: slot " + std::to_string(slot) +
+                                ", block [" + std::to_string(kv_start) + ", +" +
+                                std::to_string(kv_capacity) + ") outside the pool of " +
+                                std::to_string(kv_pool_tokens_of(c_)) + " tokens");
+  slot_blocks_[static_cast<std::size_t>(slot)] = {kv_start, kv_capacity};
+}
+
+void decode_engine::bind_default_slots() {
+  const std::int64_t pool = kv_pool_tokens_of(c_);
+  slot_blocks_.assign(static_cast<std::size_t>(c_.max_batch), {0, 0});
+  for (int b = 0; b < c_.max_batch; ++b)
+    if (static_cast<std::int64_t>(b + 1) * c_.max_context <= pool)
+      slot_blocks_[static_cast<std::size_t>(b)] = {b * c_.max_context, c_.max_context};
+}
+
 void decode_engine::prefill(int slot, int context) {
-  if (slot < 0 || slot >= c_.max_batch || context < 0 || context > c_.max_context)
+  if (slot < 0 || slot >= c_.max_batch || context < 0 ||
+      context > slot_blocks_[static_cast<std::size_t>(slot)].second)
     throw std::invalid_argument("decode_engine::prefill: slot " + std::to_string(slot) +
-                                " context " + std::to_string(context) + " out of range");
+                                " context " + std::to_string(context) +
+                                " out of range (or the slot unbound)");
+  const auto [start, capacity] = slot_blocks_[static_cast<std::size_t>(slot)];
   const auto& m = c_.model;
   const float v_sd = c_.weight_sd * static_cast<float>(std::sqrt(static_cast<double>(m.hidden)));
   for (int l = 0; l < static_cast<int>(m.layers); ++l)
     // K near unit RMS (as after the k norm), V at the RMS of a v projection of a unit-RMS input
     // (weight_sd sqrt(hidden)).
     KG_CUDA_CHECK(decode::launch_fill_kv_synthetic(
-        const_cast<bf16*>(k_cache(l)), const_cast<bf16*>(v_cache(l)), slot, context,
-        static_cast<int>(m.kv_heads), static_cast<int>(m.head_dim), c_.max_context, c_.seed, l,
-        1.0f, v_sd, stream_));
+        const_cast<bf16*>(k_cache(l)), const_cast<bf16*>(v_cache(l)), start, capacity, context,
+        static_cast<int>(m.kv_heads), static_cast<int>(m.head_dim), c_.seed, l, 1.0f, v_sd,
+        stream_));
 }
 
 void decode_engine::set_gemv_override(const std::string& projection, gemv_override_fn fn) {
@@ -219,6 +282,10 @@ void decode_engine::gemv(const char* projection, const bf16* x, const bf16* w, b
     KG_CUDA_CHECK(it->second(x, w, y, batch, n, k, stream_));
     return;
   }
+  if (batch > c_.max_gemv_batch) {
+    gemm_->run(x, w, y, batch, n, k);
+    return;
+  }
   const gemv_config c = pick_gemv_config(batch, n, k);
   if (gemv_reads_packed(c)) {
     const auto it = std::find_if(packed_of_.begin(), packed_of_.end(),
@@ -234,7 +301,9 @@ void decode_engine::gemv(const char* projection, const bf16* x, const bf16* w, b
 namespace {
 
 // Whether enqueue(batch) gives the SiLU gate to the gate_up GEMV's epilogue.
-bool gate_in_gemv(const qwen3_config& m, int batch) {
+bool gate_in_gemv(const decode_engine_config& c, int batch) {
+  if (batch > c.max_gemv_batch) return false; // a cuBLAS GEMM, then the gate kernel
+  const auto& m = c.model;
   const int n = static_cast<int>(2 * m.intermediate), k = static_cast<int>(m.hidden);
   return gemv_gated_supported(pick_gemv_config(batch, n, k), batch, n, k);
 }
@@ -244,7 +313,7 @@ bool gate_in_gemv(const qwen3_config& m, int batch) {
 std::vector<const char*> decode_engine::layer_roles(int batch) const {
   std::vector<const char*> r = {"input_rmsnorm", "qkv_gemv",    "attention_s1",
                                 "attention_s2",  "o_proj_gemv", "post_rmsnorm"};
-  if (gate_in_gemv(c_.model, batch)) {
+  if (gate_in_gemv(c_, batch)) {
     r.push_back("gate_up_silu_gemv");
   } else {
     r.push_back("gate_up_gemv");
@@ -275,9 +344,10 @@ void decode_engine::enqueue(int batch) {
     // q/k head norms, RoPE and the K/V append folded into the attention's stage 1
     // (bit-identical to launch_qk_norm_rope_append then launch_attention:
     // tests/test_gpu_decode_kernels.cpp).
-    const decode::attention_args args{
+    decode::attention_args args{
         qkv_,  qkv, kc, vc, d_slots_,      d_lengths_, attn_, attn_work_.get(),
         batch, hq,  hk, D,  c_.max_context};
+    args.capacities = d_capacities_;
     KG_CUDA_CHECK(
         decode::launch_attention_fused(args, {w.q_norm, w.k_norm, eps, m.rope_theta}, stream_, pl));
     gemv("o_proj", attn_, w.o_proj, o_out_, batch, H, hq * D);
@@ -285,7 +355,7 @@ void decode_engine::enqueue(int batch) {
                                              stream_, pl));
     // The SiLU gate as the gate_up GEMV's epilogue where its configuration allows (batch 1 on
     // the H200 table), else its own kernel: the same bits either way (gemv_bf16.h).
-    if (gate_in_gemv(m, batch) && !gemv_overrides_.count("gate_up")) {
+    if (gate_in_gemv(c_, batch) && !gemv_overrides_.count("gate_up")) {
       KG_CUDA_CHECK(launch_gemv_bf16_gated(normed_, w.gate_up, act_out_, batch, 2 * I, H,
                                            pick_gemv_config(batch, 2 * I, H), stream_, pl));
     } else {
@@ -333,19 +403,23 @@ void decode_engine::step(const std::vector<int>& tokens, const std::vector<int>&
   std::vector<bool> used(static_cast<std::size_t>(c_.max_batch), false);
   for (int b = 0; b < n; ++b) {
     const auto bi = static_cast<std::size_t>(b);
+    const bool slot_ok = slots[bi] >= 0 && slots[bi] < c_.max_batch;
     if (tokens[bi] < 0 || tokens[bi] >= c_.model.vocab || positions[bi] < 0 ||
-        positions[bi] >= c_.max_context || slots[bi] < 0 || slots[bi] >= c_.max_batch ||
-        used[static_cast<std::size_t>(slots[bi])])
-      throw std::invalid_argument("decode_engine::step: row " + std::to_string(b) +
-                                  " has a token, position or slot out of range (or a slot twice)");
+        positions[bi] >= c_.max_context || !slot_ok || used[static_cast<std::size_t>(slots[bi])] ||
+        positions[bi] >= slot_blocks_[static_cast<std::size_t>(slots[bi])].second)
+      throw std::invalid_argument(
+          "decode_engine::step: row " + std::to_string(b) +
+          " has a token, position or slot out of range (a slot twice, or past its block)");
     used[static_cast<std::size_t>(slots[bi])] = true;
   }
   const int B = c_.max_batch;
   for (int b = 0; b < n; ++b) {
     const auto bi = static_cast<std::size_t>(b);
+    const auto& block = slot_blocks_[static_cast<std::size_t>(slots[bi])];
     staging_[bi] = tokens[bi];
     staging_[static_cast<std::size_t>(B + b)] = positions[bi] + 1; // attended tokens
-    staging_[static_cast<std::size_t>(2 * B + b)] = slots[bi];
+    staging_[static_cast<std::size_t>(2 * B + b)] = block.first;
+    staging_[static_cast<std::size_t>(3 * B + b)] = block.second;
   }
   // From pageable memory: the call returns once the bytes are staged, so staging_ may be reused.
   KG_CUDA_CHECK(cudaMemcpyAsync(inputs_.get(), staging_.data(), staging_.size() * sizeof(int),
@@ -363,6 +437,121 @@ void decode_engine::step(const std::vector<int>& tokens, const std::vector<int>&
     g = std::move(exec);
   }
   KG_CUDA_CHECK(cudaGraphLaunch(g->get(), stream_));
+}
+
+int decode_engine::prompt_token(std::uint64_t prompt, int position) const {
+  // splitmix64 of (seed, prompt, position): any prompt's tokens, reproducibly, without storing
+  // them.
+  std::uint64_t z = c_.seed ^ (prompt * 0x9e3779b97f4a7c15ull) ^
+                    (static_cast<std::uint64_t>(position) * 0xbf58476d1ce4e5b9ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<int>(z % static_cast<std::uint64_t>(c_.model.vocab));
+}
+
+void decode_engine::prefill_chunk(const std::vector<prefill_part>& parts) {
+  if (c_.max_prefill_tokens < 1)
+    throw std::invalid_argument("decode_engine::prefill_chunk: the engine has no prefill buffers "
+                                "(max_prefill_tokens 0)");
+  const int P = static_cast<int>(parts.size());
+  if (P < 1 || P > max_prefill_parts_)
+    throw std::invalid_argument("decode_engine::prefill_chunk: 1.." +
+                                std::to_string(max_prefill_parts_) + " parts");
+  const int R = c_.max_prefill_tokens;
+  std::vector<bool> used(static_cast<std::size_t>(c_.max_batch), false);
+  int rows = 0;
+  for (const auto& p : parts) {
+    const bool slot_ok = p.slot >= 0 && p.slot < c_.max_batch;
+    if (!slot_ok || used[static_cast<std::size_t>(p.slot)] || p.begin < 0 || p.tokens < 1 ||
+        p.begin + p.tokens > slot_blocks_[static_cast<std::size_t>(p.slot)].second ||
+        rows + p.tokens > R)
+      throw std::invalid_argument("decode_engine::prefill_chunk: part of slot " +
+                                  std::to_string(p.slot) + " [" + std::to_string(p.begin) + ", +" +
+                                  std::to_string(p.tokens) +
+                                  ") is out of range (a slot twice, past its block, or over " +
+                                  std::to_string(R) + " rows)");
+    used[static_cast<std::size_t>(p.slot)] = true;
+    const auto& block = slot_blocks_[static_cast<std::size_t>(p.slot)];
+    for (int t = 0; t < p.tokens; ++t) {
+      const auto r = static_cast<std::size_t>(rows + t);
+      prefill_staging_[r] = prompt_token(p.prompt, p.begin + t);
+      prefill_staging_[static_cast<std::size_t>(R) + r] = p.begin + t;
+      prefill_staging_[static_cast<std::size_t>(2 * R) + r] = block.first;
+      prefill_staging_[static_cast<std::size_t>(3 * R) + r] = block.second;
+    }
+    rows += p.tokens;
+    prefill_staging_[static_cast<std::size_t>(4 * R + (&p - parts.data()))] = rows - 1;
+  }
+  KG_CUDA_CHECK(cudaMemcpyAsync(prefill_inputs_.get(), prefill_staging_.data(),
+                                prefill_staging_.size() * sizeof(int), cudaMemcpyHostToDevice,
+                                stream_));
+  enqueue_prefill(parts, rows);
+}
+
+void decode_engine::enqueue_prefill(const std::vector<prefill_part>& parts, int rows) {
+  const auto& m = c_.model;
+  const int H = static_cast<int>(m.hidden), I = static_cast<int>(m.intermediate),
+            V = static_cast<int>(m.vocab), D = static_cast<int>(m.head_dim),
+            hq = static_cast<int>(m.q_heads), hk = static_cast<int>(m.kv_heads),
+            qkv = static_cast<int>(sizes_.qkv_width), P = static_cast<int>(parts.size());
+  const float eps = static_cast<float>(m.rms_eps);
+  KG_CUDA_CHECK(
+      decode::launch_embedding_gather(embedding_, d_p_tokens_, p_hidden_, rows, H, stream_));
+  for (int l = 0; l < static_cast<int>(m.layers); ++l) {
+    const auto& w = layers_[static_cast<std::size_t>(l)];
+    KG_CUDA_CHECK(decode::launch_add_rmsnorm(l ? p_mlp_ : nullptr, p_hidden_, w.input_norm,
+                                             p_normed_, rows, H, eps, stream_));
+    gemm_->run(p_normed_, w.qkv, p_qkv_, rows, qkv, H);
+    bf16* kc = const_cast<bf16*>(k_cache(l));
+    bf16* vc = const_cast<bf16*>(v_cache(l));
+    // Every row's q and k normalized and rotated in place, its k and v appended to its block:
+    // the whole chunk is in the cache before any row attends.
+    KG_CUDA_CHECK(decode::launch_qk_norm_rope_append(
+        p_qkv_, rows, qkv, hq, hk, D, w.q_norm, w.k_norm, eps, d_p_positions_, m.rope_theta,
+        d_p_starts_, kc, vc, c_.max_context, stream_, false, d_p_caps_));
+    int row0 = 0;
+    for (const auto& p : parts) {
+      const auto& block = slot_blocks_[static_cast<std::size_t>(p.slot)];
+      decode::prefill_attention_args a;
+      a.q = p_qkv_ + static_cast<std::size_t>(row0) * qkv;
+      a.q_row_stride = qkv;
+      a.k_cache = kc;
+      a.v_cache = vc;
+      a.kv_start = block.first;
+      a.kv_capacity = block.second;
+      a.p0 = p.begin;
+      a.n = p.tokens;
+      a.out = p_attn_ + static_cast<std::size_t>(row0) * hq * D;
+      a.q_heads = hq;
+      a.kv_heads = hk;
+      a.head_dim = D;
+      KG_CUDA_CHECK(decode::launch_prefill_attention(a, stream_));
+      row0 += p.tokens;
+    }
+    gemm_->run(p_attn_, w.o_proj, p_o_, rows, H, hq * D);
+    KG_CUDA_CHECK(
+        decode::launch_add_rmsnorm(p_o_, p_hidden_, w.post_norm, p_normed_, rows, H, eps, stream_));
+    gemm_->run(p_normed_, w.gate_up, p_gate_up_, rows, 2 * I, H);
+    KG_CUDA_CHECK(decode::launch_silu_gate_mul(p_gate_up_, p_act_, rows, I, stream_));
+    gemm_->run(p_act_, w.down, p_mlp_, rows, H, I);
+  }
+  KG_CUDA_CHECK(
+      decode::launch_add_rmsnorm(p_mlp_, p_hidden_, final_norm_, p_normed_, rows, H, eps, stream_));
+  // Each part's last row (a gather by row index), then lm_head and argmax over those rows only.
+  KG_CUDA_CHECK(decode::launch_embedding_gather(p_normed_, d_p_last_, p_last_, P, H, stream_));
+  gemm_->run(p_last_, embedding_, p_logits_, P, V, H);
+  KG_CUDA_CHECK(decode::launch_argmax(p_logits_, d_p_next_, P, V, stream_));
+}
+
+std::vector<int> decode_engine::prefill_next_tokens(int parts) const {
+  if (parts < 1 || parts > max_prefill_parts_)
+    throw std::invalid_argument("decode_engine::prefill_next_tokens: parts out of range");
+  std::vector<int> out(static_cast<std::size_t>(parts));
+  KG_CUDA_CHECK(cudaMemcpyAsync(out.data(), d_p_next_, out.size() * sizeof(int),
+                                cudaMemcpyDeviceToHost, stream_));
+  KG_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  return out;
 }
 
 std::vector<int> decode_engine::next_tokens(int batch) const {

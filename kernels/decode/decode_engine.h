@@ -19,9 +19,18 @@
 // Inputs (tokens, positions, slots) live in a device array that each step overwrites with one
 // cudaMemcpyAsync before the graph launch, so one graph serves every length up to max_context.
 //
-// prefill() does not run the model over a prompt: it fills a slot's K and V for positions
-// [0, context) with deterministic synthetic values (seeded by layer, head and position). Decode
-// cost is what this engine measures; a prefill's cost is not modelled beyond that write.
+// The KV cache is a pool of tokens (decode_engine_config::kv_pool_tokens); each slot names a
+// block of it (bind_slot): by default slot s is the block at token s * max_context of capacity
+// max_context, the serving driver binds blocks its allocator places.
+//
+// Two prefills. prefill() does not run the model: it fills a slot's K and V for positions
+// [0, context) with deterministic synthetic values (seeded by layer, head and position) -- the
+// step-level workloads' set-up, where decode cost is what is measured. prefill_chunk() runs the
+// model over prompt tokens (chunked prefill, the serving workloads): every layer's projections as
+// cuBLAS GEMMs over the chunk's rows, q/k norm + RoPE + K/V append, causal attention per
+// sequence (attention_prefill.h), the MLP; then each part's last row through the final norm,
+// lm_head and argmax (a sequence's first token, when the part ends its prompt). Eager launches,
+// no graph: a chunk's shape changes every step.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +46,7 @@
 
 #include "gpu/cuda_raii.h"
 #include "gpu/device_buffer.h"
+#include "kernels/decode/gemm_cublas.h"
 #include "workloads/decode_engine_plan.h"
 
 namespace kg {
@@ -60,6 +70,26 @@ public:
 
   // Queues the synthetic prefill of `slot` (positions [0, context)).
   void prefill(int slot, int context);
+  // Points `slot` at the pool's block [kv_start, kv_start + kv_capacity) (the caller keeps blocks
+  // of running sequences apart). Throws std::invalid_argument outside the pool.
+  void bind_slot(int slot, int kv_start, int kv_capacity);
+  // Every slot back to its starting block (token slot * max_context, capacity max_context, while
+  // the pool holds it): the serving driver's bindings undone when its run ends.
+  void bind_default_slots();
+  // One part of a prompt in a prefill_chunk: tokens [begin, begin + tokens) of the prompt in
+  // `slot` (positions begin.., the earlier ones already in its block), the prompt's tokens drawn
+  // from `prompt` (prompt_token).
+  struct prefill_part {
+    int slot = 0, begin = 0, tokens = 0;
+    std::uint64_t prompt = 0;
+  };
+  // Queues the model over the parts' tokens (at most max_prefill_tokens in all, one part per
+  // slot); prefill_next_tokens then gives each part's greedy next token (the sequence's first
+  // output when the part ends its prompt). Throws std::invalid_argument for parts out of range.
+  void prefill_chunk(const std::vector<prefill_part>& parts);
+  std::vector<int> prefill_next_tokens(int parts) const; // waits for the stream
+  // The prompt's token at `position`: a counter hash of (seed, prompt, position) over the vocab.
+  int prompt_token(std::uint64_t prompt, int position) const;
   // Queues one decode step over rows 0..n-1 (n = tokens.size(), 1..max_batch): row b feeds
   // tokens[b] at positions[b] (< max_context) of slot slots[b] (distinct slots). `eager` launches
   // the kernels one by one instead of the graph (the graph-vs-eager test).
@@ -103,6 +133,8 @@ public:
 
 private:
   void enqueue(int batch); // the step's kernels, on stream_
+  void enqueue_prefill(const std::vector<prefill_part>& parts, int rows);
+  void allocate_prefill_buffers();
   void gemv(const char* projection, const __nv_bfloat16* x, const __nv_bfloat16* w,
             __nv_bfloat16* y, int batch, int n, int k);
 
@@ -122,6 +154,19 @@ private:
   std::vector<std::unique_ptr<cuda_graph_exec>> graphs_;            // index: batch size
   std::vector<std::unique_ptr<cuda_graph_exec>> other_mode_graphs_; // the other launch mode's
   std::map<std::string, gemv_override_fn> gemv_overrides_;
+  std::vector<std::pair<int, int>> slot_blocks_; // per slot: first token, capacity (0: unbound)
+  int* d_capacities_ = nullptr;
+  std::unique_ptr<cublas_gemm> gemm_;
+  // Prefill rows (max_prefill_tokens) and their inputs: token, position, block start, capacity
+  // per row; each part's last row; the parts' next tokens.
+  device_buffer prefill_act_, prefill_inputs_;
+  __nv_bfloat16 *p_hidden_ = nullptr, *p_normed_ = nullptr, *p_qkv_ = nullptr, *p_attn_ = nullptr,
+                *p_o_ = nullptr, *p_gate_up_ = nullptr, *p_act_ = nullptr, *p_mlp_ = nullptr,
+                *p_last_ = nullptr, *p_logits_ = nullptr;
+  int *d_p_tokens_ = nullptr, *d_p_positions_ = nullptr, *d_p_starts_ = nullptr,
+      *d_p_caps_ = nullptr, *d_p_last_ = nullptr, *d_p_next_ = nullptr;
+  int max_prefill_parts_ = 0;
+  std::vector<int> prefill_staging_;
 };
 
 // Copies n bf16 values to the host as bit patterns (waits for `s`).
