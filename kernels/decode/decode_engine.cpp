@@ -278,12 +278,14 @@ void decode_engine::set_gemv_override(const std::string& projection, gemv_overri
 
 void decode_engine::gemv(const char* projection, const bf16* x, const bf16* w, bf16* y, int batch,
                          int n, int k) {
-  if (const auto it = gemv_overrides_.find(projection); it != gemv_overrides_.end()) {
-    KG_CUDA_CHECK(it->second(x, w, y, batch, n, k, stream_));
-    return;
-  }
+  // Above max_gemv_batch the projection is a GEMM, not the GEMV role: an override (a GEMV of up
+  // to 32 rows, checked at batch 1..32) replaces the GEMV where the GEMV runs.
   if (batch > c_.max_gemv_batch) {
     gemm_->run(x, w, y, batch, n, k);
+    return;
+  }
+  if (const auto it = gemv_overrides_.find(projection); it != gemv_overrides_.end()) {
+    KG_CUDA_CHECK(it->second(x, w, y, batch, n, k, stream_));
     return;
   }
   const gemv_config c = pick_gemv_config(batch, n, k);

@@ -104,6 +104,7 @@ public:
   // projection, on the engine's stream, so it is captured into the same graphs. It gets the
   // row-major weights ([n, k]) and must return the launch's error. gate_up overridden runs the
   // SiLU gate as its own kernel. Graphs captured before are dropped (recaptured on next use).
+  // Batches above max_gemv_batch run the projection as a cuBLAS GEMM, override or not.
   using gemv_override_fn =
       std::function<cudaError_t(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                                 int batch, int n, int k, cudaStream_t s)>;

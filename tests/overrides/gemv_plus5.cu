@@ -2,9 +2,10 @@
 // A GEMV in the candidate ABI (kernels/abi/kg_candidate.h) for `kernelgate run --override
 // gemv.<projection>=FILE.cu`: y[b, n] = sum_k x[b, k] w[n, k], bf16 in and out, float32
 // accumulation. One warp per output row, every batch row at once; 16-byte loads.
-// KG_EXTRA_PERCENT > 0 plants a slowdown: each block, once its rows are done, waits that share
-// of its own run time more (on the global nanosecond timer), so the launch takes about that much
-// longer whatever bounds it; the results are the same bits.
+// KG_EXTRA_PERCENT > 0 plants a slowdown: the last block to finish waits that share of the
+// launch's run time so far (from the earliest block's start, on the global nanosecond timer), so
+// the launch takes that much longer whatever bounds it, and nothing else changes: the results are
+// the same bits. (A per-block wait held each block's SM slot and grew the launch by 8-45%.)
 #include <cuda_bf16.h>
 
 #include "kg_candidate.h"
@@ -53,19 +54,31 @@ __device__ void one_row(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16
   }
 }
 
+// The planted delay's state: the launch's earliest block start and its finished blocks. The last
+// block resets both, so the next launch on the stream starts clean.
+__device__ unsigned long long g_first_start = ~0ull;
+__device__ unsigned int g_blocks_done = 0;
+
+__device__ void planted_delay() {
+  __syncthreads(); // every warp of the block is done
+  if (threadIdx.x != 0) return;
+  __threadfence();
+  if (atomicAdd(&g_blocks_done, 1u) != gridDim.x - 1) return;
+  const unsigned long long start = atomicAdd(&g_first_start, 0ull);
+  const unsigned long long until = start + (now_ns() - start) * (100 + KG_EXTRA_PERCENT) / 100;
+  while (now_ns() < until) {
+  }
+  g_first_start = ~0ull;
+  g_blocks_done = 0;
+  __threadfence();
+}
+
 __global__ void gemv_rows(const __nv_bfloat16* __restrict__ x, const __nv_bfloat16* __restrict__ w,
                           __nv_bfloat16* __restrict__ y, int batch, int n, int k) {
-  const unsigned long long start = now_ns();
+  if (KG_EXTRA_PERCENT > 0 && threadIdx.x == 0) atomicMin(&g_first_start, now_ns());
   const int r = blockIdx.x * warps + threadIdx.x / 32;
   if (r < n) one_row(x, w, y, batch, n, k, r, threadIdx.x % 32);
-  if (KG_EXTRA_PERCENT > 0) {
-    __syncthreads(); // every warp of the block is done
-    if (threadIdx.x == 0) {
-      const unsigned long long until = start + (now_ns() - start) * (100 + KG_EXTRA_PERCENT) / 100;
-      while (now_ns() < until) {
-      }
-    }
-  }
+  if (KG_EXTRA_PERCENT > 0) planted_delay();
 }
 
 } // namespace
