@@ -5,6 +5,8 @@
 #   overrides the down GEMV overridden by tests/overrides/gemv_plain.cu and gemv_plus5.cu (its
 #             workloads at kernel and step level), compare between them, and gemv_wrong.cu refused
 #   resume    ctest -R gpu_suite_run (a run killed with SIGKILL, resumed)
+#   engine    the decode engine's GPU tests (ctest -L gpu -R decode|prefill)
+#   serving   the production mix's serving workloads on all SMs, their load points
 #   nightly   the nightly suite, resumed if $LOG_DIR/nightly exists (NIGHTLY_LIMIT s per call)
 set -uo pipefail
 BUILD_TARGET=${BUILD_TARGET:-}
@@ -47,6 +49,29 @@ for s in $stages; do
     ;;
   resume)
     timed ctest_suite_run ctest -R gpu_suite_run -V --timeout 400
+    ;;
+  engine)
+    # The engine's GPU tests: kernels, prefill attention, engine (chunked prefill, cuBLAS batches)
+    timed ctest_engine ctest -L gpu -R "${ENGINE_TESTS:-decode|prefill}" -V --timeout 400
+    grep -E 'tests passed|tests failed|\(Failed\)|Failure|Expected|Which is|rel_l2|row ' \
+      "$logs/ctest_engine.log" | head -40
+    ;;
+  serving)
+    # The production mix's serving workloads on all SMs (real chunked prefill, the KV pool).
+    timed serving "$kg" run --suite nightly --filter "${SERVING_FILTER:-^serving\..*\.production\..*\.solo}" \
+      --out "$runs/serving" --no-progress
+    grep -v '^frame' "$logs/serving.log" | cut -c1-300 | tail -20
+    python3 - "$runs/serving/records.jsonl" <<'PY' | tee "$logs/serving_points.txt"
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    x = r.get("extra", {})
+    print(r["id"], "estimate", r.get("estimate"), "ci95", r.get("ci95"), "gates", json.dumps(r.get("gates")))
+    print("  prefill", json.dumps(x.get("prefill")), "engine", json.dumps(x.get("engine")))
+    print("  search", json.dumps(x.get("search")))
+    for p in x.get("load_points", []) + x.get("repeats", []):
+        print("   ", json.dumps(p))
+PY
     ;;
   nightly)
     # The run folder stays on the machine between calls (build-gpu's sibling) for --resume.

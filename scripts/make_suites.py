@@ -43,6 +43,9 @@ DECODE_ROLES = {
     "embedding": "kernelgate.embedding_gather",
 }
 LORA_ROLES = {"lora.matmul": "libtorch.matmul"}
+# Serving adds the real prefill's roles (kernels/decode/decode_engine.h, prefill_chunk).
+PREFILL_ROLES = {"prefill.attention": "kernelgate.attention_prefill",
+                 "prefill.gemm": "cublas.gemm_ex"}
 
 # Expected wall seconds on one H200 (the run's ETA and sharding read them; set-up excluded).
 COST = {"kernel": 1.0, "step": 2.0, "serving_throughput": 12.0, "serving_p99": 6.0,
@@ -53,7 +56,13 @@ STEP_SECONDS = {"name": "step_seconds", "direction": "lower", "unit": "s"}
 TOKENS_PER_SECOND = {"name": "tokens_per_second", "direction": "higher", "unit": "tokens/s"}
 P99_ITL_MS = {"name": "p99_itl_ms", "direction": "lower", "unit": "ms"}
 
-ITL_LIMIT_MS, OUTPUT_TOKENS, OFFERED_SEQUENCES_PER_SECOND = 50, 256, 10
+# The p99 workloads' fixed load: with real prefill, 4 sequences/s of the 2048-8192 band already
+# ask ~20k prompt tokens/s of the ~50k the H200 engine prefills (docs/suites.md).
+ITL_LIMIT_MS, OUTPUT_TOKENS, OFFERED_SEQUENCES_PER_SECOND = 50, 256, 4
+# The serving scheduler's chunked prefill: prompt tokens per step (docs/architecture.md, Serving).
+PREFILL_CHUNK_TOKENS = 2048
+# Seconds of arrivals per serving trace.
+TRACE_SECONDS = 2.0
 LORA_RANK, LORA_SEQ = 8, 2048
 
 
@@ -253,7 +262,9 @@ def serving_workloads():
         for mix, band, tenant in serving_combos():
             setup, where = TENANTS[tenant]
             params = {"request_mix": mix, "context_band": band, "tenant": tenant,
-                      "itl_limit_ms": ITL_LIMIT_MS, "output_tokens": OUTPUT_TOKENS}
+                      "itl_limit_ms": ITL_LIMIT_MS, "output_tokens": OUTPUT_TOKENS,
+                      "prefill_chunk_tokens": PREFILL_CHUNK_TOKENS,
+                      "trace_seconds": TRACE_SECONDS}
             if metric == "throughput":
                 kind, m, gates = "serving_throughput", TOKENS_PER_SECOND, ["load_within_limit"]
                 what = f"throughput at p99 inter-token latency <= {ITL_LIMIT_MS} ms"
@@ -264,7 +275,8 @@ def serving_workloads():
             out.append(workload(
                 f"serving.{metric}.{mix}.{band}.{tenant}", "serving", kind,
                 f"{what}; {MIXES[mix]}, {BANDS[band]}, {OUTPUT_TOKENS} output tokens; {where}",
-                params, m, None, gates, dict(DECODE_ROLES), setup, COST[kind]))
+                params, m, None, gates, dict(DECODE_ROLES, **PREFILL_ROLES), setup,
+                COST[kind]))
     return out
 
 

@@ -77,6 +77,11 @@ std::string unservable(const suite_workload& w) {
       8192 + w.params.value("output_tokens", 256) > c.max_context)
     return "contexts up to 8192 + " + std::to_string(w.params.value("output_tokens", 256)) +
            " outputs exceed the engine's " + std::to_string(c.max_context) + " tokens a slot";
+  if ((w.kind == "serving_throughput" || w.kind == "serving_p99") &&
+      (num("prefill_chunk_tokens") < 1 || num("prefill_chunk_tokens") > suite_max_prefill_tokens))
+    return "prefill_chunk_tokens " + std::to_string(num("prefill_chunk_tokens")) +
+           " is outside the serving engine's 1.." + std::to_string(suite_max_prefill_tokens) +
+           " prompt tokens a step";
   if ((w.kind == "gemv" || w.kind == "attention" || w.kind == "rmsnorm" ||
        w.kind == "add_rmsnorm" || w.kind == "qk_norm_rope" || w.kind == "silu_mul" ||
        w.kind == "argmax" || w.kind == "embedding") &&

@@ -87,6 +87,20 @@ void fill_solo_logits(suite_gpu_session::impl& s) {
 
 } // namespace
 
+namespace {
+
+// The engine of the engine.* set-ups: the serving engine (decode_engine_plan.h), its KV pool what
+// the device's free memory holds now -- beside the tenant, started first -- less a reserve for
+// the run's own buffers (the copy-bandwidth probe's 2 GiB among them).
+decode_engine_config suite_engine_config() {
+  std::size_t free = 0, total = 0;
+  KG_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return serving_engine_config(static_cast<std::int64_t>(free), std::int64_t{6} << 30, 256,
+                               suite_max_prefill_tokens);
+}
+
+} // namespace
+
 void suite_gpu_session::impl::enter_group(const std::string& name) {
   if (name == group) return;
   leave_group();
@@ -94,7 +108,7 @@ void suite_gpu_session::impl::enter_group(const std::string& name) {
   log("set-up " + name);
   if (name == "engine.whole") {
     whole_stream = std::make_unique<cuda_stream>();
-    engine = std::make_unique<decode_engine>(decode_engine_config{}, whole_stream->get());
+    engine = std::make_unique<decode_engine>(suite_engine_config(), whole_stream->get());
     install_overrides(*this, *engine);
   } else if (name.rfind("engine.partition.", 0) == 0) {
     const std::string tenant = name.substr(std::string("engine.partition.").size());
@@ -121,7 +135,7 @@ void suite_gpu_session::impl::enter_group(const std::string& name) {
     } else if (tenant != "idle") {
       throw std::invalid_argument("unknown set-up " + name);
     }
-    engine = std::make_unique<decode_engine>(decode_engine_config{}, partition->first_stream());
+    engine = std::make_unique<decode_engine>(suite_engine_config(), partition->first_stream());
     install_overrides(*this, *engine);
   } else if (name != "kernels" && name != "training.whole") {
     throw std::invalid_argument("unknown set-up " + name);
@@ -193,6 +207,8 @@ nlohmann::json suite_gpu_session::roles(const suite_workload& w) const {
       r["sha256"] = it->second;
     else if (impl.rfind("libtorch.", 0) == 0)
       r["version"] = torch_version();
+    else if (impl.rfind("cublas.", 0) == 0)
+      r["version"] = cublas_version();
     else
       r["sha256"] = "unknown: not a built-in implementation";
     out[role] = r;

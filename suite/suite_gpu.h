@@ -15,6 +15,10 @@
 
 namespace kg {
 
+// The prompt tokens a step of the engine.* set-ups' serving engine prefills at most (its prefill
+// buffers' rows); a serving workload's prefill_chunk_tokens must fit.
+constexpr int suite_max_prefill_tokens = 2048;
+
 struct suite_gpu_settings {
   int repeats = 1;                      // multiplies every workload's sample count
   std::ostream* log = nullptr;          // set-up progress lines, when set

@@ -231,7 +231,12 @@ TEST(suite_def, each_level_has_its_metric_gates_setup_and_roles) {
       EXPECT_EQ(w.metric.name, throughput ? "tokens_per_second" : "p99_itl_ms") << w.id;
       EXPECT_EQ(w.metric.direction, throughput ? "higher" : "lower") << w.id;
       EXPECT_EQ(w.params.contains("offered_sequences_per_second"), !throughput) << w.id;
-      EXPECT_EQ(role_names(w), decode_roles) << w.id;
+      // Real prefill: the decode roles and the prefill's, chunks the serving engine can take.
+      auto serving_roles = decode_roles;
+      serving_roles.insert({"prefill.attention", "prefill.gemm"});
+      EXPECT_EQ(role_names(w), serving_roles) << w.id;
+      EXPECT_GE(p(w, "prefill_chunk_tokens"), 1) << w.id;
+      EXPECT_LE(p(w, "prefill_chunk_tokens"), 2048) << w.id;
     } else {
       ASSERT_EQ(w.kind, "lora_training");
       EXPECT_EQ(w.gates, (std::vector<std::string>{"loss_rel_1e-3_vs_reference",
