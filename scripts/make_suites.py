@@ -48,7 +48,7 @@ PREFILL_ROLES = {"prefill.attention": "kernelgate.attention_prefill",
                  "prefill.gemm": "cublas.gemm_ex"}
 
 # Expected wall seconds on one H200 (the run's ETA and sharding read them; set-up excluded).
-COST = {"kernel": 1.0, "step": 2.0, "serving_throughput": 12.0, "serving_p99": 6.0,
+COST = {"kernel": 1.0, "step": 2.0, "serving_throughput": 12.0, "serving_p99": 5.0,
         "training": 10.0}
 
 KERNEL_SECONDS = {"name": "kernel_seconds", "direction": "lower", "unit": "s"}
@@ -62,7 +62,7 @@ ITL_LIMIT_MS, OUTPUT_TOKENS, OFFERED_SEQUENCES_PER_SECOND = 50, 256, 4
 # The serving scheduler's chunked prefill: prompt tokens per step (docs/architecture.md, Serving).
 PREFILL_CHUNK_TOKENS = 2048
 # Seconds of arrivals per serving trace.
-TRACE_SECONDS = 2.0
+TRACE_SECONDS = 1.5
 LORA_RANK, LORA_SEQ = 8, 2048
 
 

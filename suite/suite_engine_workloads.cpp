@@ -273,6 +273,7 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
     o.limit_ms = limit;
     o.bisections = 2;
     o.max_steps = 8;
+    o.saturation_loads = 2; // two doublings without 5% more tokens/s: saturated, stop
     bracketed_search_result r;
     tenant_steps += training_steps_during(s, [&] {
       r = search_load_bracketed(
@@ -288,6 +289,7 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
     m.extra["load_points"] = points;
     m.extra["search"] = {{"found", r.found},
                          {"crossed", r.crossed},
+                         {"saturated", r.saturated},
                          {"limit_never_exceeded", r.limit_never_exceeded},
                          {"bracket_rps", {r.bracket_lo_rps, r.bracket_hi_rps}}};
     m.gates.push_back({"load_within_limit", r.found,

@@ -191,6 +191,23 @@ TEST(load_search, bracketed_search_doubles_then_bisects_the_crossing) {
   EXPECT_EQ(never.points.size(), 5u);
   EXPECT_DOUBLE_EQ(never.best.offered_rps, 16.0);
 
+  // Saturation: tokens/s flat from 4 requests/s on (1000), p99 always within. Two loads without
+  // a 5% rise (8 and 16) stop the growth long before max_steps.
+  auto saturating = [](double rps) { return load_point{rps, 10.0, std::min(256.0 * rps, 1000.0)}; };
+  o.max_steps = 12;
+  o.saturation_loads = 2;
+  const auto sat = search_load_bracketed(saturating, o);
+  EXPECT_TRUE(sat.saturated);
+  EXPECT_TRUE(sat.limit_never_exceeded);
+  EXPECT_FALSE(sat.crossed);
+  EXPECT_EQ(sat.points.size(), 5u); // 1, 2, 4, 8, 16
+  EXPECT_DOUBLE_EQ(sat.best.offered_rps, 16.0);
+  // Growing throughput never counts as saturation: the limit still ends the growth.
+  const auto grows = search_load_bracketed(engine, o);
+  EXPECT_FALSE(grows.saturated);
+  EXPECT_TRUE(grows.crossed);
+  o.saturation_loads = 0;
+
   // Beyond the limit from the first load (or a non-finite p99): nothing found, bisected below.
   auto hopeless = [](double rps) { return load_point{rps, rps > 0.3 ? std::nan("") : 40.0, rps}; };
   o.max_steps = 12;

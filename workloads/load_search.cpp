@@ -39,10 +39,18 @@ bracketed_search_result search_load_bracketed(const std::function<load_point(dou
     }
     return within(p);
   };
-  // Grow until the limit breaks.
-  double rps = opt.start_rps;
+  // Grow until the limit breaks (or the throughput stops growing).
+  double rps = opt.start_rps, best_tps = 0;
+  int flat = 0;
   while (static_cast<int>(r.points.size()) < opt.max_steps) {
     if (!try_load(rps)) break;
+    const double tps = r.points.back().tokens_per_second;
+    flat = tps >= best_tps * (1 + opt.saturation_gain) ? 0 : flat + 1;
+    best_tps = std::max(best_tps, tps);
+    if (opt.saturation_loads > 0 && flat >= opt.saturation_loads) {
+      r.saturated = true;
+      break;
+    }
     rps *= opt.growth;
   }
   if (!r.crossed) {

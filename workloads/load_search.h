@@ -36,14 +36,20 @@ load_search_result search_load(const std::function<load_point(double offered_rps
 // beyond), then `bisections` geometric midpoints narrow the bracket; best is the highest load
 // tried within the limit. At most max_steps loads; limit_never_exceeded when growth stopped at
 // max_steps without crossing. A measurement whose p99 is not finite counts as beyond the limit.
+// With saturation_loads > 0, growth also stops (within the limit) after that many consecutive
+// loads whose tokens/s rose less than saturation_gain over the best so far: the server is
+// saturated, more offered load only queues (saturated, limit_never_exceeded).
 struct bracketed_search_options {
   double start_rps = 0.5;
   double growth = 2.0;
   int bisections = 3;
   double limit_ms = 50.0;
   int max_steps = 12;
+  int saturation_loads = 0;
+  double saturation_gain = 0.05;
 };
 struct bracketed_search_result : load_search_result {
+  bool saturated = false;    // growth stopped at saturation (see saturation_loads)
   bool crossed = false;      // some load exceeded the limit
   double bracket_lo_rps = 0; // the highest load within the limit (best.offered_rps)
   double bracket_hi_rps = 0; // the lowest load beyond it (0: none found)
