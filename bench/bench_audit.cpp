@@ -10,7 +10,7 @@
 #include "oracles/comparators.h"
 #include "oracles/layernorm_oracle.h"
 #include "reports/remove_tree.h"
-#include "reports/sha256.h"
+#include "base/sha256.h"
 #include "suite/cli.h"
 
 using namespace kg;

@@ -5,7 +5,7 @@
 #include <system_error>
 
 #include "reports/json_input.h"
-#include "reports/sha256.h"
+#include "base/sha256.h"
 
 namespace kg {
 

@@ -9,7 +9,7 @@
 #include "base/rng.h"
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
-#include "reports/sha256.h"
+#include "base/sha256.h"
 #include "stats/bootstrap.h"
 #include "stats/summary.h"
 

@@ -11,7 +11,7 @@
 
 #include <unistd.h>
 
-#include "reports/sha256.h"
+#include "base/sha256.h"
 #include "sandbox/process.h"
 
 namespace kg {

@@ -15,7 +15,7 @@
 #include "reports/environment.h"
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
-#include "reports/sha256.h"
+#include "base/sha256.h"
 #include "reports/text_table.h"
 #include "stats/proportion.h"
 #include "suite/audit.h"

@@ -26,7 +26,7 @@
 #include "reports/environment.h"
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
-#include "reports/sha256.h"
+#include "base/sha256.h"
 #include "sandbox/candidate_compiler.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/torch_time_store.h"

@@ -7,7 +7,7 @@
 #include <dlfcn.h>
 
 #include "kernels/abi/kg_candidate.h"
-#include "reports/sha256.h"
+#include "base/sha256.h"
 #include "sandbox/candidate_compiler.h"
 
 namespace kg {

@@ -13,7 +13,7 @@
 #include "reports/environment.h"
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
-#include "reports/sha256.h"
+#include "base/sha256.h"
 #include "suite/exit_codes.h"
 #include "suite/suite_catalog.h"
 #include "suite/suite_gpu.h"

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "reports/sha256.h"
+#include "base/sha256.h"
 
 using namespace kg;
 

@@ -1,4 +1,4 @@
-#include "reports/sha256.h"
+#include "base/sha256.h"
 
 #include <stdexcept>
 

@@ -1,5 +1,5 @@
 // SHA-256 (FIPS 180-4) through OpenSSL's libcrypto (EVP), so result files can name tensors and
-// inputs by content hash. No OpenSSL header leaks out of reports/sha256.cpp.
+// inputs by content hash. No OpenSSL header leaks out of base/sha256.cpp.
 #pragma once
 
 #include <array>
