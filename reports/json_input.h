@@ -5,6 +5,8 @@
 // error messages that print a value) shallow enough for any stack.
 #pragma once
 
+#include "base/printable.h" // printable(), which this header used to declare
+
 #include <cstddef>
 #include <filesystem>
 #include <stdexcept>
@@ -30,9 +32,5 @@ nlohmann::json parse_json_text(std::string_view text, const std::string& name,
 // Reads and parses a file; `bytes`, when given, receives the file's bytes (for hashing).
 nlohmann::json read_json_file_checked(const std::filesystem::path& path,
                                       const json_limits& limits = {}, std::string* bytes = nullptr);
-
-// A user-supplied string made safe for a one-line message: control characters (a newline in a
-// path, an option value, a JSON key) escaped as \n, \t or \xHH, and cut to `max` characters.
-std::string printable(std::string_view s, std::size_t max = 200);
 
 } // namespace kg

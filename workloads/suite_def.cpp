@@ -10,6 +10,7 @@
 #include <set>
 #include <system_error>
 
+#include "base/printable.h"
 #include "workloads/qwen3.h"
 
 namespace kg {
@@ -22,33 +23,14 @@ namespace {
 constexpr int max_depth = 64;
 constexpr std::uintmax_t max_bytes = std::uintmax_t{64} << 20;
 
-// A message made one line: control characters escaped, cut at `max`.
-std::string one_line(std::string_view s, std::size_t max = 400) {
-  std::string out;
-  for (const char ch : s) {
-    if (out.size() >= max) return out + "...";
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '\n')
-      out += "\\n";
-    else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
 [[noreturn]] void fail(const fs::path& file, const std::string& pointer, const std::string& why) {
-  throw suite_error(one_line(file.string(), 300) + ": " +
-                    (pointer.empty() ? "" : one_line(pointer, 200) + ": ") + one_line(why));
+  throw suite_error(printable(file.string(), 300) + ": " +
+                    (pointer.empty() ? "" : printable(pointer, 200) + ": ") + printable(why, 400));
 }
 
 std::string in_quotes(std::string_view s) {
   std::string q(1, '\'');
-  q += one_line(s, 120);
+  q += printable(s, 120);
   return q + '\'';
 }
 
@@ -358,7 +340,7 @@ fs::path resolve_suite_file(const std::string& name_or_file, const fs::path& sui
   if (!fs::exists(file, ec)) {
     const auto names = suite_names(suites_dir);
     throw suite_error("unknown suite " + in_quotes(name_or_file) + " (" +
-                      one_line(suites_dir.string(), 200) + " has " +
+                      printable(suites_dir.string(), 200) + " has " +
                       (names.empty() ? "none" : joined(names)) + "; or give a suite file's path)");
   }
   return file;
