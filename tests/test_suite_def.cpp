@@ -389,7 +389,8 @@ TEST(suite_def, markdown_table_lists_the_workloads_in_run_order) {
   EXPECT_TRUE(has(table, "| 1 | `kernel.add_rmsnorm.b8` | kernel | kernels | kernel_seconds (s, "
                          "lower) | 169 kB / copy_bandwidth | oracle_fp64 | 1 |"))
       << table;
-  EXPECT_TRUE(has(table, "\n12 workloads, about 29 s (0.5 min)")) << table;
+  // 7 kernels x 1 s + 3 steps x 2 s + a serving p99 x 5 s + a training step x 10 s = 28 s.
+  EXPECT_TRUE(has(table, "\n12 workloads, about 28 s (0.5 min)")) << table;
 }
 
 // --- bad input: one suite_error naming the file and the problem ---
@@ -546,7 +547,8 @@ cli_result kernelgate(std::vector<std::string> args) {
 TEST(suite_cli, list_counts_each_suites_workloads) {
   const auto r = kernelgate({"suite", "list"});
   ASSERT_EQ(r.rc, exit_code::ok) << r.err;
-  EXPECT_TRUE(has(r.out, "  nightly   160 workloads  about  13.0 min")) << r.out;
+  // 62 x 1 + 24 x 2 + 34 x 12 + 34 x 5 + 6 x 10 = 748 s (scripts/make_suites.py's COST).
+  EXPECT_TRUE(has(r.out, "  nightly   160 workloads  about  12.5 min")) << r.out;
   EXPECT_TRUE(has(r.out, "  smoke      12 workloads  about   0.5 min")) << r.out;
 }
 
@@ -560,7 +562,7 @@ TEST(suite_cli, show_prints_the_workloads_in_run_order) {
     ASSERT_NE(next, std::string::npos) << id << " missing or out of order:\n" << r.out;
     at = next;
   }
-  EXPECT_TRUE(has(r.out, "12 workloads in run order, about 29 s")) << r.out;
+  EXPECT_TRUE(has(r.out, "12 workloads in run order, about 28 s")) << r.out;
 
   const auto filtered = kernelgate({"suite", "show", "nightly", "--filter", "gemv\\.down"});
   EXPECT_TRUE(has(filtered.out, "6 of 160 workloads")) << filtered.out;
