@@ -8,13 +8,14 @@
 
 #include <unistd.h>
 
+#include "base/sha256.h"
 #include "gpu/device_info.h"
 #include "gpu/nvml.h"
 #include "reports/environment.h"
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
-#include "base/sha256.h"
 #include "suite/exit_codes.h"
+#include "suite/gpu_hold.h"
 #include "suite/suite_catalog.h"
 #include "suite/suite_gpu.h"
 #include "suite/suite_runner.h"
@@ -172,26 +173,15 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
       return exit_code::bad_input;
     }
   }
-  const device_info dev = query_device(0);
-  if (!dev.available) {
-    err << "kernelgate: run needs a GPU: " << dev.reason << "\n";
-    return exit_code::unavailable;
-  }
-  nvml_session nvml;
-  std::unique_ptr<clock_guard> clocks;
-  try {
-    clocks = std::make_unique<clock_guard>(nvml, 0, *policy);
-  } catch (const clock_policy_error& e) {
-    err << "kernelgate: " << printable(e.what(), 400) << "\n";
-    return exit_code::unavailable;
-  }
+  const auto gpu = take_gpu(*policy, "run needs a GPU", err);
+  if (!gpu) return exit_code::unavailable;
   suite_gpu_settings settings;
   settings.repeats = o.repeats;
   settings.log = &err;
   settings.overrides = std::move(overrides);
   auto session = std::make_unique<suite_gpu_session>(settings);
   auto config = identity;
-  config["clocks_note"] = clocks->note();
+  config["clocks_note"] = gpu->clocks_note();
   try { // before any result exists: a wrong override runs nothing
     config["override_checks"] = session->check_overrides();
   } catch (const override_error& e) {

@@ -18,6 +18,7 @@
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
 #include "suite/exit_codes.h"
+#include "suite/gpu_hold.h"
 #include "suite/timed_layernorm.h"
 #include "timing/clock_policy.h"
 #include "timing/gpu_timer.h"
@@ -121,19 +122,8 @@ int run_time_command(const time_options& o, const std::vector<std::string>& args
     err << "kernelgate: invalid " << printable(bad) << "\n";
     return exit_code::bad_input;
   }
-  const device_info dev = query_device(0);
-  if (!dev.available) {
-    err << "kernelgate: no GPU to time on: " << dev.reason << "\n";
-    return exit_code::unavailable;
-  }
-  nvml_session nvml;
-  std::unique_ptr<clock_guard> clocks;
-  try {
-    clocks = std::make_unique<clock_guard>(nvml, 0, *policy);
-  } catch (const clock_policy_error& e) {
-    err << "kernelgate: " << printable(e.what(), 400) << "\n";
-    return exit_code::unavailable;
-  }
+  const auto gpu = take_gpu(*policy, "no GPU to time on", err);
+  if (!gpu) return exit_code::unavailable;
   timing_options topt;
   topt.backend = *backend;
   std::unique_ptr<gpu_timer> timer_holder;
@@ -151,7 +141,7 @@ int run_time_command(const time_options& o, const std::vector<std::string>& args
                            {"shape", {cfg.rows, cfg.cols}},
                            {"dtype", dtype_name(cfg.type)},
                            {"clocks", policy->name()},
-                           {"clock_policy_note", clocks->note()},
+                           {"clock_policy_note", gpu->clocks_note()},
                            {"timing", topt.to_json()},
                            {"min_effect", min_effect}};
   std::unique_ptr<result_writer> writer;
