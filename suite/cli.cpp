@@ -22,6 +22,7 @@
 #include "suite/eval_command.h"
 #include "suite/exit_codes.h"
 #include "suite/fastp_command.h"
+#include "suite/mutants_command.h"
 #include "suite/run_command.h"
 #include "suite/suite_command.h"
 #include "suite/time_command.h"
@@ -49,6 +50,7 @@ struct cli_values {
   suite_options suite;
   compare_command_options compare;
   run_options run;
+  mutants_options mutants;
   std::string validate_file;
 };
 
@@ -335,6 +337,25 @@ void declare_suite(CLI::App& app, cli_values& v) {
   show->add_flag("--json", o.json, "print the suite with its workloads resolved");
 }
 
+void declare_mutants(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("mutants", "source-level mutants of CUDA kernels, the faults a "
+                                          "checker audit feeds its checker");
+  c->require_subcommand(1);
+  auto* gen = c->add_subcommand("generate", "write the mutant catalog of CUDA kernels (every "
+                                            "rule, every site), without compiling");
+  auto& o = v.mutants;
+  gen->add_option("--kernels", o.kernels,
+                  "CUDA sources under --root: a glob or a folder (every .cu below it); "
+                  "repeatable")
+      ->type_name("GLOB")
+      ->default_str("kernels/tasks/*.cu kernels/variants/**/*.cu")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
+  add_text(gen, "--root", o.root, "DIR", "where globs start; catalog paths are relative to it")
+      ->default_str("the source tree");
+  add_text(gen, "--out", o.out, "DIR", "output folder (catalog.jsonl, summary.json)")->required();
+}
+
 void declare_protocols(CLI::App& app, cli_values& v) {
   auto* c = app.add_subcommand("protocols", "the checking protocols and the peers they model");
   c->add_flag("--json", v.protocols_json, "print them as JSON");
@@ -362,6 +383,7 @@ std::unique_ptr<CLI::App> make_app(cli_values& v) {
   declare_run(*app, v);
   declare_suite(*app, v);
   declare_compare(*app, v);
+  declare_mutants(*app, v);
   declare_protocols(*app, v);
   declare_validate(*app, v);
   app->add_subcommand("help", "this text; `kernelgate help COMMAND` for a command's");
@@ -523,6 +545,7 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
   if (path == "run") return run_suite_command(v.run, args, out, err);
   if (path == "compare") return run_compare_command(v.compare, args, out, err);
   if (path == "suite list") return run_suite_list_command(v.suite, out, err);
+  if (path == "mutants generate") return run_mutants_generate_command(v.mutants, out, err);
   if (path == "suite show") return run_suite_show_command(v.suite, out, err);
   if (path == "workload list") {
     print_workload_list(out);
