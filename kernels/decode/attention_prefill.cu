@@ -42,6 +42,7 @@
 #include <cstdint>
 
 #include "kernels/decode/attention_prefill.h"
+#include "kernels/decode/cp_async.cuh"
 
 namespace kg::decode {
 namespace {
@@ -88,21 +89,6 @@ struct prefill_layout {
 template <int head_dim>
 __device__ __forceinline__ int swizzled(int r, int c) {
   return r * head_dim + ((c ^ (r & 7)) << 3);
-}
-
-// 16 bytes global -> shared, asynchronously; zero-filled with nothing read when !valid (src must
-// still be a mapped address: callers pass the block's first element).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
 }
 
 // A team's own barrier (ids 1 and 2; 0 is __syncthreads): the teams walk different tiles and
@@ -392,7 +378,7 @@ __global__ void __launch_bounds__(threads, 1) prefill_attention_kernel(const pre
   load_q_tile<head_dim>(qs, a, h, t0, rows, tid);
   if (my_tiles > 0) load_kv_tile<head_dim>(ring, kg, vg, team * key_tile, kv_end, ttid);
   cp_async_commit();
-  cp_async_wait_all();
+  cp_async_wait<0>();
   __syncthreads(); // Q and both teams' first tiles are in
 
   unsigned qf[head_dim / 16][4];
@@ -414,7 +400,7 @@ __global__ void __launch_bounds__(threads, 1) prefill_attention_kernel(const pre
 
   for (int i = 0; i < my_tiles; ++i) {
     if (i > 0) {
-      cp_async_wait_all();
+      cp_async_wait<0>();
       team_sync(team); // tile i visible to the team, and every warp is done with tile i - 1
     }
     if (i + 1 < my_tiles) { // into the stage tile i - 1 used

@@ -40,6 +40,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/decode/cp_async.cuh"
 #include "kernels/decode/decode_kernels.h"
 #include "kernels/decode/decode_math.cuh"
 #include "kernels/decode/kv_block.cuh"
@@ -63,23 +64,6 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float out[8]) {
     out[2 * i] = f.x;
     out[2 * i + 1] = f.y;
   }
-}
-
-// 16 bytes global -> shared, asynchronously; zero-filled (nothing read) when !valid, so the
-// tokens of a tile past the chunk's end are zeros, never stale shared memory or another
-// sequence's cache.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
-               "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int pending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
 }
 
 // Everything both stages need, passed through the dispatch by value.
