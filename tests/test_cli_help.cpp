@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "cli_run.h"
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
 
@@ -17,17 +18,8 @@ using namespace kg;
 
 namespace {
 
-struct run_result {
-  int rc;
-  std::string out, err;
-};
-
-run_result run(std::vector<std::string> args) {
-  args.insert(args.begin(), "kernelgate");
-  std::ostringstream out, err;
-  const int rc = kernelgate_main(args, out, err);
-  return {rc, out.str(), err.str()};
-}
+using kg::test::run;
+using kg::test::run_result;
 
 std::vector<std::string> words(const std::string& path) {
   std::istringstream s(path);

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_run.h"
 #include "mutants/mutant_catalog.h"
 #include "reports/remove_tree.h"
 #include "suite/cli.h"
@@ -29,17 +30,8 @@ using namespace kg;
 
 namespace {
 
-struct run_result {
-  int rc;
-  std::string out, err;
-};
-
-run_result run(std::vector<std::string> args) {
-  args.insert(args.begin(), "kernelgate");
-  std::ostringstream out, err;
-  const int rc = kernelgate_main(args, out, err);
-  return {rc, out.str(), err.str()};
-}
+using kg::test::run;
+using kg::test::run_result;
 
 std::string slurp(const fs::path& f) {
   std::ifstream in(f, std::ios::binary);

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cli_run.h"
+
 #include "reports/remove_tree.h"
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
@@ -531,16 +533,9 @@ TEST(suite_def, without_a_validator_wrong_types_are_still_one_line) {
 // --- kernelgate suite list|show ---
 
 namespace {
-struct cli_result {
-  int rc;
-  std::string out, err;
-};
-
+using cli_result = kg::test::run_result;
 cli_result kernelgate(std::vector<std::string> args) {
-  args.insert(args.begin(), "kernelgate");
-  std::ostringstream out, err;
-  const int rc = kernelgate_main(args, out, err);
-  return {rc, out.str(), err.str()};
+  return kg::test::run(std::move(args));
 }
 } // namespace
 
