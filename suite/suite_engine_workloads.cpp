@@ -275,16 +275,15 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
     o.max_steps = 8;
     o.saturation_loads = 2; // two doublings without 5% more tokens/s: saturated, stop
     bracketed_search_result r;
+    auto measure = [&](double x, std::uint64_t seed, nlohmann::json& log) {
+      const auto run = trace(x, seed);
+      auto point = describe(run);
+      point["offered_rps"] = x;
+      log.push_back(point);
+      return load_point{x, run.p99_itl_ms(), run.tokens_per_second()};
+    };
     tenant_steps += training_steps_during(s, [&] {
-      r = search_load_bracketed(
-          [&](double x) {
-            const auto run = trace(x, a.seed);
-            auto point = describe(run);
-            point["offered_rps"] = x;
-            points.push_back(point);
-            return load_point{x, run.p99_itl_ms(), run.tokens_per_second()};
-          },
-          o);
+      r = search_load_bracketed([&](double x) { return measure(x, a.seed, points); }, o);
     });
     m.extra["load_points"] = points;
     m.extra["search"] = {{"found", r.found},
@@ -299,22 +298,57 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
     if (!r.found)
       throw std::runtime_error("no load met p99 ITL <= " + std::to_string(limit) + " ms");
     rps = r.best.offered_rps;
+    // One sample per arrival seed, the search's own first. Crossed: tokens/s where p99 reaches
+    // the limit, interpolated between the bracket's loads (interpolate_limit says why); else
+    // (saturated, or the limit never reached) tokens/s at the best load.
+    const bool crossed = r.crossed;
+    const auto hi_point = [&] {
+      for (const auto& p : r.points)
+        if (p.offered_rps == r.bracket_hi_rps) return p;
+      return load_point{};
+    }();
+    auto sample = [&](std::uint64_t seed, const load_point& lo, const load_point* hi,
+                      nlohmann::json rec) {
+      rec["arrival_seed"] = seed;
+      if (!crossed) {
+        m.samples.push_back(lo.tokens_per_second);
+      } else {
+        const auto c = interpolate_limit(lo, *hi, limit);
+        m.samples.push_back(c.tokens_per_second);
+        rec["at_limit"] = {{"fraction", c.fraction},
+                           {"offered_rps", c.offered_rps},
+                           {"tokens_per_second", c.tokens_per_second},
+                           {"clamped", c.clamped}};
+      }
+      runs.push_back(std::move(rec));
+    };
+    sample(a.seed, r.best, crossed ? &hi_point : nullptr, nlohmann::json::object());
+    tenant_steps += training_steps_during(s, [&] {
+      for (const auto seed : repeat_arrival_seeds(a.seed, repeats - 1)) {
+        nlohmann::json log = nlohmann::json::array();
+        const auto lo = measure(rps, seed, log);
+        if (!crossed) {
+          sample(seed, lo, nullptr, {{"lo", log[0]}});
+        } else {
+          const auto hi = measure(r.bracket_hi_rps, seed, log);
+          sample(seed, lo, &hi, {{"lo", log[0]}, {"hi", log[1]}});
+        }
+      }
+    });
   } else {
     rps = w.params.at("offered_sequences_per_second").get<double>() / size;
+    // The repeats: traces of other seeds at the fixed load.
+    tenant_steps += training_steps_during(s, [&] {
+      for (const auto seed : repeat_arrival_seeds(a.seed, repeats)) {
+        const auto run = trace(rps, seed);
+        m.samples.push_back(run.p99_itl_ms());
+        starved += starved_sequences(run, trace_seconds);
+        auto r = describe(run);
+        r["arrival_seed"] = seed;
+        runs.push_back(r);
+      }
+    });
   }
-  // The repeats: traces of other seeds at the found (or the fixed) load.
-  tenant_steps += training_steps_during(s, [&] {
-    for (const auto seed : repeat_arrival_seeds(a.seed, repeats)) {
-      const auto run = trace(rps, seed);
-      const double value =
-          w.kind == "serving_throughput" ? run.tokens_per_second() : run.p99_itl_ms();
-      m.samples.push_back(value);
-      starved += starved_sequences(run, trace_seconds);
-      auto r = describe(run);
-      r["arrival_seed"] = seed;
-      runs.push_back(r);
-    }
-  });
   m.extra["offered_rps"] = rps;
   m.extra["offered_sequences_per_second"] = rps * size;
   m.extra["repeats"] = runs;

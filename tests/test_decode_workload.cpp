@@ -220,3 +220,39 @@ TEST(load_search, bracketed_search_doubles_then_bisects_the_crossing) {
   EXPECT_EQ(low.points.size(), 6u);
   EXPECT_NEAR(low.best.offered_rps, std::sqrt(0.25 * std::sqrt(0.125)), 1e-9);
 }
+
+TEST(load_search, throughput_at_the_limit_is_interpolated_between_the_bracket_loads) {
+  // lo: 4 requests/s, p99 40 ms, 1000 tokens/s; hi: 16 requests/s, p99 60 ms, 3000 tokens/s.
+  // The limit of 50 ms is halfway in p99: f = 0.5, the load sqrt(4 x 16) = 8, tokens/s 2000.
+  const load_point lo{4.0, 40.0, 1000.0}, hi{16.0, 60.0, 3000.0};
+  const auto c = interpolate_limit(lo, hi, 50.0);
+  EXPECT_EQ(c.clamped, 0);
+  EXPECT_DOUBLE_EQ(c.fraction, 0.5);
+  EXPECT_NEAR(c.offered_rps, 8.0, 1e-12);
+  EXPECT_DOUBLE_EQ(c.tokens_per_second, 2000.0);
+  // 45 ms of 40..60: a quarter of the way, 4 x 4^0.25 = 5.657 requests/s, 1500 tokens/s.
+  const auto q = interpolate_limit(lo, hi, 45.0);
+  EXPECT_DOUBLE_EQ(q.fraction, 0.25);
+  EXPECT_NEAR(q.offered_rps, 4.0 * std::sqrt(2.0), 1e-12);
+  EXPECT_DOUBLE_EQ(q.tokens_per_second, 1500.0);
+  // A small change of p99 moves the value a little, never a whole grid step.
+  const auto near = interpolate_limit(lo, load_point{16.0, 61.0, 3000.0}, 50.0);
+  EXPECT_NEAR(near.tokens_per_second, 1000.0 + 2000.0 * 10.0 / 21.0, 1e-9);
+  // Another seed's trace with both loads within: clamped at hi; both beyond: at lo.
+  const auto above = interpolate_limit(lo, load_point{16.0, 49.0, 3100.0}, 50.0);
+  EXPECT_EQ(above.clamped, 1);
+  EXPECT_DOUBLE_EQ(above.tokens_per_second, 3100.0);
+  EXPECT_DOUBLE_EQ(above.offered_rps, 16.0);
+  const auto below = interpolate_limit(load_point{4.0, 55.0, 900.0}, hi, 50.0);
+  EXPECT_EQ(below.clamped, -1);
+  EXPECT_DOUBLE_EQ(below.tokens_per_second, 900.0);
+  EXPECT_DOUBLE_EQ(below.offered_rps, 4.0);
+  // A non-finite p99 at hi (nothing measurable) or at lo: the crossing is taken at lo.
+  const auto nan_hi = interpolate_limit(lo, load_point{16.0, std::nan(""), 0.0}, 50.0);
+  EXPECT_EQ(nan_hi.clamped, -1);
+  EXPECT_DOUBLE_EQ(nan_hi.tokens_per_second, 1000.0);
+  EXPECT_EQ(interpolate_limit(load_point{4.0, std::nan(""), 5.0}, hi, 50.0).clamped, -1);
+  // The loads must be a bracket.
+  EXPECT_THROW(interpolate_limit(hi, lo, 50.0), std::invalid_argument);
+  EXPECT_THROW(interpolate_limit(load_point{0.0, 1.0, 1.0}, hi, 50.0), std::invalid_argument);
+}

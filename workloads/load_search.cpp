@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 namespace kg {
 
@@ -63,6 +64,26 @@ bracketed_search_result search_load_bracketed(const std::function<load_point(dou
     try_load(std::sqrt(lo * r.bracket_hi_rps));
   }
   return r;
+}
+
+limit_crossing interpolate_limit(const load_point& lo, const load_point& hi, double limit_ms) {
+  if (!(lo.offered_rps > 0 && hi.offered_rps > lo.offered_rps))
+    throw std::invalid_argument("interpolate_limit: needs 0 < lo < hi loads");
+  limit_crossing c;
+  if (!std::isfinite(lo.p99_itl_ms) || lo.p99_itl_ms > limit_ms) {
+    c.clamped = -1; // beyond the limit already at lo (a non-finite p99 counts as beyond)
+  } else if (std::isfinite(hi.p99_itl_ms) && hi.p99_itl_ms <= limit_ms) {
+    c.clamped = 1;
+    c.fraction = 1;
+  } else if (std::isfinite(hi.p99_itl_ms)) {
+    c.fraction = (limit_ms - lo.p99_itl_ms) / (hi.p99_itl_ms - lo.p99_itl_ms);
+  } else {
+    c.clamped = -1; // nothing to interpolate towards: the crossing is taken at lo
+  }
+  c.offered_rps = lo.offered_rps * std::pow(hi.offered_rps / lo.offered_rps, c.fraction);
+  c.tokens_per_second =
+      lo.tokens_per_second + c.fraction * (hi.tokens_per_second - lo.tokens_per_second);
+  return c;
 }
 
 double p99_inter_token_ms(const std::vector<std::vector<double>>& token_times_ms) {

@@ -58,6 +58,22 @@ bracketed_search_result
 search_load_bracketed(const std::function<load_point(double offered_rps)>& measure,
                       const bracketed_search_options& opt = {});
 
+// Throughput at the limit for one arrival trace, from its traces at the bracket's two loads
+// (lo within the limit, hi beyond it for the search's own trace): p99 is taken as linear between
+// them and the crossing is where it reaches the limit, at fraction f = (limit - p99_lo) /
+// (p99_hi - p99_lo) of the way from lo to hi (the load geometric, tokens/s linear in f). A trace
+// of another seed may put both loads on one side: f is then clamped to 0 (lo already beyond) or
+// 1 (hi still within); a non-finite p99 at hi also gives 0. Why: the search's loads are a grid, and
+// a throughput read off the grid jumps by a grid step when one trace's p99 lands on the other side
+// of the limit; the interpolated value moves with p99, so two runs of one build agree.
+struct limit_crossing {
+  double fraction = 0;          // 0 at lo, 1 at hi
+  double offered_rps = 0;       // lo * (hi / lo)^fraction
+  double tokens_per_second = 0; // tps_lo + fraction * (tps_hi - tps_lo)
+  int clamped = 0; // -1: taken at lo (lo beyond, or p99_hi not finite), +1: at hi, 0: between
+};
+limit_crossing interpolate_limit(const load_point& lo, const load_point& hi, double limit_ms);
+
 // p99 of inter-token intervals: per sequence, token times t0..tn give intervals t1-t0 ... (the
 // first token's latency, from arrival, is not an inter-token interval and is excluded).
 double p99_inter_token_ms(const std::vector<std::vector<double>>& token_times_ms);

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# On the GPU machine: two full nightly runs of one build back to back, then `compare` between
+# them (the issue's false-alarm count and the nightly's wall time, end to end). A pair outlasts
+# one device call (10 minutes), so the pair runs in its own process session (setsid), which the
+# machine keeps while it is held; each call of this script waits up to WAIT_S seconds for it.
+#   PHASE=start  builds kernelgate, starts the pair, waits
+#   PHASE=wait   waits for the pair started earlier (call again within the machine's warm time)
+# Each call leaves the logs so far, the run folders (packed) and, once the pair has ended, the
+# comparison in $LOG_DIR (the device's $OUT).
+set -uo pipefail
+phase=${PHASE:-start}
+wait_s=${WAIT_S:-560}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+logs=${LOG_DIR:-$root/gpu-logs}
+pair="$root/nightly-pair" # ignored by git; stays on the machine between calls
+mkdir -p "$logs"
+t0=$SECONDS
+if [ "$phase" = start ]; then
+  rm -rf "$pair" && mkdir -p "$pair"
+  if [ -n "${KG_BIN:-}" ]; then # an already built kernelgate (a dry run of this script)
+    kg=$KG_BIN
+  else
+    BUILD_TARGET=kernelgate source "$root/scripts/gpu_build.sh" || exit 1
+    kg="$BUILD_DIR/suite/kernelgate"
+  fi
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
+    --format=csv >"$pair/gpu_before.csv" 2>&1
+  # Each run's wall time is the process's, set-up included (`date` around it).
+  setsid bash -c "
+    for n in 1 2; do
+      s=\$(date +%s%N)
+      '$kg' run --suite nightly --out \"$pair/run\$n\" --no-progress >\"$pair/run\$n.log\" 2>&1
+      rc=\$?
+      echo \"run\$n: exit \$rc in \$(( (\$(date +%s%N) - s) / 1000000 )) ms\" >>'$pair/summary.txt'
+    done
+    '$kg' compare '$pair/run1' '$pair/run2' >'$pair/compare.log' 2>&1
+    echo \"compare: exit \$?\" >>'$pair/summary.txt'
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
+      --format=csv >'$pair/gpu_after.csv' 2>&1
+    touch '$pair/done'" </dev/null >/dev/null 2>&1 &
+fi
+[ -d "$pair" ] || { echo "no pair started on this machine (PHASE=start first)"; exit 1; }
+while [ ! -f "$pair/done" ] && [ $((SECONDS - t0)) -lt "$wait_s" ]; do sleep 5; done
+for n in 1 2; do
+  [ -f "$pair/run$n.log" ] && echo "run$n: $(grep -c '^\[' "$pair/run$n.log") workloads done"
+done
+# Whatever exists comes back on every call (records are streamed: a run cut short keeps them).
+cp "$pair"/*.log "$pair"/*.csv "$pair"/summary.txt "$logs/" 2>/dev/null
+(cd "$pair" && tar czf "$logs/runs.tgz" $(ls -d run1 run2 2>/dev/null))
+if [ ! -f "$pair/done" ]; then
+  tail -3 "$pair"/run*.log
+  echo "pair still running: call again with PHASE=wait"
+  exit 0
+fi
+cat "$pair/summary.txt"
+tail -25 "$pair/compare.log"
