@@ -7,9 +7,9 @@
 
 #include "base/name_table.h"
 #include "base/rng.h"
+#include "base/sha256.h"
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
-#include "base/sha256.h"
 #include "stats/bootstrap.h"
 #include "stats/summary.h"
 
@@ -92,6 +92,15 @@ void check_samples_and_gates(const suite_run_result& r, std::size_t i, const jso
   }
   if (rec.contains("error") && !rec["error"].is_string())
     bad_record(r, i, rec, "\"error\" is not a string");
+  if (rec.contains("sample_keys")) {
+    const auto& k = rec["sample_keys"];
+    if (!k.is_array() || !rec.contains("samples") || k.size() != rec["samples"].size())
+      bad_record(r, i, rec, "\"sample_keys\" is not an array as long as \"samples\"");
+    std::set<std::string> seen;
+    for (const auto& key : k)
+      if (!seen.insert(key.dump()).second)
+        bad_record(r, i, rec, "\"sample_keys\" names a key twice: " + key.dump());
+  }
 }
 
 // Keeps the workload records, each checked for the fields the comparison reads; a record of
@@ -232,6 +241,26 @@ std::string unusable(const std::string& label, const side_summary& s,
   return "";
 }
 
+// NEW's samples in BASE's key order, when both records name the same sample keys (serving: the
+// arrival seeds); none otherwise.
+std::optional<std::vector<double>> paired_samples(const json& base, const json& next,
+                                                  const std::vector<double>& xn) {
+  if (!base.contains("sample_keys") || !next.contains("sample_keys")) return std::nullopt;
+  std::map<std::string, double> by_key;
+  const auto& kn = next["sample_keys"];
+  for (std::size_t i = 0; i < kn.size(); ++i)
+    by_key[kn[i].dump()] = xn[i];
+  const auto& kb = base["sample_keys"];
+  if (kb.size() != kn.size()) return std::nullopt;
+  std::vector<double> aligned;
+  for (const auto& key : kb) {
+    const auto it = by_key.find(key.dump());
+    if (it == by_key.end()) return std::nullopt;
+    aligned.push_back(it->second);
+  }
+  return aligned;
+}
+
 compare_status status_of(decision d) {
   switch (d) {
   case decision::faster:
@@ -267,7 +296,11 @@ workload_comparison compare_pair(const json& base, const json& next, const compa
     w.status = compare_status::no_data;
     return w;
   }
-  w.ratio = decide_ratio(xb, xn, w.metric["direction"].get<std::string>(), w.id, opt);
+  const auto dir = w.metric["direction"].get<std::string>();
+  if (const auto aligned = paired_samples(base, next, xn))
+    w.ratio = decide_paired_ratio(xb, *aligned, dir, w.id, opt);
+  else
+    w.ratio = decide_ratio(xb, xn, dir, w.id, opt);
   w.status = status_of(w.ratio->verdict);
   return w;
 }
@@ -393,6 +426,22 @@ ratio_decision decide_ratio(std::span<const double> base, std::span<const double
   return {iv.estimate, iv.lo, iv.hi, decide(iv.lo, iv.hi, opt.min_effect)};
 }
 
+ratio_decision decide_paired_ratio(std::span<const double> base, std::span<const double> next,
+                                   const std::string& direction, const std::string& id,
+                                   const compare_options& opt) {
+  if (direction != "lower" && direction != "higher")
+    throw std::invalid_argument("metric direction must be lower or higher");
+  bootstrap_options b;
+  b.resamples = opt.resamples;
+  b.seed = opt.seed ^ stream_id(id);
+  // Few pairs (three seeds): the percentile interval of the median of per-pair ratios spans
+  // the pairs' own ratios, where BCa's jackknife has too few points to correct anything.
+  b.method = ci_method::percentile;
+  const auto iv = direction == "lower" ? bootstrap_paired_ratio(next, base, b)
+                                       : bootstrap_paired_ratio(base, next, b);
+  return {iv.estimate, iv.lo, iv.hi, decide(iv.lo, iv.hi, opt.min_effect), true};
+}
+
 std::size_t run_comparison::count(compare_status s) const {
   return static_cast<std::size_t>(std::count_if(workloads.begin(), workloads.end(),
                                                 [s](const auto& w) { return w.status == s; }));
@@ -493,6 +542,7 @@ json compare_record(const workload_comparison& w) {
             {"new", side_json(w.next)},
             {"ratio", w.ratio ? json(w.ratio->ratio) : json(nullptr)},
             {"ratio_ci95", w.ratio ? json::array({w.ratio->lo, w.ratio->hi}) : json(nullptr)},
+            {"paired_by_sample_key", w.ratio && w.ratio->paired},
             {"gate_changes", std::move(changes)},
             {"failing_gates_new", w.failing_gates_new}};
   if (!w.why.empty()) j["why"] = w.why;
@@ -502,27 +552,29 @@ json compare_record(const workload_comparison& w) {
 
 json compare_config(const suite_run_result& base, const suite_run_result& next,
                     const compare_options& opt) {
-  return {{"base", run_reference(base)},
-          {"new", run_reference(next)},
-          {"min_effect", opt.min_effect},
-          {"allow_env_change", opt.allow_env_change},
-          {"ratio",
-           "time-like: NEW/BASE when the metric's direction is lower, BASE/NEW when higher; "
-           "above 1 is worse"},
-          {"bootstrap",
-           {{"statistic", "ratio of medians, each run resampled on its own"},
-            {"method", "bca"},
-            {"confidence", 0.95},
-            {"resamples", opt.resamples},
-            {"seed", opt.seed},
-            {"seed_per_workload", "seed xor stream_id(workload id)"}}},
-          {"decision_rule", "FASTER: the interval lies below 1 - min_effect; SLOWER: above 1 + "
-                            "min_effect; SAME: inside [1 - min_effect, 1 + min_effect]; else "
-                            "AMBIGUOUS"},
-          {"environment_fields",
-           {"environment.gpu.name", "environment.driver.nvml_driver_version",
-            "environment.driver.cuda_driver_version", "config.clock_policy",
-            "environment.clocks.locked", "environment.clocks.sm_application_mhz (when locked)"}}};
+  return {
+      {"base", run_reference(base)},
+      {"new", run_reference(next)},
+      {"min_effect", opt.min_effect},
+      {"allow_env_change", opt.allow_env_change},
+      {"ratio", "time-like: NEW/BASE when the metric's direction is lower, BASE/NEW when higher; "
+                "above 1 is worse"},
+      {"bootstrap",
+       {{"statistic", "ratio of medians, each run resampled on its own"},
+        {"method", "bca"},
+        {"paired", "when both records name the same sample_keys: the median of the per-key ratios, "
+                   "pairs resampled, percentile interval"},
+        {"confidence", 0.95},
+        {"resamples", opt.resamples},
+        {"seed", opt.seed},
+        {"seed_per_workload", "seed xor stream_id(workload id)"}}},
+      {"decision_rule", "FASTER: the interval lies below 1 - min_effect; SLOWER: above 1 + "
+                        "min_effect; SAME: inside [1 - min_effect, 1 + min_effect]; else "
+                        "AMBIGUOUS"},
+      {"environment_fields",
+       {"environment.gpu.name", "environment.driver.nvml_driver_version",
+        "environment.driver.cuda_driver_version", "config.clock_policy",
+        "environment.clocks.locked", "environment.clocks.sm_application_mhz (when locked)"}}};
 }
 
 json compare_summary(const run_comparison& c) {

@@ -74,14 +74,23 @@ enum class compare_status {
 std::string_view compare_status_name(compare_status s); // "FASTER", ..., "NO_DATA", "MISSING"
 
 // A ratio oriented like a time: NEW / BASE for a metric whose direction is "lower", BASE / NEW for
-// "higher", so above 1 is always worse. The interval is the BCa bootstrap of the ratio of medians.
+// "higher", so above 1 is always worse. The interval is the BCa bootstrap of the ratio of medians
+// of the two independent samples, or, when both records name the same `sample_keys` (each sample
+// measured on a named input: serving's arrival seeds), the percentile bootstrap of the median of
+// the per-key ratios (paired): the inputs' own spread, which dwarfs run-to-run noise on a trace
+// replayed from its seed, then cancels.
 struct ratio_decision {
   double ratio = 0, lo = 0, hi = 0;
   decision verdict = decision::ambiguous;
+  bool paired = false; // by sample key
 };
 ratio_decision decide_ratio(std::span<const double> base, std::span<const double> next,
                             const std::string& direction, const std::string& id,
                             const compare_options& opt);
+// base[i] and next[i] measured on the same input.
+ratio_decision decide_paired_ratio(std::span<const double> base, std::span<const double> next,
+                                   const std::string& direction, const std::string& id,
+                                   const compare_options& opt);
 
 struct gate_change {
   std::string name;

@@ -48,8 +48,9 @@ std::string median_cell(const std::optional<side_summary>& s, const std::string&
 
 std::string ratio_cell(const workload_comparison& w) {
   if (!w.ratio) return "-";
+  // "p": the samples were paired by key (the same arrival seed on both sides).
   return fixed(w.ratio->ratio, 3) + " [" + fixed(w.ratio->lo, 3) + ", " + fixed(w.ratio->hi, 3) +
-         "]";
+         "]" + (w.ratio->paired ? " p" : "");
 }
 
 std::string pass_text(const std::optional<bool>& p) {

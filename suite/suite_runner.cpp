@@ -60,6 +60,11 @@ nlohmann::json make_suite_record(const suite_workload& w, const measured_workloa
   if (m.samples.empty()) throw std::invalid_argument(w.id + ": no samples measured");
   auto r = record_head(w);
   r["samples"] = m.samples;
+  if (!m.sample_keys.empty()) {
+    if (m.sample_keys.size() != m.samples.size())
+      throw std::invalid_argument(w.id + ": a sample key per sample, or none");
+    r["sample_keys"] = m.sample_keys;
+  }
   if (m.samples.size() >= 2) {
     const auto b = bootstrap_median(m.samples);
     r["estimate"] = b.estimate;

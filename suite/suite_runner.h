@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <ostream>
@@ -24,6 +25,9 @@ namespace kg {
 // What an executor measured for one workload.
 struct measured_workload {
   std::vector<double> samples; // the primary metric, one value per sample, in its unit
+  // What each sample was measured on, when samples differ by input (serving: the arrival seed):
+  // empty, or one key per sample. `compare` pairs two runs' samples by key.
+  std::vector<std::uint64_t> sample_keys;
   std::vector<workload_gate> gates;
   // The speed-of-light bound in the metric's unit (time metrics) and what it was computed from
   // (the ceiling measured); none for metrics without one.

@@ -4,12 +4,14 @@
 // comment from the noise and the sample size, so it does not depend on the seed.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <unistd.h>
@@ -148,10 +150,12 @@ protected:
   fs::path dir_;
 };
 
-const workload_comparison& find(const run_comparison& c, const std::string& id) {
+// The id by value (a view): a reference parameter bound to a temporary would make g++ warn that
+// the returned reference may dangle.
+const workload_comparison& find(const run_comparison& c, std::string_view id) {
   for (const auto& w : c.workloads)
     if (w.id == id) return w;
-  throw std::runtime_error("no workload " + id);
+  throw std::runtime_error("no workload " + std::string(id));
 }
 
 const std::string id_a = "kernel.gemv.down.b1";
@@ -260,6 +264,84 @@ TEST_F(compare_test, a_higher_is_better_metric_ten_percent_lower_is_slower) {
   EXPECT_EQ(w.status, compare_status::slower);
   EXPECT_NEAR(w.ratio->ratio, 1.0 / 0.9, 0.02);
   EXPECT_EQ(run({"compare", base, next}).rc, exit_code::failures);
+}
+
+// ---- samples paired by key ----------------------------------------------------------------------
+
+// Serving's samples: one per arrival seed, a factor of 10 apart between seeds (a trace of a few
+// sequences against one of twenty), each replayed within a few percent by the same seed.
+json keyed(const std::string& id, const std::vector<double>& samples,
+           const std::vector<std::uint64_t>& keys, json m = metric("p99_itl_ms", "lower", "ms")) {
+  auto rec = workload(id, samples, std::move(m));
+  rec["sample_keys"] = keys;
+  return rec;
+}
+const std::string id_p99 = "serving.p99.production.512-2048.solo";
+
+TEST_F(compare_test, samples_with_the_same_keys_are_compared_pair_by_pair) {
+  // Every seed 1% slower: ratios 1.01, 1.01, 1.01, so the median ratio and both ends of its
+  // interval are 1.01: SAME. Unpaired, the medians are 36 and 36.36 but the resampled medians
+  // range over 3.6..55: AMBIGUOUS.
+  const std::vector<double> b = {3.6, 36.0, 55.0};
+  std::vector<double> n;
+  for (const double v : b)
+    n.push_back(v * 1.01);
+  const auto base = write_run("base", {{keyed(id_p99, b, {31, 32, 33})}});
+  const auto next = write_run("new", {{keyed(id_p99, n, {31, 32, 33})}});
+  const auto c = compare(base, next);
+  const auto& w = find(c, id_p99);
+  ASSERT_TRUE(w.ratio);
+  EXPECT_TRUE(w.ratio->paired);
+  EXPECT_EQ(w.status, compare_status::same);
+  EXPECT_NEAR(w.ratio->ratio, 1.01, 1e-12);
+  EXPECT_NEAR(w.ratio->lo, 1.01, 1e-12);
+  EXPECT_NEAR(w.ratio->hi, 1.01, 1e-12);
+  const auto unpaired = compare(write_run("ub", {{workload(id_p99, b, w.metric)}}),
+                                write_run("un", {{workload(id_p99, n, w.metric)}}));
+  EXPECT_FALSE(find(unpaired, id_p99).ratio->paired);
+  EXPECT_EQ(find(unpaired, id_p99).status, compare_status::ambiguous);
+  EXPECT_LT(find(unpaired, id_p99).ratio->lo, 0.2);
+  // The table marks a paired ratio with "p".
+  const auto r = run({"compare", base, next});
+  EXPECT_NE(r.out.find("1.010 [1.010, 1.010] p"), std::string::npos) << r.out;
+}
+
+TEST_F(compare_test, pairs_follow_the_keys_not_the_order) {
+  // NEW lists the seeds in another order, every one 10% slower: paired by key the ratios are all
+  // 1.10 (SLOWER); paired by position they would be 0.11, 1.65, 16.8.
+  const auto base = write_run("base", {{keyed(id_p99, {3.6, 36.0, 55.0}, {31, 32, 33})}});
+  const auto next = write_run("new", {{keyed(id_p99, {60.5, 3.96, 39.6}, {33, 31, 32})}});
+  const auto c = compare(base, next);
+  const auto& w = find(c, id_p99);
+  EXPECT_EQ(w.status, compare_status::slower);
+  EXPECT_NEAR(w.ratio->lo, 1.10, 1e-9);
+  EXPECT_NEAR(w.ratio->hi, 1.10, 1e-9);
+  EXPECT_TRUE(c.fails());
+  // A higher-is-better metric: tokens/s 10% lower on every seed is BASE/NEW = 1/0.9: SLOWER.
+  const auto tps = metric("tokens_per_second", "higher", "tokens/s");
+  const std::string id_t = "serving.throughput.production.512-2048.solo";
+  const auto tb = write_run("tb", {{keyed(id_t, {250.0, 920.0, 1400.0}, {30, 31, 32}, tps)}});
+  const auto tn = write_run("tn", {{keyed(id_t, {225.0, 828.0, 1260.0}, {30, 31, 32}, tps)}});
+  const auto& t = find(compare(tb, tn), id_t);
+  EXPECT_EQ(t.status, compare_status::slower);
+  EXPECT_NEAR(t.ratio->ratio, 1.0 / 0.9, 1e-9);
+}
+
+TEST_F(compare_test, mixed_pair_ratios_or_other_keys_do_not_decide) {
+  // Ratios 0.99, 1.01, 1.05: the percentile interval of their median spans 0.99..1.05, past
+  // 1.03 on one side only: AMBIGUOUS.
+  const auto base = write_run("base", {{keyed(id_p99, {10.0, 20.0, 40.0}, {1, 2, 3})}});
+  const auto next = write_run("new", {{keyed(id_p99, {9.9, 20.2, 42.0}, {1, 2, 3})}});
+  const auto& w = find(compare(base, next), id_p99);
+  EXPECT_TRUE(w.ratio->paired);
+  EXPECT_EQ(w.status, compare_status::ambiguous);
+  EXPECT_NEAR(w.ratio->lo, 0.99, 1e-9);
+  EXPECT_NEAR(w.ratio->hi, 1.05, 1e-9);
+  // Other seeds on one side (another suite version): nothing to pair, the unpaired ratio.
+  const auto other = write_run("other", {{keyed(id_p99, {9.9, 20.2, 42.0}, {1, 2, 4})}});
+  const auto& u = find(compare(base, other), id_p99);
+  EXPECT_FALSE(u.ratio->paired);
+  EXPECT_EQ(u.status, compare_status::ambiguous);
 }
 
 // The minimum effect moves the bands: 10% slower is inside [0.8, 1.2].
@@ -439,6 +521,11 @@ TEST_F(compare_test, unavailable_or_absent_on_both_sides_is_not_a_difference) {
 
 TEST_F(compare_test, bad_input_is_one_line_and_exit_2) {
   const auto good = write_run("good", {{workload(id_a, normal_samples(12e-6, 0.01, 22))}});
+  const auto with_keys = [](const std::string& run, const std::vector<int>& keys) {
+    json doc = json::parse(std::ifstream(fs::path(run) / "result.json"));
+    doc["records"][0]["sample_keys"] = keys;
+    return doc.dump();
+  };
   const auto write = [&](const std::string& rel, const std::string& text) {
     const auto p = dir_ / rel;
     fs::create_directories(p.parent_path());
@@ -460,6 +547,10 @@ TEST_F(compare_test, bad_input_is_one_line_and_exit_2) {
       {(dir_ / "empty").string(), "is a folder without result.json"},
       {write("dup/result.json", dup.dump()), "the id appears twice (records 0 and 1)"},
       {write("nometric/result.json", no_metric.dump()), "no \"metric\" object"},
+      {write("shortkeys/result.json", with_keys(good, {1})),
+       "\"sample_keys\" is not an array as long as \"samples\""},
+      {write("dupkeys/result.json", with_keys(good, std::vector<int>(30, 7))),
+       "\"sample_keys\" names a key twice: 7"},
   };
   for (const auto& [path, says] : cases)
     for (const auto& args : {std::vector<std::string>{"compare", good, path},

@@ -380,6 +380,8 @@ void decode_engine::capture_all() {
     enqueue(b);
     auto exec = std::make_unique<cuda_graph_exec>();
     exec->adopt(cap.end());
+    // Uploaded now: else the first launch of each batch size uploads it inside a timed step.
+    KG_CUDA_CHECK(cudaGraphUpload(exec->get(), stream_));
     g = std::move(exec);
   }
 }
