@@ -20,7 +20,7 @@
 
 #include "cli_run.h"
 #include "mutants/mutant_catalog.h"
-#include "reports/remove_tree.h"
+#include "scratch_dir.h"
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
 #include "suite/mutants_command.h"
@@ -30,29 +30,14 @@ using namespace kg;
 
 namespace {
 
+using kg::test::lines;
 using kg::test::run;
 using kg::test::run_result;
 
-std::string slurp(const fs::path& f) {
-  std::ifstream in(f, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-int lines(const std::string& s) {
-  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
-}
-
-// A folder under the build tree, removed when the test program ends.
 fs::path scratch() {
-  static const struct root {
-    fs::path p = fs::path(KG_TEST_SCRATCH_DIR) / ("mutants-cli-" + std::to_string(::getpid()));
-    root() { fs::create_directories(p); }
-    ~root() { remove_tree(p); }
-  } r;
-  return r.p;
+  return kg::test::scratch_dir("mutants-cli");
 }
+using kg::test::slurp;
 
 std::vector<mutant> read_catalog(const fs::path& file) {
   std::vector<mutant> out;

@@ -14,8 +14,8 @@
 #include <gtest/gtest.h>
 
 #include "cli_run.h"
+#include "scratch_dir.h"
 
-#include "reports/remove_tree.h"
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
 #include "suite/suite_catalog.h"
@@ -43,22 +43,10 @@ nlohmann::json read_json(const fs::path& f) {
   return nlohmann::json::parse(in);
 }
 
-std::string slurp(const fs::path& f) {
-  std::ifstream in(f);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A folder under the build tree, removed when the test program ends.
 fs::path scratch() {
-  static const struct root {
-    fs::path p = fs::path(KG_TEST_SCRATCH_DIR) / ("suite-def-" + std::to_string(::getpid()));
-    root() { fs::create_directories(p); }
-    ~root() { remove_tree(p); }
-  } r;
-  return r.p;
+  return kg::test::scratch_dir("suite-def");
 }
+using kg::test::slurp;
 
 fs::path write_text(const std::string& name, const std::string& text) {
   const fs::path f = scratch() / name;
