@@ -3,7 +3,8 @@
 # them (the issue's false-alarm count and the nightly's wall time, end to end). A pair outlasts
 # one device call (10 minutes), so the pair runs in its own process session (setsid), which the
 # machine keeps while it is held; each call of this script waits up to WAIT_S seconds for it.
-#   PHASE=start  builds kernelgate, starts the pair, waits
+#   PHASE=start  builds kernelgate, starts the pair, waits; ENGINE_TESTS=1 first builds and runs
+#                the decode engine's GPU tests (ctest -L gpu -R decode|prefill) into engine.log
 #   PHASE=wait   waits for the pair started earlier (call again within the machine's warm time)
 # Each call leaves the logs so far, the run folders (packed) and, once the pair has ended, the
 # comparison in $LOG_DIR (the device's $OUT).
@@ -20,11 +21,18 @@ if [ "$phase" = start ]; then
   if [ -n "${KG_BIN:-}" ]; then # an already built kernelgate (a dry run of this script)
     kg=$KG_BIN
   else
-    BUILD_TARGET=kernelgate source "$root/scripts/gpu_build.sh" || exit 1
+    targets=kernelgate
+    [ "${ENGINE_TESTS:-0}" = 1 ] && targets="kernelgate kg_decode_gpu_tests"
+    BUILD_TARGET=$targets source "$root/scripts/gpu_build.sh" || exit 1
     kg="$BUILD_DIR/suite/kernelgate"
+    if [ "${ENGINE_TESTS:-0}" = 1 ]; then
+      ctest -L gpu -R "decode|prefill" --timeout 300 >"$logs/engine.log" 2>&1
+      grep -E "tests passed|tests failed|\(Failed\)" "$logs/engine.log"
+    fi
   fi
+  # The GPU before and after, in summary.txt (at most 8 files come back from the device).
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
-    --format=csv >"$pair/gpu_before.csv" 2>&1
+    --format=csv >>"$pair/summary.txt" 2>&1
   # Each run's wall time is the process's, set-up included (`date` around it).
   setsid bash -c "
     for n in 1 2; do
@@ -36,7 +44,7 @@ if [ "$phase" = start ]; then
     '$kg' compare '$pair/run1' '$pair/run2' >'$pair/compare.log' 2>&1
     echo \"compare: exit \$?\" >>'$pair/summary.txt'
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
-      --format=csv >'$pair/gpu_after.csv' 2>&1
+      --format=csv >>'$pair/summary.txt' 2>&1
     touch '$pair/done'" </dev/null >/dev/null 2>&1 &
 fi
 [ -d "$pair" ] || { echo "no pair started on this machine (PHASE=start first)"; exit 1; }
@@ -45,7 +53,7 @@ for n in 1 2; do
   [ -f "$pair/run$n.log" ] && echo "run$n: $(grep -c '^\[' "$pair/run$n.log") workloads done"
 done
 # Whatever exists comes back on every call (records are streamed: a run cut short keeps them).
-cp "$pair"/*.log "$pair"/*.csv "$pair"/summary.txt "$logs/" 2>/dev/null
+cp "$pair"/*.log "$pair"/summary.txt "$logs/" 2>/dev/null
 (cd "$pair" && tar czf "$logs/runs.tgz" $(ls -d run1 run2 2>/dev/null))
 if [ ! -f "$pair/done" ]; then
   tail -3 "$pair"/run*.log
