@@ -120,7 +120,7 @@ struct expr_parser {
 } // namespace
 
 double eval_dim_expr(const std::string& expr, const std::map<std::string, std::int64_t>& dims) {
-  expr_parser p{expr, dims};
+  expr_parser p{expr, dims, 0, {}, {}};
   const double v = p.run();
   if (!std::isfinite(v)) p.fail("the value is not finite");
   return v;
