@@ -217,6 +217,7 @@ bool full_mask(std::string_view lit) {
 struct function_info {
   int body_open = -1, body_close = -1;
   bool global = false;
+  bool host = false; // also __host__: its body is compiled for the host too
   std::set<std::string, std::less<>> pointer_params, float_params;
 };
 
@@ -235,6 +236,16 @@ public:
     pair_templates(false);
     find_functions();
     mark_excluded();
+  }
+
+  // The byte ranges of device-only function bodies, '{' to '}' inclusive.
+  std::vector<std::pair<std::size_t, std::size_t>> device_only_bodies() const {
+    std::vector<std::pair<std::size_t, std::size_t>> out;
+    for (const auto& f : fns_)
+      if (!f.host && f.body_close > f.body_open)
+        out.emplace_back(t_[static_cast<std::size_t>(f.body_open)].offset,
+                         t_[static_cast<std::size_t>(f.body_close)].offset + 1);
+    return out;
   }
 
   std::vector<mutation_site> run() {
@@ -441,7 +452,7 @@ private:
       int name = open - 1;
       if (tmpl(name) && tx(name) == ">") name = tmatch_[name] - 1;
       if (!ident(name) || control_word(tx(name))) continue;
-      bool global = false, dev = false;
+      bool global = false, dev = false, host = false;
       for (int q = name - 1; q >= 0 && q >= name - 80; --q) {
         const auto s = tx(q);
         if (punct(q, ";") || punct(q, "}") || punct(q, "{")) break;
@@ -455,12 +466,14 @@ private:
         }
         global = global || s == "__global__";
         dev = dev || s == "__device__";
+        host = host || s == "__host__";
       }
       if (!global && !dev) continue;
       function_info f;
       f.body_open = b;
       f.body_close = match_[b];
       f.global = global;
+      f.host = host;
       read_params(open, p, f);
       const int id = static_cast<int>(fns_.size());
       fns_.push_back(std::move(f));
@@ -1059,6 +1072,10 @@ std::span<const mutation_rule_info> mutation_rules() {
 
 std::vector<mutation_site> find_mutation_sites(std::string_view source) {
   return analysis(source).run();
+}
+
+std::vector<std::pair<std::size_t, std::size_t>> device_only_code(std::string_view source) {
+  return analysis(source).device_only_bodies();
 }
 
 } // namespace kg

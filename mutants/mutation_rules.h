@@ -25,6 +25,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kg {
@@ -49,5 +50,10 @@ std::span<const mutation_rule_info> mutation_rules();
 
 // Every site of every rule in `source`, ordered by offset, then rule name.
 std::vector<mutation_site> find_mutation_sites(std::string_view source);
+
+// The byte ranges [begin, end) of the bodies of __global__ and __device__ functions that are not
+// also __host__, ordered by offset: code that exists only in the device binary (a mutant there
+// can be judged by its machine code; one in host code cannot).
+std::vector<std::pair<std::size_t, std::size_t>> device_only_code(std::string_view source);
 
 } // namespace kg
