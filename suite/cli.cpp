@@ -23,6 +23,7 @@
 #include "suite/exit_codes.h"
 #include "suite/fastp_command.h"
 #include "suite/mutants_command.h"
+#include "suite/mutants_equivalence_command.h"
 #include "suite/run_command.h"
 #include "suite/suite_command.h"
 #include "suite/time_command.h"
@@ -51,6 +52,7 @@ struct cli_values {
   compare_command_options compare;
   run_options run;
   mutants_options mutants;
+  mutants_equivalence_options mutants_equivalence;
   std::string validate_file;
 };
 
@@ -354,6 +356,19 @@ void declare_mutants(CLI::App& app, cli_values& v) {
   add_text(gen, "--root", o.root, "DIR", "where globs start; catalog paths are relative to it")
       ->default_str("the source tree");
   add_text(gen, "--out", o.out, "DIR", "output folder (catalog.jsonl, summary.json)")->required();
+  auto* eq = c->add_subcommand("equivalence", "mark the mutants whose cubin equals the "
+                                              "original's (compiled with nvcc, no GPU)");
+  auto& e = v.mutants_equivalence;
+  add_text(eq, "--catalog", e.catalog, "DIR", "a mutants generate output folder")->required();
+  add_text(eq, "--root", e.root, "DIR", "where the catalog's paths are")
+      ->default_str("the source tree");
+  add_text(eq, "--tasks", e.tasks, "REGEX", "only mutants of the tasks it matches")
+      ->default_str("every task");
+  add_number<int>(
+      eq, "--jobs", e.jobs, "N", [](int x) { return x >= 0; }, "a whole number >= 0",
+      "parallel compiles (0: every core)");
+  add_text(eq, "--out", e.out, "DIR", "output folder (equivalence.jsonl, summary.json)")
+      ->required();
 }
 
 void declare_protocols(CLI::App& app, cli_values& v) {
@@ -546,6 +561,8 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
   if (path == "compare") return run_compare_command(v.compare, args, out, err);
   if (path == "suite list") return run_suite_list_command(v.suite, out, err);
   if (path == "mutants generate") return run_mutants_generate_command(v.mutants, out, err);
+  if (path == "mutants equivalence")
+    return run_mutants_equivalence_command(v.mutants_equivalence, out, err);
   if (path == "suite show") return run_suite_show_command(v.suite, out, err);
   if (path == "workload list") {
     print_workload_list(out);

@@ -175,3 +175,90 @@ TEST(mutants_cli, bad_input_is_one_line_and_exit_2) {
   EXPECT_EQ(lines(none.err), 1) << none.err;
   EXPECT_FALSE(fs::exists(fs::path(out) / "catalog.jsonl"));
 }
+
+namespace {
+
+std::map<std::string, std::string> statuses(const fs::path& file) {
+  std::map<std::string, std::string> s;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    s[j["id"].get<std::string>()] = j["status"].get<std::string>();
+  }
+  return s;
+}
+
+} // namespace
+
+TEST(mutants_cli, equivalence_marks_the_mutants_whose_cubin_is_the_originals) {
+  // One kernel with a dead constant (3.0f: its mutants are equivalent), a live one (2.0f: they
+  // differ) and host launch arithmetic (host_code); plus a planted mutant that cannot compile.
+  const fs::path root = scratch() / "eq", cat = scratch() / "eq-catalog",
+                 out = scratch() / "eq-out";
+  fs::create_directories(root / "k");
+  std::ofstream(root / "k" / "twice.cu")
+      << "__global__ void twice(const float* x, float* y, int n) {\n"
+         "  float unused = 3.0f;\n"
+         "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+         "  if (i < n) y[i] = x[i] * 2.0f;\n"
+         "}\n"
+         "int blocks_for(int n) { return (n + 255) / 256; }\n";
+  const auto g = run({"mutants", "generate", "--root", root.string(), "--kernels", "k/*.cu",
+                      "--out", cat.string()});
+  ASSERT_EQ(g.rc, exit_code::ok) << g.err;
+  auto catalog = read_catalog(cat / "catalog.jsonl");
+  mutant broken = catalog.front();
+  for (const auto& m : catalog)
+    if (m.original == "2.0f") broken = m;
+  ASSERT_EQ(broken.original, "2.0f");
+  broken.id = "ffffffffffffffff";
+  broken.replacement = "2.0f +"; // y[i] = x[i] * 2.0f +;
+  std::ofstream(cat / "catalog.jsonl", std::ios::app) << to_json(broken).dump() << "\n";
+  catalog.push_back(broken);
+
+  const auto r = run({"mutants", "equivalence", "--catalog", cat.string(), "--root", root.string(),
+                      "--jobs", "2", "--out", out.string()});
+  ASSERT_EQ(r.rc, exit_code::ok) << r.err;
+  const auto s = statuses(out / "equivalence.jsonl");
+  ASSERT_EQ(s.size(), catalog.size());
+  int equivalent = 0, differs = 0, host = 0;
+  for (const auto& m : catalog) {
+    const auto& st = s.at(m.id);
+    if (m.id == broken.id) {
+      EXPECT_EQ(st, "compile_error");
+    } else if (m.original == "3.0f") {
+      EXPECT_EQ(st, "equivalent") << m.rule;
+      ++equivalent;
+    } else if (m.original == "2.0f") {
+      EXPECT_EQ(st, "differs") << m.rule;
+      ++differs;
+    } else if (m.line == 6) {
+      EXPECT_EQ(st, "host_code") << m.rule << " " << m.original;
+      ++host;
+    }
+  }
+  EXPECT_GT(equivalent, 0);
+  EXPECT_GT(differs, 0);
+  EXPECT_GT(host, 0);
+  const auto summary = nlohmann::json::parse(std::ifstream(out / "summary.json"));
+  EXPECT_EQ(summary["mutants"], catalog.size());
+  EXPECT_EQ(summary["statuses"]["compile_error"], 1);
+  EXPECT_FALSE(fs::exists(out / "work")); // the compiles' folders are removed
+  EXPECT_NE(r.out.find("compiles on 2 threads"), std::string::npos) << r.out;
+
+  // Bad input: no catalog, a source edited after generate, a bad regex.
+  EXPECT_EQ(run({"mutants", "equivalence", "--catalog", (scratch() / "none").string(), "--out",
+                 out.string()})
+                .rc,
+            exit_code::bad_input);
+  EXPECT_EQ(run({"mutants", "equivalence", "--catalog", cat.string(), "--root", root.string(),
+                 "--tasks", "(", "--out", out.string()})
+                .rc,
+            exit_code::bad_input);
+  std::ofstream(root / "k" / "twice.cu") << "// edited\n";
+  const auto edited = run({"mutants", "equivalence", "--catalog", cat.string(), "--root",
+                           root.string(), "--out", out.string()});
+  EXPECT_EQ(edited.rc, exit_code::bad_input);
+  EXPECT_EQ(lines(edited.err), 1) << edited.err;
+  EXPECT_NE(edited.err.find("does not match"), std::string::npos) << edited.err;
+}
