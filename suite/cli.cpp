@@ -18,6 +18,7 @@
 #include "reports/result_writer.h"
 #include "sandbox/worker.h"
 #include "suite/audit.h"
+#include "suite/audit_checker_command.h"
 #include "suite/compare_command.h"
 #include "suite/eval_command.h"
 #include "suite/exit_codes.h"
@@ -53,6 +54,7 @@ struct cli_values {
   run_options run;
   mutants_options mutants;
   mutants_equivalence_options mutants_equivalence;
+  audit_checker_options audit_checker;
   std::string validate_file;
 };
 
@@ -128,11 +130,37 @@ void declare_audit(CLI::App& app, cli_values& v) {
   std::string names;
   for (auto n : audit_names())
     names += (names.empty() ? "" : ", ") + std::string(n);
-  add_text(c, "name", v.audit.name, "NAME", "the audit (" + names + ")")->required();
+  // NAME is required unless the checker subcommand is given (checked when dispatching).
+  add_text(c, "name", v.audit.name, "NAME", "the audit (" + names + "); required but with checker");
   add_choice(c, "--backend", v.audit.backend, {"cpu", "cuda"}, "where the kernels run");
   add_text(c, "--protocol", v.audit.protocol, "NAME", "the checker applied (kernelgate protocols)");
   add_text(c, "--out", v.audit_out, "DIR", "output folder")
       ->default_str("kg-out/audit-NAME-BACKEND");
+  auto* k = c->add_subcommand("checker", "judge an outside checker command on witnessed mutants "
+                                         "and the correct kernels they came from");
+  auto& o = v.audit_checker;
+  add_text(k, "--cmd", o.cmd, "CMD",
+           "the checker: a shell command with {task}, {candidate}, "
+           "{workdir}; exit 0 accept, 1 reject")
+      ->required();
+  add_text(k, "--catalog", o.catalog, "DIR", "a mutants generate output folder")->required();
+  add_text(k, "--witnesses", o.witnesses, "FILE",
+           "JSON lines {id, status}: which mutants are witnessed")
+      ->required();
+  add_text(k, "--root", o.root, "DIR", "where the catalog's sources are")
+      ->default_str("the source tree");
+  add_text(k, "--tasks-dir", o.tasks_dir, "DIR", "the task files passed as {task}")
+      ->default_str("ROOT/data/tasks");
+  add_text(k, "--tasks", o.tasks, "REGEX", "only the tasks it matches")->default_str("every task");
+  add_number<double>(
+      k, "--timeout", o.timeout, "S", [](double x) { return x > 0; }, "seconds > 0",
+      "limit of one checker call");
+  add_number<int>(
+      k, "--jobs", o.jobs, "N", [](int x) { return x >= 0; }, "a whole number >= 0",
+      "checker calls at once (0: every core)");
+  add_text(k, "--out", o.out, "DIR",
+           "output folder (verdicts.jsonl, kill_matrix.json, report.mutation.json, summary.json)")
+      ->required();
 }
 
 void declare_time(CLI::App& app, cli_values& v) {
@@ -544,6 +572,11 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
   if (path == "env") return cmd_env(v, out);
   if (path == "protocols") return cmd_protocols(v, out);
   if (path == "validate") return cmd_validate(v.validate_file, out, err);
+  if (path == "audit checker") return run_audit_checker_command(v.audit_checker, out, err);
+  if (path == "audit" && v.audit.name.empty()) {
+    err << "kernelgate: audit: NAME is required (or: audit checker --cmd ...)\n";
+    return exit_code::bad_input;
+  }
   if (path == "audit") {
     v.audit.argv = args;
     v.audit.out = v.audit_out.empty() ? std::filesystem::path("kg-out") /
@@ -598,19 +631,22 @@ int cmd_help(const CLI::App& app, const std::vector<std::string>& args, std::ost
 }
 
 // "kernelgate eval --tasks GLOB [--trials N] ...": required items bare, the others bracketed.
+// A command with options of its own and subcommands (audit NAME, audit checker) gets two lines.
 std::string synopsis_of(const CLI::App& c, const std::string& path) {
-  std::string s = "kernelgate " + path;
-  if (const auto subs = commands_of(c); !subs.empty()) {
-    std::string words;
-    for (const auto* x : subs)
-      words += (words.empty() ? "" : "|") + x->get_name();
-    return s + " {" + words + "} ...";
-  }
+  const std::string head = "kernelgate " + path;
+  std::string s = head;
   for (const auto* o : c.get_options()) {
     if (is_help(o)) continue;
     std::string item = o->get_positional() ? o->get_type_name() : o->get_name();
     if (!o->get_positional() && !is_flag(o)) item += " " + o->get_type_name();
     s += " " + (o->get_required() ? item : "[" + item + "]");
+  }
+  if (const auto subs = commands_of(c); !subs.empty()) {
+    std::string words;
+    for (const auto* x : subs)
+      words += (words.empty() ? "" : "|") + x->get_name();
+    const std::string sub = head + " {" + words + "} ...";
+    return s == head ? sub : s + "\n" + sub;
   }
   return s;
 }

@@ -1,0 +1,187 @@
+// `kernelgate audit checker --cmd` end to end with small shell checkers (accept-all, reject-all,
+// one that crashes, one that hangs, and one that compares the candidate with the original): the
+// verdicts, scores, false rejections and outputs each must give, computed from the fixture by
+// hand.
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_run.h"
+#include "mutants/kill_matrix.h"
+#include "mutants/mutant_catalog.h"
+#include "reports/json_schema.h"
+#include "scratch_dir.h"
+#include "suite/exit_codes.h"
+
+using namespace kg;
+using kg::test::lines;
+using kg::test::run;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kernel = "__global__ void twice(const float* x, float* y, int n) {\n"
+                           "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+                           "  if (i < n) y[i] = x[i] * 2.0f;\n"
+                           "}\n";
+
+struct fixture {
+  fs::path root, catalog, witnesses;
+  std::vector<mutant> mutants;
+  int witnessed = 0;
+};
+
+// One task ("twice") with its task file and catalog; every other mutant witnessed, the rest
+// split between unwitnessed and equivalent (never sent to the checker).
+const fixture& fx() {
+  static const fixture f = [] {
+    fixture x;
+    const auto base = kg::test::scratch_dir("audit-checker");
+    x.root = base / "root";
+    x.catalog = base / "catalog";
+    x.witnesses = base / "witnesses.jsonl";
+    fs::create_directories(x.root / "k");
+    fs::create_directories(x.root / "data" / "tasks");
+    std::ofstream(x.root / "k" / "twice.cu") << kernel;
+    std::ofstream(x.root / "data" / "tasks" / "twice.json") << "{\"id\": \"twice\"}\n";
+    const auto g = run({"mutants", "generate", "--root", x.root.string(), "--kernels", "k/*.cu",
+                        "--out", x.catalog.string()});
+    EXPECT_EQ(g.rc, exit_code::ok) << g.err;
+    std::ifstream in(x.catalog / "catalog.jsonl");
+    for (std::string line; std::getline(in, line);)
+      x.mutants.push_back(mutant_from_json(nlohmann::json::parse(line)));
+    std::ofstream w(x.witnesses);
+    for (std::size_t i = 0; i < x.mutants.size(); ++i) {
+      const char* s = i % 2 == 0 ? "witnessed" : i % 4 == 1 ? "unwitnessed" : "equivalent";
+      x.witnessed += i % 2 == 0;
+      w << nlohmann::json{{"id", x.mutants[i].id}, {"status", s}}.dump() << "\n";
+    }
+    return x;
+  }();
+  return f;
+}
+
+struct audit_run {
+  kg::test::run_result r;
+  nlohmann::json summary;
+  fs::path out;
+};
+
+audit_run audit(const std::string& name, const std::string& cmd,
+                std::vector<std::string> extra = {}) {
+  const auto& f = fx();
+  audit_run a;
+  a.out = kg::test::scratch_dir("audit-checker") / ("out-" + name);
+  std::vector<std::string> args = {
+      "audit",     "checker",          "--cmd",       cmd,
+      "--catalog", f.catalog.string(), "--witnesses", f.witnesses.string(),
+      "--root",    f.root.string(),    "--jobs",      "2",
+      "--out",     a.out.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  a.r = run(args);
+  if (fs::exists(a.out / "summary.json"))
+    a.summary = nlohmann::json::parse(std::ifstream(a.out / "summary.json"));
+  return a;
+}
+
+} // namespace
+
+TEST(audit_checker_cli, accept_all_lets_every_witnessed_mutant_through) {
+  ASSERT_GE(fx().mutants.size(), 6u);
+  const auto a = audit("accept", "exit 0 # {candidate}");
+  ASSERT_EQ(a.r.rc, exit_code::ok) << a.r.err << a.r.out;
+  const auto& s = a.summary["score"];
+  EXPECT_EQ(s["intended"], fx().witnessed);
+  EXPECT_EQ(s["survived"], fx().witnessed);
+  EXPECT_EQ(s["killed"], 0);
+  EXPECT_EQ(s["escape_rate"], 1.0);
+  EXPECT_EQ(a.summary["calls"], fx().witnessed + 1); // + the control
+  EXPECT_TRUE(a.summary["valid"].get<bool>());
+  EXPECT_NE(a.r.out.find("every correct kernel accepted"), std::string::npos) << a.r.out;
+  // Every call streamed, the matrix reloads, the report is in the viewer's format.
+  std::ifstream v(a.out / "verdicts.jsonl");
+  int n = 0;
+  for (std::string line; std::getline(v, line);)
+    ++n;
+  EXPECT_EQ(n, fx().witnessed + 1);
+  const auto km =
+      kill_matrix::from_json(nlohmann::json::parse(std::ifstream(a.out / "kill_matrix.json")));
+  EXPECT_EQ(km.score("cmd").survived, fx().witnessed);
+  const auto schema = nlohmann::json::parse(
+      std::ifstream(std::string(KG_SOURCE_DIR) + "/data/schema/mutation-report.schema.json"));
+  const auto report = nlohmann::json::parse(std::ifstream(a.out / "report.mutation.json"));
+  EXPECT_TRUE(validate_json(schema, report).empty());
+  EXPECT_FALSE(fs::exists(a.out / "work"));
+}
+
+TEST(audit_checker_cli, reject_all_kills_everything_and_is_invalid) {
+  const auto a = audit("reject", "exit 1 # {candidate}");
+  EXPECT_EQ(a.r.rc, exit_code::failures) << a.r.err;
+  EXPECT_EQ(a.summary["score"]["killed"], fx().witnessed);
+  EXPECT_EQ(a.summary["score"]["mutation_score"], 1.0);
+  ASSERT_EQ(a.summary["false_rejections"].size(), 1u);
+  EXPECT_EQ(a.summary["false_rejections"][0]["control"], "control:k/twice.cu");
+  EXPECT_FALSE(a.summary["valid"].get<bool>());
+  EXPECT_NE(a.r.out.find("the checker is invalid for twice"), std::string::npos) << a.r.out;
+}
+
+TEST(audit_checker_cli, a_crashing_or_hanging_checker_is_never_a_kill) {
+  const auto crash = audit("crash", "kill -SEGV $$ # {candidate}");
+  EXPECT_EQ(crash.r.rc, exit_code::failures) << crash.r.err; // the control was not accepted
+  EXPECT_EQ(crash.summary["score"]["killed"], 0);
+  EXPECT_EQ(crash.summary["score"]["aligned"], 0);
+  EXPECT_EQ(crash.summary["score"]["excluded"]["checker_error"], fx().witnessed);
+  EXPECT_TRUE(fs::exists(crash.out / "logs")); // the error calls' logs are kept
+  const auto hang = audit("hang", "sleep 20 # {candidate}", {"--timeout", "0.3"});
+  EXPECT_EQ(hang.r.rc, exit_code::failures);
+  EXPECT_EQ(hang.summary["score"]["excluded"]["timeout"], fx().witnessed);
+  EXPECT_EQ(hang.summary["score"]["killed"], 0);
+}
+
+TEST(audit_checker_cli, a_checker_that_compares_with_the_original_kills_every_mutant) {
+  // Accepts exactly the original's bytes: every witnessed mutant killed, the control accepted.
+  const auto original = (fx().root / "k" / "twice.cu").string();
+  const auto a = audit("exact", "cmp -s {candidate} '" + original + "'");
+  ASSERT_EQ(a.r.rc, exit_code::ok) << a.r.err << a.r.out;
+  EXPECT_EQ(a.summary["score"]["killed"], fx().witnessed);
+  EXPECT_EQ(a.summary["score"]["survived"], 0);
+  EXPECT_TRUE(a.summary["false_rejections"].empty());
+  EXPECT_TRUE(a.summary["escapes"].empty());
+}
+
+TEST(audit_checker_cli, bad_input_is_one_line_and_exit_2_before_any_call) {
+  const auto& f = fx();
+  const auto out = kg::test::scratch_dir("audit-checker") / "bad-out";
+  const auto bad_witness = kg::test::scratch_dir("audit-checker") / "bad-witness.jsonl";
+  std::ofstream(bad_witness) << "{\"id\": \"0123456789abcdef\", \"status\": \"witnessed\"}\n";
+  const auto bad_status = kg::test::scratch_dir("audit-checker") / "bad-status.jsonl";
+  std::ofstream(bad_status) << "{\"id\": \"" << f.mutants[0].id << "\", \"status\": \"maybe\"}\n";
+  struct bad_case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  for (const auto& c : std::vector<bad_case>{
+           {{"--cmd", "check {task}"}, "never names {candidate}"},
+           {{"--cmd", "check {candidate} {shape}"}, "unknown placeholder {shape}"},
+           {{"--witnesses", bad_witness.string()}, "which the catalog lacks"},
+           {{"--witnesses", bad_status.string()}, "unknown witness status"},
+           {{"--catalog", (out / "none").string()}, "cannot read"},
+           {{"--tasks-dir", (out / "none").string()}, "has no task file"},
+       }) {
+    std::vector<std::string> args = {
+        "audit",     "checker",          "--cmd",       "exit 0 # {candidate}",
+        "--catalog", f.catalog.string(), "--witnesses", f.witnesses.string(),
+        "--root",    f.root.string(),    "--out",       out.string()};
+    // Later options win: the case's value replaces the good one.
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const auto r = run(args);
+    EXPECT_EQ(r.rc, exit_code::bad_input) << c.says << ": " << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(out / "verdicts.jsonl")) << c.says;
+  }
+}
