@@ -412,14 +412,25 @@ std::vector<environment_difference> environment_differences(const suite_run_resu
   return diffs;
 }
 
-ratio_decision decide_ratio(std::span<const double> base, std::span<const double> next,
-                            const std::string& direction, const std::string& id,
-                            const compare_options& opt) {
+namespace {
+
+// Both decisions' bootstrap: the workload's own resampling seed; the direction checked.
+bootstrap_options ratio_bootstrap(const std::string& direction, const std::string& id,
+                                  const compare_options& opt) {
   if (direction != "lower" && direction != "higher")
     throw std::invalid_argument("metric direction must be lower or higher");
   bootstrap_options b;
   b.resamples = opt.resamples;
   b.seed = opt.seed ^ stream_id(id);
+  return b;
+}
+
+} // namespace
+
+ratio_decision decide_ratio(std::span<const double> base, std::span<const double> next,
+                            const std::string& direction, const std::string& id,
+                            const compare_options& opt) {
+  const auto b = ratio_bootstrap(direction, id, opt);
   // Oriented like a time, so one decision rule serves both directions.
   const auto iv = direction == "lower" ? bootstrap_ratio_of_medians(next, base, b)
                                        : bootstrap_ratio_of_medians(base, next, b);
@@ -429,11 +440,7 @@ ratio_decision decide_ratio(std::span<const double> base, std::span<const double
 ratio_decision decide_paired_ratio(std::span<const double> base, std::span<const double> next,
                                    const std::string& direction, const std::string& id,
                                    const compare_options& opt) {
-  if (direction != "lower" && direction != "higher")
-    throw std::invalid_argument("metric direction must be lower or higher");
-  bootstrap_options b;
-  b.resamples = opt.resamples;
-  b.seed = opt.seed ^ stream_id(id);
+  auto b = ratio_bootstrap(direction, id, opt);
   // Few pairs (three seeds): the percentile interval of the median of per-pair ratios spans
   // the pairs' own ratios, where BCa's jackknife has too few points to correct anything.
   b.method = ci_method::percentile;
