@@ -78,29 +78,17 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
   }
   const fs::path root = o.root.empty() ? default_source_root() : fs::path(o.root);
   const fs::path tasks_dir = o.tasks_dir.empty() ? root / "data" / "tasks" : fs::path(o.tasks_dir);
-  std::regex task_filter;
-  try {
-    task_filter = std::regex(o.tasks.empty() ? ".*" : o.tasks);
-  } catch (const std::regex_error& e) {
-    return bad_input(err, "--tasks '" + o.tasks + "' is not a regular expression: " + e.what());
-  }
-
-  // The catalog, filtered by task.
+  // The catalog, filtered by task (every id kept, to check the witness file against).
   std::vector<mutant> mutants;
-  {
-    const auto file = fs::path(o.catalog) / "catalog.jsonl";
-    std::ifstream in(file);
-    if (!in) return bad_input(err, "cannot read '" + file.string() + "'");
-    int n = 0;
-    for (std::string line; std::getline(in, line);) {
-      ++n;
-      try {
-        auto m = mutant_from_json(nlohmann::json::parse(line));
-        if (std::regex_match(m.task, task_filter)) mutants.push_back(std::move(m));
-      } catch (const std::exception& e) {
-        return bad_input(err, file.string() + " line " + std::to_string(n) + ": " + e.what());
-      }
+  std::set<std::string> every_id;
+  try {
+    const auto task_filter = task_regex(o.tasks);
+    for (auto& m : read_mutant_catalog(o.catalog)) {
+      every_id.insert(m.id);
+      if (std::regex_match(m.task, task_filter)) mutants.push_back(std::move(m));
     }
+  } catch (const std::invalid_argument& e) {
+    return bad_input(err, e.what());
   }
   // The witness statuses.
   std::map<std::string, witness_status> status;
@@ -120,17 +108,11 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
       }
     }
   }
-  // An id the catalog lacks (of a filtered-in task, or at all) says the files do not belong
-  // together; ids of filtered-out tasks are simply not used.
-  {
-    std::set<std::string> every_id;
-    std::ifstream in(fs::path(o.catalog) / "catalog.jsonl");
-    for (std::string line; std::getline(in, line);)
-      every_id.insert(nlohmann::json::parse(line).at("id").get<std::string>());
-    for (const auto& [id, s] : status)
-      if (!every_id.count(id))
-        return bad_input(err, "--witnesses names mutant " + id + ", which the catalog lacks");
-  }
+  // An id the whole catalog lacks says the files do not belong together; ids of filtered-out
+  // tasks are simply not used.
+  for (const auto& [id, s] : status)
+    if (!every_id.count(id))
+      return bad_input(err, "--witnesses names mutant " + id + ", which the catalog lacks");
 
   // Sources, controls and task files.
   std::map<std::string, std::string> sources; // catalog path -> text

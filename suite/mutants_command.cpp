@@ -10,6 +10,7 @@
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -165,6 +166,31 @@ std::vector<kernel_file> expand_kernel_glob(const std::string& glob, const fs::p
   for (const auto& f : found)
     out.push_back({f, task_of(f, base)});
   return out;
+}
+
+std::vector<mutant> read_mutant_catalog(const fs::path& folder) {
+  const auto file = folder / "catalog.jsonl";
+  std::ifstream in(file);
+  if (!in) throw std::invalid_argument("cannot read '" + file.string() + "'");
+  std::vector<mutant> all;
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    try {
+      all.push_back(mutant_from_json(nlohmann::json::parse(line)));
+    } catch (const std::exception& e) {
+      throw std::invalid_argument(file.string() + " line " + std::to_string(n) + ": " + e.what());
+    }
+  }
+  return all;
+}
+
+std::regex task_regex(const std::string& text) {
+  try {
+    return std::regex(text.empty() ? ".*" : text);
+  } catch (const std::regex_error& e) {
+    throw std::invalid_argument("--tasks '" + text + "' is not a regular expression: " + e.what());
+  }
 }
 
 int run_mutants_generate_command(const mutants_options& o, std::ostream& out, std::ostream& err) {

@@ -6,8 +6,11 @@
 
 #include <filesystem>
 #include <iosfwd>
+#include <regex>
 #include <string>
 #include <vector>
+
+#include "mutants/mutant_catalog.h"
 
 namespace kg {
 
@@ -33,6 +36,12 @@ struct kernel_file {
 // every .cu below it), sorted. Relative globs are taken under root.
 std::vector<kernel_file> expand_kernel_glob(const std::string& glob,
                                             const std::filesystem::path& root);
+
+// Every mutant of a `mutants generate` folder's catalog.jsonl, in file order. Throws
+// std::invalid_argument naming the file (unreadable) or the line (malformed).
+std::vector<mutant> read_mutant_catalog(const std::filesystem::path& folder);
+// A --tasks option's regex (empty: every task). Throws std::invalid_argument naming it.
+std::regex task_regex(const std::string& text);
 
 // Exit 0; 2 for an unmatched glob, an unreadable file or an unusable output folder (one line on
 // err naming it).

@@ -62,26 +62,13 @@ int run_mutants_equivalence_command(const mutants_equivalence_options& o, std::o
   const auto t0 = std::chrono::steady_clock::now();
   if (o.out.empty()) return bad_input(err, "--out is empty");
   const fs::path root = o.root.empty() ? default_source_root() : fs::path(o.root);
-  const fs::path catalog = fs::path(o.catalog) / "catalog.jsonl";
-  std::ifstream in(catalog);
-  if (!in) return bad_input(err, "cannot read '" + catalog.string() + "'");
-  std::regex tasks;
-  try {
-    tasks = std::regex(o.tasks.empty() ? ".*" : o.tasks);
-  } catch (const std::regex_error& e) {
-    return bad_input(err, "--tasks '" + o.tasks + "' is not a regular expression: " + e.what());
-  }
   std::vector<entry> all;
-  int line_no = 0;
-  for (std::string line; std::getline(in, line);) {
-    ++line_no;
-    try {
-      auto m = mutant_from_json(nlohmann::json::parse(line));
+  try {
+    const auto tasks = task_regex(o.tasks);
+    for (auto& m : read_mutant_catalog(o.catalog))
       if (std::regex_match(m.task, tasks)) all.push_back({std::move(m), ""});
-    } catch (const std::exception& e) {
-      return bad_input(err,
-                       catalog.string() + " line " + std::to_string(line_no) + ": " + e.what());
-    }
+  } catch (const std::invalid_argument& e) {
+    return bad_input(err, e.what());
   }
   std::map<std::string, std::string> sources; // by catalog path
   for (const auto& e : all)
