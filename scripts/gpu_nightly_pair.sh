@@ -45,6 +45,21 @@ if [ "$phase" = start ]; then
     echo \"compare: exit \$?\" >>'$pair/summary.txt'
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,temperature.gpu,power.draw \
       --format=csv >>'$pair/summary.txt' 2>&1
+    # EXTRAS=1: the decode step's SOL fraction measured side by side, the workload's (its own
+    # engine, programmatic and plain launches) against the suite's step workload, twice in turn;
+    # then one smoke run end to end.
+    if [ '${EXTRAS:-0}' = 1 ]; then
+      for k in 1 2; do
+        '$kg' workload run decode-qwen3-4b --max-load-steps 1 --trace-seconds 1 \
+          --out \"$pair/wl\$k\" >>'$pair/extras.log' 2>&1
+        '$kg' run --suite nightly --filter '^step[.]decode[.]solo[.]b1[.]ctx2048\$' \
+          --out \"$pair/st\$k\" --no-progress >>'$pair/extras.log' 2>&1
+      done
+      grep -h -o '\"sol_fraction\": [0-9.]*' \"$pair\"/wl*/*.json >>'$pair/extras.log' 2>&1
+      s=\$(date +%s%N)
+      '$kg' run --suite smoke --out \"$pair/smoke\" --no-progress >>'$pair/extras.log' 2>&1
+      echo \"smoke: exit \$? in \$(( (\$(date +%s%N) - s) / 1000000 )) ms\" >>'$pair/summary.txt'
+    fi
     touch '$pair/done'" </dev/null >/dev/null 2>&1 &
 fi
 [ -d "$pair" ] || { echo "no pair started on this machine (PHASE=start first)"; exit 1; }
@@ -54,7 +69,7 @@ for n in 1 2; do
 done
 # Whatever exists comes back on every call (records are streamed: a run cut short keeps them).
 cp "$pair"/*.log "$pair"/summary.txt "$logs/" 2>/dev/null
-(cd "$pair" && tar czf "$logs/runs.tgz" $(ls -d run1 run2 2>/dev/null))
+(cd "$pair" && tar czf "$logs/runs.tgz" $(ls -d run1 run2 smoke st1 st2 wl1 wl2 2>/dev/null))
 if [ ! -f "$pair/done" ]; then
   tail -3 "$pair"/run*.log
   echo "pair still running: call again with PHASE=wait"
