@@ -60,9 +60,10 @@ P99_ITL_MS = {"name": "p99_itl_ms", "direction": "lower", "unit": "ms"}
 # ask ~20k prompt tokens/s of the ~35k the H200 engine prefills (docs/suites.md).
 ITL_LIMIT_MS, OUTPUT_TOKENS, OFFERED_SEQUENCES_PER_SECOND = 50, 256, 4
 # The serving scheduler's chunked prefill: prompt tokens per step (docs/architecture.md, Serving).
-# A step carrying 2048 prompt tokens took 55-60 ms on all SMs and 75-90 ms on a partition: above
-# the 50 ms limit by itself. 512 keeps a prefill step well inside it (docs/performance.md).
-PREFILL_CHUNK_TOKENS = 512
+# A step carrying 2048 prompt tokens of a long prompt takes 55-60 ms on all SMs: prefills
+# interrupting decode are what bind the 50 ms limit. With 512 the H200 saturated with p99 at
+# 17-23 ms in every band and never met the limit (docs/performance.md, two nightly runs).
+PREFILL_CHUNK_TOKENS = 2048
 # Seconds of arrivals per serving trace.
 TRACE_SECONDS = 1.5
 LORA_RANK, LORA_SEQ = 8, 2048

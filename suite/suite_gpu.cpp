@@ -114,7 +114,7 @@ void warm_up_serving(decode_engine& e) {
   batching_options b;
   b.max_batch = e.config().max_batch;
   b.max_seconds = a.duration_seconds;
-  b.prefill_chunk_tokens = std::min(512, e.config().max_prefill_tokens);
+  b.prefill_chunk_tokens = e.config().max_prefill_tokens; // every chunk size the suites use
   (void)run_decode_batching(e, generate_arrivals(a), b, nullptr);
   KG_CUDA_CHECK(cudaStreamSynchronize(e.stream()));
 }
