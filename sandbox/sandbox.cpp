@@ -1,5 +1,6 @@
 #include "sandbox/sandbox.h"
 #include "reports/remove_tree.h"
+#include "sandbox/sandbox_internal.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +20,7 @@
 #include "timing/phase_log.h"
 
 namespace kg {
-namespace {
+namespace sandbox_detail {
 
 std::optional<host_tensor> read_tensor(const std::filesystem::path& f, dtype type,
                                        const std::vector<std::int64_t>& shape) {
@@ -30,13 +31,6 @@ std::optional<host_tensor> read_tensor(const std::filesystem::path& f, dtype typ
   in.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
   return t;
 }
-
-struct labelled_trial {
-  trial_key key;
-  std::string label;
-  std::string regime; // strict protocol: the input regime's name
-  bool busy = false;  // run behind a blocking kernel (the stream looks busy, as when timed)
-};
 
 // The strict protocol's draws: per shape, at least one draw per input regime the task declares
 // (draw 0 is N(0,1) and carries the LibTorch reference), the others in an order drawn from the
@@ -265,12 +259,6 @@ nlohmann::json worst_element(const task_def& task, const trial_data& data, std::
   }
   return j;
 }
-
-struct judgement {
-  bool pass = true;
-  std::string why; // the first failing output, in a sentence
-  nlohmann::json comparisons = nlohmann::json::array(), worst;
-};
 
 // The outputs of one call against the protocol: the fp64 oracle within the task's (regime's)
 // tolerance plus the condition term, or a peer's checker against its reference.
@@ -520,7 +508,9 @@ void time_passed_candidate(const task_def& task, const compile_result& compiled,
   }
 }
 
-} // namespace
+} // namespace sandbox_detail
+
+using namespace sandbox_detail;
 
 std::vector<std::string> worker_command(const std::filesystem::path& self_exe) {
   return {self_exe.string(), "worker", "--serve"};

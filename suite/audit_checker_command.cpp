@@ -23,6 +23,8 @@
 #include "reports/remove_tree.h"
 #include "reports/result_writer.h"
 #include "sandbox/external_checker.h"
+#include "suite/audit_inputs.h"
+#include "suite/audit_protocols_command.h"
 #include "suite/exit_codes.h"
 #include "suite/mutants_command.h"
 
@@ -39,21 +41,6 @@ int bad_input(std::ostream& err, const std::string& why) {
   return exit_code::bad_input;
 }
 
-std::string read_all(const fs::path& p, bool& ok) {
-  std::ifstream in(p, std::ios::binary);
-  ok = static_cast<bool>(in);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A witness file's status, as the kill matrix keeps it: a witness run's names as they are;
-// `mutants equivalence`'s equivalent and compile_error taken, its other statuses not yet run.
-witness_status status_from(const std::string& name) {
-  if (name == "differs" || name == "host_code") return witness_status::not_run;
-  return witness_status_from_name(name); // throws for anything else
-}
-
 // One candidate the checker judges.
 struct candidate {
   std::string row; // the kill matrix row: a mutant id or "control:<path>"
@@ -68,69 +55,27 @@ nlohmann::json score_json(const checker_score& s) {
 
 int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
                               std::ostream& err) {
+  if (!o.protocol.empty() && !o.cmd.empty())
+    return bad_input(err, "--cmd and --protocol are alternatives: give one");
+  if (o.protocol.empty() && o.cmd.empty()) return bad_input(err, "give --cmd or --protocol");
+  if (!o.protocol.empty()) return run_audit_protocols_command(o, out, err);
   const auto t0 = std::chrono::steady_clock::now();
   if (o.out.empty()) return bad_input(err, "--out is empty");
-  if (!(o.timeout > 0)) return bad_input(err, "--timeout must be > 0");
+  if (o.timeout < 0) return bad_input(err, "--timeout must be > 0");
+  const double timeout = o.timeout > 0 ? o.timeout : 300;
   try {
     (void)expand_checker_command(o.cmd, "task.json", "candidate.cu", "workdir");
   } catch (const checker_command_error& e) {
     return bad_input(err, e.what());
   }
-  const fs::path root = o.root.empty() ? default_source_root() : fs::path(o.root);
-  const fs::path tasks_dir = o.tasks_dir.empty() ? root / "data" / "tasks" : fs::path(o.tasks_dir);
-  // The catalog, filtered by task (every id kept, to check the witness file against).
-  std::vector<mutant> mutants;
-  std::set<std::string> every_id;
-  try {
-    const auto task_filter = task_regex(o.tasks);
-    for (auto& m : read_mutant_catalog(o.catalog)) {
-      every_id.insert(m.id);
-      if (std::regex_match(m.task, task_filter)) mutants.push_back(std::move(m));
-    }
-  } catch (const std::invalid_argument& e) {
-    return bad_input(err, e.what());
-  }
-  // The witness statuses.
-  std::map<std::string, witness_status> status;
-  {
-    std::ifstream in(o.witnesses);
-    if (!in) return bad_input(err, "cannot read --witnesses '" + o.witnesses + "'");
-    int n = 0;
-    for (std::string line; std::getline(in, line);) {
-      ++n;
-      try {
-        const auto j = nlohmann::json::parse(line);
-        const auto id = j.at("id").get<std::string>();
-        const auto s = status_from(j.at("status").get<std::string>());
-        status[id] = s;
-      } catch (const std::exception& e) {
-        return bad_input(err, "--witnesses line " + std::to_string(n) + ": " + e.what());
-      }
-    }
-  }
-  // An id the whole catalog lacks says the files do not belong together; ids of filtered-out
-  // tasks are simply not used.
-  for (const auto& [id, s] : status)
-    if (!every_id.count(id))
-      return bad_input(err, "--witnesses names mutant " + id + ", which the catalog lacks");
-
-  // Sources, controls and task files.
-  std::map<std::string, std::string> sources; // catalog path -> text
-  std::map<std::string, std::string> task_of_path;
-  for (const auto& m : mutants) {
-    if (sources.count(m.path)) continue;
-    bool ok = false;
-    sources[m.path] = read_all(root / m.path, ok);
-    if (!ok) return bad_input(err, "cannot read '" + (root / m.path).string() + "'");
-    task_of_path[m.path] = m.task;
-  }
-  std::map<std::string, fs::path> task_file;
-  for (const auto& [path, task] : task_of_path) {
-    const auto f = tasks_dir / (task + ".json");
-    if (!fs::is_regular_file(f))
-      return bad_input(err, "task '" + task + "' has no task file " + f.string());
-    task_file[task] = f;
-  }
+  if (o.witnesses.empty()) return bad_input(err, "--cmd needs --witnesses");
+  audit_inputs in;
+  if (const auto why = read_audit_inputs(o, in); !why.empty()) return bad_input(err, why);
+  const auto& mutants = in.mutants;
+  const auto& status = in.status;
+  auto& sources = in.sources;
+  auto& task_of_path = in.task_of_path;
+  const auto& task_file = in.task_file;
   std::vector<kill_row> rows;
   std::vector<candidate> work;
   for (const auto& [path, text] : sources) {
@@ -173,7 +118,7 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
         fs::create_directories(w);
         std::ofstream(w / "candidate.cu", std::ios::binary) << c.source;
         const auto a = run_external_checker(o.cmd, task_file.at(c.task), w / "candidate.cu",
-                                            w / "scratch", o.timeout);
+                                            w / "scratch", timeout);
         const bool keep = a.verdict == kill_verdict::error || a.verdict == kill_verdict::timeout;
         std::lock_guard<std::mutex> lock(mu);
         km.set(c.row, column, a.verdict);
@@ -216,7 +161,7 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const nlohmann::json summary = {{"schema", "kernelgate.audit.checker/1"},
-                                  {"checker", {{"cmd", o.cmd}, {"timeout_seconds", o.timeout}}},
+                                  {"checker", {{"cmd", o.cmd}, {"timeout_seconds", timeout}}},
                                   {"mutants", mutants.size()},
                                   {"witness_statuses", statuses},
                                   {"controls", sources.size()},

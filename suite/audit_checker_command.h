@@ -20,13 +20,16 @@ namespace kg {
 struct audit_checker_options {
   std::string catalog;   // a `mutants generate` output folder
   std::string witnesses; // JSON lines {"id", "status"}
-  std::string cmd;       // the checker's command template
+  std::string cmd;       // the checker's command template (or --protocol)
+  std::string protocol;  // --protocol: NAME[,NAME...] or "all" (suite/audit_protocols_command.h)
   std::string root;      // the catalog's sources; empty: default_source_root()
   std::string tasks_dir; // the task files given as {task}; empty: <root>/data/tasks
   std::string tasks;     // a regex over task names; empty: all
   std::string out;
-  double timeout = 300; // seconds per call
-  int jobs = 0;         // calls at once; 0: every core
+  double timeout = 0; // seconds per checker call (0: 300) or per worker run (0: 30)
+  int jobs = 0;       // calls at once, or compiles at once (--protocol); 0: every core
+  int workers = 0;    // --protocol: GPU workers at once; 0: a quarter of the cores, 1..4
+  int witness_seeds = 1;
 };
 
 // Exit 0 when every call ended and no control was rejected; 1 when the checker rejected a correct

@@ -136,17 +136,20 @@ void declare_audit(CLI::App& app, cli_values& v) {
   add_text(c, "--protocol", v.audit.protocol, "NAME", "the checker applied (kernelgate protocols)");
   add_text(c, "--out", v.audit_out, "DIR", "output folder")
       ->default_str("kg-out/audit-NAME-BACKEND");
-  auto* k = c->add_subcommand("checker", "judge an outside checker command on witnessed mutants "
-                                         "and the correct kernels they came from");
+  auto* k = c->add_subcommand("checker", "judge a checker -- an outside command or the built-in "
+                                         "protocols -- on witnessed mutants and the correct "
+                                         "kernels they came from");
   auto& o = v.audit_checker;
   add_text(k, "--cmd", o.cmd, "CMD",
-           "the checker: a shell command with {task}, {candidate}, "
-           "{workdir}; exit 0 accept, 1 reject")
-      ->required();
+           "an outside checker: a shell command with {task}, {candidate}, "
+           "{workdir}; exit 0 accept, 1 reject");
+  add_text(k, "--protocol", o.protocol, "LIST",
+           "instead of --cmd: built-in protocols, NAME[,NAME...] or all (kernelgate protocols); "
+           "witnesses every mutant on the GPU first");
   add_text(k, "--catalog", o.catalog, "DIR", "a mutants generate output folder")->required();
   add_text(k, "--witnesses", o.witnesses, "FILE",
-           "JSON lines {id, status}: which mutants are witnessed")
-      ->required();
+           "JSON lines {id, status}: which mutants are witnessed (--cmd: required; --protocol: "
+           "equivalent and compile_error mutants are skipped)");
   add_text(k, "--root", o.root, "DIR", "where the catalog's sources are")
       ->default_str("the source tree");
   add_text(k, "--tasks-dir", o.tasks_dir, "DIR", "the task files passed as {task}")
@@ -154,12 +157,22 @@ void declare_audit(CLI::App& app, cli_values& v) {
   add_text(k, "--tasks", o.tasks, "REGEX", "only the tasks it matches")->default_str("every task");
   add_number<double>(
       k, "--timeout", o.timeout, "S", [](double x) { return x > 0; }, "seconds > 0",
-      "limit of one checker call");
+      "limit of one checker call (--cmd) or one worker run (--protocol)")
+      ->default_str("300 (--cmd), 30 (--protocol)");
   add_number<int>(
       k, "--jobs", o.jobs, "N", [](int x) { return x >= 0; }, "a whole number >= 0",
-      "checker calls at once (0: every core)");
+      "checker calls (--cmd) or compiles (--protocol) at once (0: every core)");
+  add_number<int>(
+      k, "--workers", o.workers, "N", [](int x) { return x >= 0 && x <= 16; },
+      "a whole number 0..16",
+      "--protocol: GPU worker processes at once (0: a quarter of the "
+      "cores, 1..4)");
+  add_number<int>(
+      k, "--witness-seeds", o.witness_seeds, "N", [](int x) { return x >= 1 && x <= 16; },
+      "a whole number 1..16", "--protocol: seeds per shape and regime of the witness plan");
   add_text(k, "--out", o.out, "DIR",
-           "output folder (verdicts.jsonl, kill_matrix.json, report.mutation.json, summary.json)")
+           "output folder (verdicts.jsonl, kill_matrix.json, report*.mutation.json, "
+           "summary.json; --protocol also witnesses.jsonl, input_suites.json)")
       ->required();
 }
 
@@ -574,7 +587,7 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
   if (path == "validate") return cmd_validate(v.validate_file, out, err);
   if (path == "audit checker") return run_audit_checker_command(v.audit_checker, out, err);
   if (path == "audit" && v.audit.name.empty()) {
-    err << "kernelgate: audit: NAME is required (or: audit checker --cmd ...)\n";
+    err << "kernelgate: audit: NAME is required (or: audit checker --cmd ... | --protocol ...)\n";
     return exit_code::bad_input;
   }
   if (path == "audit") {

@@ -1,0 +1,268 @@
+#include "sandbox/mutant_audit.h"
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <stdexcept>
+
+#include "reports/remove_tree.h"
+#include "sandbox/sandbox_internal.h"
+
+namespace kg {
+
+namespace fs = std::filesystem;
+using namespace sandbox_detail;
+
+witness_trials::witness_trials(const task_def& t, std::vector<input_config> plan)
+    : plan_(std::move(plan)) {
+  std::map<std::string, const task_shape*> by_name;
+  for (const auto& s : t.shapes)
+    by_name[s.name] = &s;
+  for (const auto& c : plan_) {
+    auto it = by_name.find(c.shape);
+    if (it == by_name.end()) { // an extra tail shape: owned here
+      shapes_.push_back({c.shape, c.dims});
+      it = by_name.emplace(c.shape, &shapes_.back()).first;
+    }
+    task_input_regime r;
+    r.strict_regime = c.regime;
+    r.identity_params = c.params == "identity";
+    r.normal_params = c.params == "normal";
+    keys_.push_back({&t, it->second, c.seed, r, false});
+  }
+}
+
+namespace {
+
+// One trial of the combined manifest: which group it belongs to (0: the witness plan when there
+// is one, then the checks in order) and how it is judged.
+struct audit_trial {
+  std::size_t group = 0;
+  trial_key key;
+  std::string label, regime;
+  bool busy = false;
+  const sandbox_options* rule = nullptr; // strict (peer nullptr) or a peer's
+};
+
+sandbox_options rule_of(const audit_check& c, const mutant_audit_options& opt) {
+  sandbox_options so;
+  so.self_exe = opt.self_exe;
+  so.work_dir = opt.work_dir;
+  so.trials = opt.strict_trials;
+  so.seed = opt.seed;
+  so.timeout_seconds = opt.timeout_seconds;
+  so.peer = c.peer;
+  so.cache = opt.cache;
+  so.worker = opt.worker;
+  so.gate = opt.gate;
+  so.time = false;
+  return so;
+}
+
+double number(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  const auto s = v.is_string() ? v.get<std::string>() : std::string("nan");
+  return s == "inf" ? INFINITY : s == "-inf" ? -INFINITY : NAN;
+}
+
+disagreement from_judgement(const judgement& j) {
+  disagreement d;
+  d.output = j.worst.value("output", std::string());
+  d.index = j.worst.value("index", std::int64_t{-1});
+  if (j.worst.contains("got")) d.got = number(j.worst["got"]);
+  if (j.worst.contains("expected")) d.want = number(j.worst["expected"]);
+  d.abs_error = std::fabs(d.got - d.want);
+  if (d.output.empty()) d.crash = j.why; // (no element to show: the sentence says what failed)
+  return d;
+}
+
+// What one trial showed: nothing (it agreed), a wrong output, or a failed call.
+struct trial_outcome {
+  bool ran = false;
+  std::optional<disagreement> wrong;
+  std::string why;
+};
+
+} // namespace
+
+std::vector<trial_key> audit_trial_keys(const task_def& task, const witness_trials* witness,
+                                        const std::vector<audit_check>& checks,
+                                        const mutant_audit_options& opt) {
+  std::vector<trial_key> keys;
+  if (witness) keys = witness->keys();
+  for (const auto& c : checks)
+    for (const auto& lt : correctness_trials(task, rule_of(c, opt)))
+      keys.push_back(lt.key);
+  return keys;
+}
+
+candidate_audit audit_candidate(const task_def& task, const compile_result& compiled,
+                                const witness_trials* witness,
+                                const std::vector<audit_check>& checks,
+                                const mutant_audit_options& opt) {
+  if (!opt.cache || !opt.worker)
+    throw std::invalid_argument("audit_candidate: a trial cache and a worker are required");
+  const auto t0 = std::chrono::steady_clock::now();
+  candidate_audit a;
+  a.checks.resize(checks.size());
+  // Groups: each check's trials first, in order, then the witness plan (group checks.size()). A
+  // candidate that crashes on every input then still gets each check's verdict (a run each)
+  // before the runs left go to the witness plan, where one disagreement is enough.
+  const std::size_t witness_group = checks.size();
+  const std::size_t groups = checks.size() + 1;
+  if (!compiled.ok) {
+    for (auto& c : a.checks)
+      c = {kill_verdict::missing, "not run: it does not compile"};
+    return a;
+  }
+  remove_tree(opt.work_dir);
+  fs::create_directories(opt.work_dir);
+
+  // The combined plan: each check's own trials, then the witness plan (strict's rule: the fp64
+  // oracle).
+  std::vector<sandbox_options> rules;
+  rules.reserve(checks.size() + 1);
+  for (const auto& c : checks)
+    rules.push_back(rule_of(c, opt));
+  rules.push_back(rule_of({"witness", nullptr}, opt));
+  std::vector<audit_trial> plan;
+  for (std::size_t k = 0; k < checks.size(); ++k)
+    for (const auto& lt : correctness_trials(task, rules[k]))
+      plan.push_back({k, lt.key, lt.label, lt.regime, lt.busy, &rules[k]});
+  const std::size_t first_witness = plan.size();
+  if (witness)
+    for (std::size_t i = 0; i < witness->keys().size(); ++i) {
+      const auto& c = witness->plan()[i];
+      plan.push_back(
+          {witness_group, witness->keys()[i], c.name, c.regime_name, false, &rules.back()});
+    }
+  auto& cache = *opt.cache;
+  for (const auto& t : plan)
+    cache.prefetch(t.key);
+  std::vector<std::shared_ptr<const trial_data>> data;
+  std::vector<std::vector<host_tensor>> reference(plan.size());
+  std::vector<trial_files> files;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    data.push_back(cache.take(plan[i].key));
+    files.push_back(cache.files(plan[i].key));
+    if (plan[i].rule->peer) reference[i] = peer_reference(task, *data.back());
+  }
+
+  std::vector<trial_outcome> outcome(plan.size());
+  std::vector<bool> decided(groups, false); // a check that already rejected: its trials skipped
+  std::size_t start = 0;
+  const fs::path result_file = opt.work_dir / "worker_result.json";
+  while (start < plan.size() && a.worker_runs < opt.max_runs && a.timeouts < opt.max_timeouts) {
+    std::vector<std::size_t> sent; // global trial index per manifest entry
+    nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
+                               {"result", result_file.string()},
+                               {"fresh", true},
+                               {"trials", nlohmann::json::array()}};
+    for (std::size_t i = start; i < plan.size(); ++i) {
+      if (plan[i].group != witness_group && decided[plan[i].group]) continue;
+      manifest["trials"].push_back(trial_entry(task, plan[i].key, *data[i], files[i],
+                                               opt.work_dir / ("t" + std::to_string(i)),
+                                               plan[i].busy));
+      sent.push_back(i);
+    }
+    if (sent.empty()) break;
+    const auto manifest_file = opt.work_dir / "manifest.json";
+    std::ofstream(manifest_file) << manifest.dump() << "\n";
+    fs::remove(result_file);
+    // The run's limit grows with its trials: a large task's inputs take a while to copy.
+    sandbox_options limit = rules.back();
+    limit.timeout_seconds = opt.timeout_seconds + 0.5 * static_cast<double>(sent.size());
+    const auto o = run_gated(*opt.worker, limit, manifest_file, false);
+    ++a.worker_runs;
+    const auto wr = read_worker_result(result_file);
+    const auto& reported = wr.value("trials", nlohmann::json::array());
+    std::size_t n = 0;
+    for (; n < sent.size() && n < reported.size(); ++n) {
+      const std::size_t i = sent[n];
+      const auto& t = reported[n];
+      auto& out = outcome[i];
+      out.ran = true;
+      std::string fault;
+      if (const int rc = t.value("rc", 0); rc != 0) fault = "kg_run returned " + std::to_string(rc);
+      for (std::size_t k = 0; fault.empty() && k < task.inputs.size(); ++k)
+        if (t.contains("inputs_modified") && t["inputs_modified"].at(k).get<bool>())
+          fault = "kg_run modified input '" + task.inputs[k].name + "' in place";
+      if (fault.empty()) {
+        const auto outs = read_outputs(task, plan[i].key, opt.work_dir / ("t" + std::to_string(i)));
+        if (!outs) {
+          fault = "the worker wrote no output";
+        } else {
+          const auto j = judge(task, plan[i].key, *data[i], reference[i], plan[i].regime, *outs,
+                               *plan[i].rule);
+          if (!j.pass) {
+            out.wrong = from_judgement(j);
+            out.why = j.why;
+          }
+        }
+      }
+      if (!fault.empty()) {
+        out.wrong = disagreement{};
+        out.wrong->crash = fault;
+        out.why = fault;
+      }
+      if (out.wrong && plan[i].group != witness_group) decided[plan[i].group] = true;
+    }
+    if (o.ok() && n == sent.size()) break;
+    // The run ended early: the trial it was on failed (a crash or a hang), the next run resumes
+    // after it in a fresh worker.
+    if (n >= sent.size()) break; // (replied with every trial, yet not ok: nothing left to run)
+    const std::size_t i = sent[n];
+    auto& out = outcome[i];
+    out.ran = true;
+    out.wrong = disagreement{};
+    out.wrong->crash =
+        o.timed_out ? "timed out (the worker was killed after " +
+                          std::to_string(limit.timeout_seconds) + " s)"
+                    : "worker " + o.describe() +
+                          (wr.contains("error") ? ": " + one_line(wr["error"].get<std::string>())
+                                                : std::string());
+    out.why = out.wrong->crash;
+    if (plan[i].group != witness_group) decided[plan[i].group] = true;
+    ++a.crashes;
+    if (o.timed_out) ++a.timeouts;
+    start = i + 1;
+  }
+
+  // The witness plan's record.
+  if (witness) {
+    const auto& cfgs = witness->plan();
+    a.witness = witness_mutant(cfgs, [&](const input_config& c) -> std::optional<disagreement> {
+      const std::size_t i = first_witness + static_cast<std::size_t>(&c - cfgs.data());
+      return outcome[i].wrong;
+    });
+  }
+  // Each check: killed at its first failing trial; survived when every trial ran and passed.
+  for (std::size_t k = 0; k < checks.size(); ++k) {
+    const std::size_t g = k;
+    std::size_t ran = 0, total = 0;
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      if (plan[i].group != g) continue;
+      ++total;
+      if (!outcome[i].ran) continue;
+      ++ran;
+      if (outcome[i].wrong && a.checks[k].verdict != kill_verdict::killed)
+        a.checks[k] = {kill_verdict::killed,
+                       plan[i].key.shape->name + " " + plan[i].label + ": " + outcome[i].why};
+    }
+    if (a.checks[k].verdict == kill_verdict::killed) continue;
+    a.checks[k] = ran == total ? check_verdict{kill_verdict::survived,
+                                               std::to_string(total) + " trials accepted"}
+                               : check_verdict{kill_verdict::missing,
+                                               "not decided: " + std::to_string(total - ran) +
+                                                   " of " + std::to_string(total) +
+                                                   " trials not run (the candidate crashed or hung "
+                                                   "too often)"};
+  }
+  remove_tree(opt.work_dir);
+  a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return a;
+}
+
+} // namespace kg

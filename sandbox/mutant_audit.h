@@ -1,0 +1,91 @@
+// Auditing one candidate of a checker audit on the GPU -- a mutant, or a correct kernel (a
+// control) -- in as few worker runs as it allows: one manifest carries the task's witness plan
+// (mutants/witness.h: every configuration against the fp64 oracle) and every audited protocol's
+// own trials (oracles/protocol.h: its inputs, its trial count), each then judged by its own rule
+// (the protocols first: see audit_candidate).
+// A worker run costs a process, a CUDA context and the candidate's load; most candidates of a
+// task are small, so one run for seven judgements is what makes thousands of mutants fit in
+// minutes.
+//
+// A candidate that crashes or hangs ends a run early: the trial it was on counts against its
+// group (a disagreement for the witness plan, a rejection for a protocol: a checker that runs a
+// crashing kernel rejects it), and the next run resumes after it, skipping the protocols already
+// decided. Runs are bounded (max_runs, max_timeouts); what was never run stays unknown (a missing
+// verdict), never a kill.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "mutants/kill_matrix.h"
+#include "mutants/witness.h"
+#include "oracles/protocol.h"
+#include "sandbox/candidate_compiler.h"
+#include "sandbox/trial_cache.h"
+#include "sandbox/worker_pool.h"
+#include "workloads/task.h"
+
+namespace kg {
+
+// One column of the audit: a protocol `kernelgate protocols` lists. peer nullptr: kernelgate's
+// strict rule (every shape, one draw per input regime at least, the fp64 oracle).
+struct audit_check {
+  std::string name;
+  const protocol* peer = nullptr;
+};
+
+// A task's witness plan as trials. The extra tail shapes are not the task's, so the shapes live
+// here (stable addresses: the trial keys point at them).
+class witness_trials {
+public:
+  witness_trials(const task_def& t, std::vector<input_config> plan);
+  const std::vector<input_config>& plan() const { return plan_; }
+  const std::vector<trial_key>& keys() const { return keys_; }
+
+private:
+  std::vector<input_config> plan_;
+  std::deque<task_shape> shapes_;
+  std::vector<trial_key> keys_;
+};
+
+struct check_verdict {
+  kill_verdict verdict = kill_verdict::missing; // killed (rejected), survived (accepted), missing
+  std::string reason; // the first failing trial, "N trials accepted", or why it was not run
+};
+
+struct candidate_audit {
+  witness_record witness;            // not_run when no plan was given
+  std::vector<check_verdict> checks; // one per audit_check, in order
+  int worker_runs = 0, crashes = 0, timeouts = 0;
+  double seconds = 0;
+};
+
+struct mutant_audit_options {
+  std::filesystem::path self_exe; // the kernelgate binary (its worker)
+  std::filesystem::path work_dir; // this candidate's scratch (outputs, manifests); emptied first
+  std::uint64_t seed = 20261129;
+  int strict_trials = 3;        // strict draws per shape (at least one per regime)
+  double timeout_seconds = 30;  // per worker run, plus half a second per trial in it
+  int max_runs = 8;             // worker runs per candidate (each crash costs one)
+  int max_timeouts = 2;         // runs that may end in a timeout before the rest is left unknown
+  trial_cache* cache = nullptr; // required: the task's trials, shared by its candidates
+  worker_process* worker = nullptr; // required: a long-lived worker
+  gpu_gate* gate = nullptr;         // shared while checking (nullptr: nothing else on the GPU)
+};
+
+// Every trial audit_candidate will take from the cache for this task (what a caller prefetches
+// and forgets).
+std::vector<trial_key> audit_trial_keys(const task_def& task, const witness_trials* witness,
+                                        const std::vector<audit_check>& checks,
+                                        const mutant_audit_options& opt);
+
+// Throws std::invalid_argument for missing cache or worker; never for the candidate's behaviour.
+candidate_audit audit_candidate(const task_def& task, const compile_result& compiled,
+                                const witness_trials* witness,
+                                const std::vector<audit_check>& checks,
+                                const mutant_audit_options& opt);
+
+} // namespace kg

@@ -1,0 +1,461 @@
+#include "suite/audit_protocols_command.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "base/printable.h"
+#include "gpu/device_info.h"
+#include "mutants/input_suite.h"
+#include "reports/environment.h"
+#include "reports/mutation_report.h"
+#include "reports/remove_tree.h"
+#include "reports/result_writer.h"
+#include "sandbox/mutant_audit.h"
+#include "sandbox/sandbox.h"
+#include "suite/audit_inputs.h"
+#include "suite/exit_codes.h"
+#include "suite/task_catalog.h"
+#include "timing/interrupt.h"
+#include "workloads/witness_plan.h"
+
+namespace kg {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int bad_input(std::ostream& err, const std::string& why) {
+  err << "kernelgate: audit checker: " << printable(why, 600) << "\n";
+  return exit_code::bad_input;
+}
+
+std::string one_line_of(std::string s) {
+  std::replace(s.begin(), s.end(), '\n', ' ');
+  return s.size() > 300 ? s.substr(0, 300) + "..." : s;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// --protocol's list: "all", or names `kernelgate protocols` knows, comma-separated.
+std::string parse_protocols(const std::string& text, std::vector<protocol>& out) {
+  std::vector<std::string> names;
+  if (text == "all") {
+    for (const auto n : protocol_names())
+      names.emplace_back(n);
+  } else {
+    std::stringstream s(text);
+    for (std::string n; std::getline(s, n, ',');)
+      names.push_back(n);
+  }
+  std::set<std::string> seen;
+  for (const auto& n : names) {
+    const auto p = find_protocol(n);
+    if (!p) return "unknown protocol '" + n + "' (kernelgate protocols lists them)";
+    if (!seen.insert(n).second) return "protocol '" + n + "' given twice";
+    out.push_back(*p);
+  }
+  if (out.empty()) return "--protocol names no protocol";
+  return "";
+}
+
+// One candidate of the audit: a mutant, or a correct kernel of the task (a control).
+struct candidate {
+  std::string row; // the kill matrix row: a mutant id or "control:<path>"
+  std::string task, family;
+  fs::path source; // written under the scratch folder
+  const compile_result* compiled = nullptr;
+};
+
+// The GPU workers: a quarter of the cores, 1..4 (eval's default: correctness runs overlap).
+int default_workers() {
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u));
+}
+
+// /dev/shm when it is writable (the trials' tensors never touch a disk), else OUT/work.
+fs::path scratch_root(const fs::path& out) {
+  const fs::path shm = "/dev/shm";
+  if (fs::is_directory(shm) && ::access(shm.c_str(), W_OK) == 0)
+    return shm / ("kernelgate-audit-" + std::to_string(::getpid()));
+  return out / "work";
+}
+
+fs::path worker_binary() {
+  if (const char* e = std::getenv("KERNELGATE_WORKER"); e && *e) return e;
+  return fs::read_symlink("/proc/self/exe");
+}
+
+// The family x protocol table: each cell the escape rate of the witnessed mutants with a verdict,
+// and its Wilson interval.
+void print_table(std::ostream& out, const kill_matrix& km, const std::vector<protocol>& ps) {
+  std::vector<std::string> families = mutant_families();
+  families.push_back("");
+  char cell[64];
+  std::snprintf(cell, sizeof cell, "%-14s %6s", "family", "witn.");
+  out << cell;
+  for (const auto& p : ps) {
+    std::snprintf(cell, sizeof cell, " | %-21s", p.name.c_str());
+    out << cell;
+  }
+  out << "\n";
+  for (const auto& f : families) {
+    const auto first = km.score(ps.front().name, f);
+    if (first.intended == 0 && !f.empty()) continue;
+    std::snprintf(cell, sizeof cell, "%-14s %6d", f.empty() ? "all" : f.c_str(), first.intended);
+    out << cell;
+    for (const auto& p : ps) {
+      const auto s = km.score(p.name, f);
+      const auto ci = s.escape_ci95();
+      if (s.aligned() == 0)
+        std::snprintf(cell, sizeof cell, " | %-21s", "-");
+      else
+        std::snprintf(cell, sizeof cell, " | %5.1f%% [%4.1f, %4.1f]", 100 * s.escape_rate(),
+                      100 * ci.lo, 100 * ci.hi);
+      out << cell;
+    }
+    out << "\n";
+  }
+  out << "(escape rate: witnessed mutants the protocol accepted, of those it judged; 95% Wilson)\n";
+}
+
+} // namespace
+
+int run_audit_protocols_command(const audit_checker_options& o, std::ostream& out,
+                                std::ostream& err) {
+  const auto t_start = std::chrono::steady_clock::now();
+  if (o.out.empty()) return bad_input(err, "--out is empty");
+  if (o.timeout < 0) return bad_input(err, "--timeout must be > 0");
+  if (o.witness_seeds < 1) return bad_input(err, "--witness-seeds must be >= 1");
+  std::vector<protocol> protocols;
+  if (const auto why = parse_protocols(o.protocol, protocols); !why.empty())
+    return bad_input(err, why);
+  audit_inputs in;
+  if (const auto why = read_audit_inputs(o, in); !why.empty()) return bad_input(err, why);
+  std::map<std::string, task_def> tasks;
+  for (const auto& [task, file] : in.task_file) {
+    try {
+      tasks.emplace(task, load_task(file));
+    } catch (const std::exception& e) {
+      return bad_input(err, "task file " + file.string() + ": " + e.what());
+    }
+  }
+  // Each task's witness plan (workloads/witness_plan.h).
+  std::map<std::string, std::unique_ptr<witness_trials>> plans;
+  for (const auto& [id, t] : tasks) {
+    witness_plan_options wo;
+    wo.seeds = o.witness_seeds;
+    try {
+      plans[id] = std::make_unique<witness_trials>(t, witness_plan(t, wo));
+    } catch (const std::invalid_argument& e) {
+      return bad_input(err, e.what());
+    }
+  }
+  const fs::path dir = o.out;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir) || ::access(dir.c_str(), W_OK) != 0)
+    return bad_input(err, "cannot create output folder '" + dir.string() + "'");
+  // KERNELGATE_FAKE_DEVICE=1 with KERNELGATE_WORKER: the CPU tests drive the pipeline without a
+  // GPU (as eval's).
+  const char* fake = std::getenv("KERNELGATE_FAKE_DEVICE");
+  const bool fake_device = fake && std::string(fake) == "1" && std::getenv("KERNELGATE_WORKER");
+  const auto dev = query_device(0);
+  if (!dev.available && !fake_device) {
+    err << "kernelgate: audit checker: no GPU to run the protocols on: " << dev.reason << "\n";
+    return exit_code::unavailable;
+  }
+
+  // The candidates: per task its controls (each mutated file as it is), then its mutants that
+  // may be wrong (not equivalent, not known not to compile).
+  const fs::path scratch = scratch_root(dir);
+  remove_tree(scratch);
+  fs::create_directories(scratch / "src");
+  std::vector<kill_row> rows;
+  std::vector<candidate> work;
+  std::map<std::string, int> controls_of_task;
+  for (const auto& [path, text] : in.sources) {
+    const auto& task = in.task_of_path[path];
+    rows.push_back({"control:" + path, "", task, witness_status::not_run, true});
+    const auto f = scratch / "src" / ("control-" + std::to_string(work.size()) + ".cu");
+    std::ofstream(f, std::ios::binary) << text;
+    work.push_back({rows.back().id, task, "", f});
+    ++controls_of_task[task];
+  }
+  for (const auto& m : in.mutants) {
+    const auto it = in.status.find(m.id);
+    const auto s = it == in.status.end() ? witness_status::not_run : it->second;
+    const bool skip = s == witness_status::equivalent || s == witness_status::compile_error;
+    rows.push_back({m.id, m.family, m.task, skip ? s : witness_status::not_run, false});
+    if (skip) continue;
+    try {
+      const auto f = scratch / "src" / (m.id + ".cu");
+      std::ofstream(f, std::ios::binary) << apply_mutant(in.sources.at(m.path), m);
+      work.push_back({m.id, m.task, m.family, f});
+    } catch (const std::exception& e) {
+      return bad_input(err, "the catalog does not match " + m.path + ": " + e.what());
+    }
+  }
+  // In task order, controls first within a task (a task's trials are shared; its controls decide
+  // which configurations the suite may use).
+  std::stable_sort(work.begin(), work.end(), [](const candidate& a, const candidate& b) {
+    const bool ac = a.row.rfind("control:", 0) == 0, bc = b.row.rfind("control:", 0) == 0;
+    return a.task != b.task ? a.task < b.task : ac > bc;
+  });
+  std::vector<std::string> columns;
+  for (const auto& p : protocols)
+    columns.push_back(p.name);
+  kill_matrix km(rows, columns);
+
+  // Phase 1: compile.
+  const auto t_compile = std::chrono::steady_clock::now();
+  std::vector<fs::path> paths;
+  for (const auto& c : work)
+    paths.push_back(c.source);
+  compile_options copt;
+  copt.jobs = o.jobs;
+  out << "kernelgate audit checker: compiling " << work.size() << " candidates ("
+      << in.sources.size() << " controls, " << protocols.size() << " protocols)\n"
+      << std::flush;
+  const auto compiled = compile_candidates(paths, copt);
+  int compile_failures = 0;
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    work[i].compiled = &compiled[i];
+    if (compiled[i].ok) continue;
+    if (work[i].row.rfind("control:", 0) == 0)
+      return bad_input(err, "a correct kernel does not compile: " + work[i].row.substr(8) + ": " +
+                                one_line_of(compiled[i].log));
+    ++compile_failures;
+    km.set_status(work[i].row, witness_status::compile_error);
+  }
+  const double compile_seconds = seconds_since(t_compile);
+  out << "compile: " << work.size() << " in " << static_cast<long>(compile_seconds + 0.5) << " s ("
+      << compile_failures << " mutants do not compile)\n"
+      << std::flush;
+
+  // Phase 2: witness and protocols, on the GPU.
+  const auto t_audit = std::chrono::steady_clock::now();
+  std::vector<audit_check> checks;
+  for (const auto& p : protocols)
+    checks.push_back({p.name, p.name == "strict" ? nullptr : &p});
+  trial_cache cache(scratch / "trials");
+  gpu_gate gate;
+  mutant_audit_options shared;
+  shared.self_exe = worker_binary();
+  shared.timeout_seconds = o.timeout > 0 ? o.timeout : 30;
+  shared.cache = &cache;
+  shared.gate = &gate;
+  std::map<std::string, int> left; // candidates of each task not yet done
+  for (const auto& c : work)
+    if (c.compiled->ok) ++left[c.task];
+  std::map<std::string, std::vector<std::vector<bool>>> control_kills; // task -> per control
+  std::map<std::string, witness_record> witnessed;                     // mutant id -> record
+  std::mutex mu;
+  std::ofstream wstream(dir / "witnesses.jsonl", std::ios::trunc),
+      vstream(dir / "verdicts.jsonl", std::ios::trunc);
+  if (!wstream || !vstream) return bad_input(err, "cannot write into '" + dir.string() + "'");
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> stopped{false};
+  std::size_t done = 0, total = 0;
+  for (const auto& c : work)
+    total += c.compiled->ok ? 1 : 0;
+  int worker_runs = 0, crashes = 0, timeouts = 0;
+  const int workers = o.workers > 0 ? o.workers : default_workers();
+  fs::create_directories(dir / "workers");
+  auto thread_body = [&](int n) {
+    worker_process worker(worker_command(shared.self_exe),
+                          dir / "workers" / ("worker-" + std::to_string(n) + ".log"),
+                          worker_limits());
+    for (std::size_t i; (i = next++) < work.size();) {
+      const auto& c = work[i];
+      if (!c.compiled->ok) continue;
+      if (stopped || stop_requested()) {
+        stopped = true;
+        continue;
+      }
+      const auto& task = tasks.at(c.task);
+      const auto* plan = plans.at(c.task).get();
+      // The next task's trials, computed on the cache's pool while this one runs.
+      for (std::size_t j = i + 1; j < work.size(); ++j)
+        if (work[j].task != c.task) {
+          for (const auto& k : audit_trial_keys(tasks.at(work[j].task),
+                                                plans.at(work[j].task).get(), checks, shared))
+            cache.prefetch(k);
+          break;
+        }
+      mutant_audit_options so = shared;
+      so.worker = &worker;
+      so.work_dir = scratch / "runs" / std::to_string(i);
+      candidate_audit a;
+      try {
+        a = audit_candidate(task, *c.compiled, plan, checks, so);
+      } catch (const std::exception& e) { // a fault of the harness: this row stays unknown
+        std::lock_guard<std::mutex> l(mu);
+        err << "kernelgate: audit checker: " << c.row << ": " << e.what() << "\n";
+        continue;
+      }
+      const bool control = c.row.rfind("control:", 0) == 0;
+      std::lock_guard<std::mutex> l(mu);
+      worker_runs += a.worker_runs;
+      crashes += a.crashes;
+      timeouts += a.timeouts;
+      nlohmann::json verdicts = nlohmann::json::object();
+      for (std::size_t k = 0; k < checks.size(); ++k) {
+        km.set(c.row, checks[k].name, a.checks[k].verdict);
+        verdicts[checks[k].name] = {{"verdict", kill_verdict_name(a.checks[k].verdict)},
+                                    {"reason", a.checks[k].reason}};
+      }
+      if (control) {
+        control_kills[c.task].push_back(a.witness.kills);
+      } else {
+        km.set_status(c.row, a.witness.status);
+        witnessed[c.row] = a.witness;
+      }
+      auto w = a.witness.to_json(plan->plan());
+      w["id"] = c.row;
+      w["task"] = c.task;
+      w["status"] = witness_status_name(a.witness.status);
+      if (!control) w["family"] = c.family;
+      w["control"] = control;
+      wstream << w.dump() << "\n" << std::flush;
+      vstream << nlohmann::json{{"row", c.row},         {"task", c.task},
+                                {"checks", verdicts},   {"worker_runs", a.worker_runs},
+                                {"crashes", a.crashes}, {"seconds", a.seconds}}
+                     .dump()
+              << "\n"
+              << std::flush;
+      if (++done % 100 == 0 || done == total)
+        out << "audit: " << done << " of " << total << " candidates, "
+            << static_cast<long>(seconds_since(t_audit) + 0.5) << " s\n"
+            << std::flush;
+      if (--left[c.task] == 0) cache.forget(audit_trial_keys(task, plan, checks, shared));
+    }
+  };
+  {
+    std::vector<std::jthread> threads;
+    for (int n = 0; n < workers; ++n)
+      threads.emplace_back(thread_body, n);
+  }
+  const double audit_seconds = seconds_since(t_audit);
+
+  // Phase 3: suites, reports, scores.
+  const auto t_report = std::chrono::steady_clock::now();
+  nlohmann::json suites = nlohmann::json::object();
+  for (const auto& [id, t] : tasks) {
+    const auto& plan = plans.at(id)->plan();
+    cover_problem p;
+    for (const auto& c : plan)
+      p.configs.push_back(c.name);
+    p.kills.assign(plan.size(), {});
+    p.fails_control.assign(plan.size(), false);
+    for (const auto& kills : control_kills[id])
+      for (std::size_t c = 0; c < kills.size() && c < plan.size(); ++c)
+        if (kills[c]) p.fails_control[c] = true;
+    for (const auto& [mid, rec] : witnessed) {
+      if (km.rows()[km.row_index(mid)].task != id || rec.status != witness_status::witnessed)
+        continue;
+      p.mutants.push_back(mid);
+      for (std::size_t c = 0; c < plan.size(); ++c)
+        p.kills[c].push_back(c < rec.kills.size() && rec.kills[c]);
+    }
+    if (p.mutants.empty()) continue;
+    auto s = suggest_input_suite(p).to_json();
+    for (const auto& c : plan) // the chosen configurations in full
+      if (std::find(s["configs"].begin(), s["configs"].end(), c.name) != s["configs"].end())
+        s["config_detail"].push_back(c.to_json());
+    suites[id] = s;
+  }
+  nlohmann::json scores = nlohmann::json::object();
+  std::map<std::string, std::vector<std::string>> invalid; // protocol -> tasks
+  for (const auto& p : protocols) {
+    nlohmann::json fam = nlohmann::json::object(), rejected = nlohmann::json::array(),
+                   escapes = nlohmann::json::array();
+    for (const auto& [f, s] : km.score_by_family(p.name))
+      fam[f] = s.to_json();
+    for (const auto* r : km.false_rejections(p.name)) {
+      rejected.push_back({{"control", r->id}, {"task", r->task}});
+      invalid[p.name].push_back(r->task);
+    }
+    for (const auto* r : km.escapes(p.name))
+      escapes.push_back({{"id", r->id}, {"family", r->family}, {"task", r->task}});
+    scores[p.name] = {{"protocol", p.to_json()},   {"score", km.score(p.name).to_json()},
+                      {"families", fam},           {"false_rejections", rejected},
+                      {"valid", rejected.empty()}, {"escapes", escapes}};
+  }
+  std::map<std::string, int> statuses;
+  for (const auto& r : km.rows())
+    if (!r.control) ++statuses[std::string(witness_status_name(r.status))];
+  try {
+    write_file_atomically(dir / "kill_matrix.json", km.to_json().dump() + "\n");
+    for (const auto& p : protocols)
+      write_file_atomically(dir / ("report." + p.name + ".mutation.json"),
+                            mutation_report(km, p.name, in.mutants, in.sources).dump() + "\n");
+    write_file_atomically(dir / "input_suites.json", suites.dump(1) + "\n");
+  } catch (const std::exception& e) {
+    return bad_input(err, e.what());
+  }
+  const double report_seconds = seconds_since(t_report);
+  const nlohmann::json summary = {{"schema", "kernelgate.audit.protocols/1"},
+                                  {"status", stopped ? "interrupted" : "complete"},
+                                  {"environment", collect_environment()},
+                                  {"catalog", o.catalog},
+                                  {"tasks", tasks.size()},
+                                  {"mutants", in.mutants.size()},
+                                  {"controls", in.sources.size()},
+                                  {"witness_statuses", statuses},
+                                  {"witness_plan", {{"seeds", o.witness_seeds}}},
+                                  {"candidates_run", done},
+                                  {"worker_runs", worker_runs},
+                                  {"crashes", crashes},
+                                  {"timeouts", timeouts},
+                                  {"workers", workers},
+                                  {"phases_seconds",
+                                   {{"compile", compile_seconds},
+                                    {"witness_and_protocols", audit_seconds},
+                                    {"report", report_seconds},
+                                    {"total", seconds_since(t_start)}}},
+                                  {"protocols", scores}};
+  try {
+    write_file_atomically(dir / "summary.json", summary.dump(1) + "\n");
+  } catch (const std::exception& e) {
+    return bad_input(err, e.what());
+  }
+  remove_tree(scratch);
+
+  print_table(out, km, protocols);
+  out << "witness: ";
+  for (const auto& [s, n] : statuses)
+    out << n << " " << s << "; ";
+  out << "phases: compile " << static_cast<long>(compile_seconds + 0.5) << " s, witness + "
+      << protocols.size() << " protocols " << static_cast<long>(audit_seconds + 0.5) << " s, total "
+      << static_cast<long>(seconds_since(t_start) + 0.5) << " s\n";
+  if (stopped) {
+    out << "interrupted: " << done << " of " << total << " candidates audited (kept)\n";
+    return exit_code::interrupted;
+  }
+  if (invalid.empty()) {
+    out << "every correct kernel accepted by every protocol\n";
+    return exit_code::ok;
+  }
+  for (const auto& [p, ts] : invalid) {
+    out << p << " rejected a correct kernel: invalid for";
+    for (const auto& t : std::set<std::string>(ts.begin(), ts.end()))
+      out << " " << t;
+    out << "\n";
+  }
+  return exit_code::failures;
+}
+
+} // namespace kg

@@ -1,0 +1,200 @@
+// `kernelgate audit checker --protocol all` end to end without a GPU: KERNELGATE_FAKE_DEVICE=1
+// with the stand-in worker (tests/fake_worker.cpp writes zeros for every output; a candidate
+// carrying KG_FAKE_CRASH kills it). Real mutants of two tasks are compiled by nvcc; the tasks'
+// shapes are shrunk so the fp64 side is quick. What must come out follows from the fixture:
+// zeros are wrong for relu and abs on normal inputs, so every protocol rejects every relu
+// candidate (the control too: the checkers are invalid there, exit 1) and every relu mutant is
+// witnessed; a candidate that crashes on load costs one worker run per protocol, then the runs
+// left (max_runs 8) go to the witness plan.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "cli_run.h"
+#include "mutants/kill_matrix.h"
+#include "oracles/protocol.h"
+#include "scratch_dir.h"
+#include "suite/exit_codes.h"
+#include "suite/task_catalog.h"
+#include "workloads/witness_plan.h"
+
+using namespace kg;
+using kg::test::run;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* crash_kernel =
+    "#include <kg_candidate.h>\n"
+    "__attribute__((used)) static const char marker[] = \"KG_FAKE_CRASH\";\n"
+    "__global__ void absk(const float* x, float* y, long n) {\n"
+    "  long i = blockIdx.x * 256L + threadIdx.x;\n"
+    "  if (i < n) y[i] = fabsf(x[i]);\n"
+    "}\n"
+    "extern \"C\" int kg_run(const kg_tensor* in, int n_in, kg_tensor* out, int n_out,\n"
+    "                        cudaStream_t s) {\n"
+    "  long n = in[0].shape[0];\n"
+    "  absk<<<(n + 255) / 256, 256, 0, s>>>((const float*)in[0].data, (float*)out[0].data, n);\n"
+    "  return 0;\n"
+    "}\n";
+
+// A task file with small shapes (the same task otherwise).
+void small_task(const fs::path& from, const fs::path& to) {
+  std::ifstream in(from);
+  auto j = nlohmann::json::parse(in);
+  j["shapes"] = nlohmann::json::parse(
+      R"([{"name": "aligned", "dims": {"N": 4096}}, {"name": "tail", "dims": {"N": 1001}}])");
+  std::ofstream(to) << j.dump(1) << "\n";
+}
+
+std::vector<nlohmann::json> jsonl(const fs::path& f) {
+  std::vector<nlohmann::json> out;
+  std::ifstream in(f);
+  for (std::string line; std::getline(in, line);)
+    out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
+struct audit_fixture {
+  fs::path root, catalog, out;
+  kg::test::run_result r;
+  std::size_t relu_mutants = 0, abs_mutants = 0;
+};
+
+const audit_fixture& fx() {
+  static const audit_fixture f = [] {
+    audit_fixture x;
+    const fs::path src = KG_SOURCE_DIR;
+    const auto base = kg::test::scratch_dir("audit-protocols");
+    x.root = base / "root";
+    x.catalog = base / "catalog";
+    x.out = base / "out";
+    fs::create_directories(x.root / "kernels/tasks");
+    fs::create_directories(x.root / "data/tasks");
+    fs::copy_file(src / "kernels/tasks/relu.cu", x.root / "kernels/tasks/relu.cu");
+    std::ofstream(x.root / "kernels/tasks/abs_fp32.cu") << crash_kernel;
+    small_task(src / "data/tasks/relu.json", x.root / "data/tasks/relu.json");
+    small_task(src / "data/tasks/abs_fp32.json", x.root / "data/tasks/abs_fp32.json");
+    const auto g = run({"mutants", "generate", "--root", x.root.string(), "--kernels",
+                        "kernels/tasks/*.cu", "--out", x.catalog.string()});
+    EXPECT_EQ(g.rc, exit_code::ok) << g.err;
+    for (const auto& m : jsonl(x.catalog / "catalog.jsonl"))
+      ++(m.at("task") == "relu" ? x.relu_mutants : x.abs_mutants);
+    ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
+    ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
+    ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
+    x.r = run({"audit", "checker", "--protocol", "all", "--catalog", x.catalog.string(), "--root",
+               x.root.string(), "--workers", "2", "--timeout", "20", "--out", x.out.string()});
+    ::unsetenv("KERNELGATE_FAKE_DEVICE");
+    ::unsetenv("KERNELGATE_WORKER");
+    ::unsetenv("KERNELGATE_CACHE");
+    return x;
+  }();
+  return f;
+}
+
+} // namespace
+
+TEST(audit_protocols_cli, every_protocol_is_a_column_and_a_rejected_control_fails_the_run) {
+  const auto& f = fx();
+  ASSERT_GT(f.relu_mutants, 0u);
+  ASSERT_GT(f.abs_mutants, 0u);
+  EXPECT_EQ(f.r.rc, exit_code::failures) << f.r.out << f.r.err;
+  std::ifstream in(f.out / "kill_matrix.json");
+  const auto km = kill_matrix::from_json(nlohmann::json::parse(in));
+  std::vector<std::string> names;
+  for (const auto n : protocol_names())
+    names.emplace_back(n);
+  EXPECT_EQ(km.checkers(), names);
+  EXPECT_EQ(km.rows().size(), 2 + f.relu_mutants + f.abs_mutants);
+  // Zeros are wrong: every candidate that compiled is rejected by every protocol, and every
+  // relu mutant that compiled is witnessed.
+  for (const auto& row : km.rows()) {
+    if (row.status == witness_status::compile_error) continue;
+    if (!row.control) {
+      EXPECT_EQ(row.status, witness_status::witnessed) << row.id;
+    }
+    for (const auto& c : names)
+      EXPECT_EQ(km.at(row.id, c), kill_verdict::killed) << row.id << " " << c;
+  }
+  for (const auto& c : names)
+    EXPECT_EQ(km.false_rejections(c).size(), 2u) << c;
+  EXPECT_NE(f.r.out.find("rejected a correct kernel: invalid for abs_fp32 relu"), std::string::npos)
+      << f.r.out;
+}
+
+TEST(audit_protocols_cli, a_crashing_candidate_costs_one_run_per_protocol_then_the_witness) {
+  const auto& f = fx();
+  const auto task = load_task(f.root / "data/tasks/abs_fp32.json");
+  const auto plan = witness_plan(task);
+  ASSERT_GT(plan.size(), 2u);
+  int seen = 0;
+  for (const auto& v : jsonl(f.out / "verdicts.jsonl")) {
+    if (v.at("task") != "abs_fp32") continue;
+    ++seen;
+    // Six runs, each ended by the crash at one protocol's first trial; two more at the witness
+    // plan's first two configurations; then max_runs (8) stops it.
+    EXPECT_EQ(v.at("worker_runs"), 8) << v.dump();
+    EXPECT_EQ(v.at("crashes"), 8) << v.dump();
+    for (const auto& [name, c] : v.at("checks").items())
+      EXPECT_EQ(c.at("verdict"), "killed") << name;
+  }
+  EXPECT_GE(seen, 1);
+  for (const auto& w : jsonl(f.out / "witnesses.jsonl")) {
+    if (w.at("task") != "abs_fp32") continue;
+    EXPECT_EQ(w.at("status"), "witnessed");
+    const std::string kills = w.at("kills");
+    ASSERT_EQ(kills.size(), plan.size());
+    EXPECT_EQ(kills, "11" + std::string(plan.size() - 2, '0'));
+    EXPECT_NE(w.at("evidence").at("crash").get<std::string>().find("worker"), std::string::npos);
+  }
+}
+
+TEST(audit_protocols_cli, outputs_carry_phases_suites_and_a_report_per_protocol) {
+  const auto& f = fx();
+  std::ifstream in(f.out / "summary.json");
+  const auto s = nlohmann::json::parse(in);
+  for (const char* p : {"compile", "witness_and_protocols", "report", "total"})
+    EXPECT_GE(s.at("phases_seconds").at(p).get<double>(), 0.0) << p;
+  EXPECT_EQ(s.at("controls"), 2);
+  EXPECT_FALSE(s.at("protocols").at("strict").at("valid").get<bool>());
+  for (const auto n : protocol_names())
+    EXPECT_TRUE(fs::is_regular_file(f.out / ("report." + std::string(n) + ".mutation.json"))) << n;
+  // Every relu configuration fails the control (zeros): none may be chosen.
+  const auto relu = load_task(f.root / "data/tasks/relu.json");
+  std::ifstream si(f.out / "input_suites.json");
+  const auto suites = nlohmann::json::parse(si);
+  ASSERT_TRUE(suites.contains("relu")) << suites.dump();
+  EXPECT_EQ(suites["relu"].at("disallowed_fail_a_correct_kernel").size(),
+            witness_plan(relu).size());
+  EXPECT_TRUE(suites["relu"].at("configs").empty());
+  // Nothing left in the scratch folder (memory-backed where it can be).
+  EXPECT_FALSE(fs::exists(f.out / "work"));
+  EXPECT_FALSE(fs::exists("/dev/shm/kernelgate-audit-" + std::to_string(::getpid())));
+}
+
+TEST(audit_protocols_cli, bad_input_is_one_line_and_runs_nothing) {
+  const auto& f = fx();
+  const auto out = kg::test::scratch_dir("audit-protocols") / "bad";
+  auto r = run({"audit", "checker", "--protocol", "kernelbench,nope", "--catalog",
+                f.catalog.string(), "--root", f.root.string(), "--out", out.string()});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("unknown protocol 'nope'"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+  r = run({"audit", "checker", "--protocol", "strict", "--cmd", "true {candidate}", "--catalog",
+           f.catalog.string(), "--out", out.string()});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("alternatives"), std::string::npos) << r.err;
+  r = run({"audit", "checker", "--catalog", f.catalog.string(), "--out", out.string()});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("give --cmd or --protocol"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(out / "verdicts.jsonl"));
+}
