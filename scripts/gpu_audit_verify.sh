@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# On the GPU machine: issue 21's checker audit end to end. The audit of all mutants outlasts one
+# device call (10 minutes), so it runs in its own process session (setsid) and each call of this
+# script waits up to WAIT_S seconds for it (as gpu_nightly_pair.sh does).
+#   PHASE=start  builds kernelgate and the GPU tests, runs ctest -L gpu -R 'gpu_audit|example_
+#                checker' into tests.log, checks the example Python checker on the 44 task
+#                kernels (each must be accepted: checker_controls in audit.log), then starts
+#                `mutants generate` + `audit checker --protocol all` over kernels/tasks and
+#                kernels/variants (WORKERS GPU workers, default 4), then, with CMD=1, the
+#                example checker through --cmd on the witnessed mutants (CMD_JOBS at once)
+#   PHASE=wait   waits for what PHASE=start began
+# At most 8 files come back: build.log, tests.log, audit.log, summary.json, kill_matrix.json,
+# input_suites.json, cmd_summary.json, witnesses.tgz.
+set -uo pipefail
+phase=${PHASE:-start}
+wait_s=${WAIT_S:-560}
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+logs=${LOG_DIR:-$root/gpu-logs}
+w="$root/audit-run" # ignored by git; stays on the machine between calls
+mkdir -p "$logs"
+t0=$SECONDS
+if [ "$phase" = start ]; then
+  rm -rf "$w" && mkdir -p "$w"
+  BUILD_TARGET="kernelgate kg_gpu_tests" source "$root/scripts/gpu_build.sh" || exit 1
+  kg="$BUILD_DIR/suite/kernelgate"
+  ctest -L gpu -R "gpu_audit|example_checker" --timeout 900 >"$logs/tests.log" 2>&1
+  grep -E "tests passed|tests failed|\(Failed\)|Skipped" "$logs/tests.log"
+  checker="python3 $root/examples/kernelbench_checker/checker.py"
+  setsid bash -c "
+    cd '$root'
+    for t in kernels/tasks/*.cu; do
+      id=\$(basename \$t .cu); d='$w'/cc/\$id; mkdir -p \$d
+      $checker data/tasks/\$id.json \$t \$d >\$d.log 2>&1
+      echo \"checker_controls \$id exit \$?\"
+    done >>'$w/audit.log' 2>&1
+    s=\$(date +%s)
+    '$kg' mutants generate --out '$w/catalog' >>'$w/audit.log' 2>&1
+    '$kg' audit checker --protocol all --catalog '$w/catalog' --workers ${WORKERS:-4} \
+      --out '$w/audit' >>'$w/audit.log' 2>&1
+    echo \"audit: exit \$? in \$(( \$(date +%s) - s )) s (generate included)\" >>'$w/audit.log'
+    if [ '${CMD:-0}' = 1 ]; then
+      s=\$(date +%s)
+      '$kg' audit checker --cmd '$checker {task} {candidate} {workdir}' --catalog '$w/catalog' \
+        --witnesses '$w/audit/witnesses.jsonl' --jobs ${CMD_JOBS:-12} --timeout 120 \
+        --out '$w/cmd' >>'$w/audit.log' 2>&1
+      echo \"cmd: exit \$? in \$(( \$(date +%s) - s )) s\" >>'$w/audit.log'
+    fi
+    touch '$w/done'" </dev/null >/dev/null 2>&1 &
+fi
+[ -d "$w" ] || { echo "nothing started on this machine (PHASE=start first)"; exit 1; }
+while [ ! -f "$w/done" ] && [ $((SECONDS - t0)) -lt "$wait_s" ]; do sleep 5; done
+cp "$w/audit.log" "$logs/" 2>/dev/null
+for f in summary.json kill_matrix.json input_suites.json; do
+  cp "$w/audit/$f" "$logs/" 2>/dev/null
+done
+cp "$w/cmd/summary.json" "$logs/cmd_summary.json" 2>/dev/null
+(cd "$w" && tar czf "$logs/witnesses.tgz" $(ls audit/witnesses.jsonl audit/verdicts.jsonl \
+  cmd/verdicts.jsonl 2>/dev/null)) 2>/dev/null
+grep -c "^checker_controls .* exit 0$" "$w/audit.log" 2>/dev/null | sed 's/^/checker_controls accepted: /'
+tail -15 "$w/audit.log"
+[ -f "$w/done" ] || echo "still running: call again with PHASE=wait"
