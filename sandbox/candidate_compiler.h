@@ -21,6 +21,7 @@ struct compile_result {
   bool ok = false;
   bool cached = false;
   std::filesystem::path shared_object; // valid when ok
+  std::string symbol = "kg_run";       // its entry point (a batch names each member's apart)
   std::string key;                     // SHA-256 of source, flags and compiler version
   std::vector<std::string> command;
   std::string log; // the compiler's output (tail)

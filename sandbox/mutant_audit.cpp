@@ -158,6 +158,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     std::vector<std::size_t> sent; // global trial index per manifest entry
     nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
                                {"result", result_file.string()},
+                               {"symbol", compiled.symbol},
                                {"fresh", true},
                                {"trials", nlohmann::json::array()}};
     for (std::size_t i = start; i < plan.size(); ++i) {

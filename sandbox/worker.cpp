@@ -149,9 +149,11 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
     write_result();
     return 3;
   }
-  const auto run = reinterpret_cast<kg_run_fn>(dlsym(s.so, "kg_run"));
+  // A batch of candidates in one object (sandbox/candidate_batch.h) names the member's entry.
+  const std::string symbol = m.value("symbol", std::string("kg_run"));
+  const auto run = reinterpret_cast<kg_run_fn>(dlsym(s.so, symbol.c_str()));
   if (!run) {
-    result["error"] = "the candidate does not export kg_run";
+    result["error"] = "the candidate does not export " + symbol;
     write_result();
     dlclose(s.so);
     s.so = nullptr;

@@ -22,6 +22,7 @@
 #include "reports/mutation_report.h"
 #include "reports/remove_tree.h"
 #include "reports/result_writer.h"
+#include "sandbox/candidate_batch.h"
 #include "sandbox/mutant_audit.h"
 #include "sandbox/sandbox.h"
 #include "suite/audit_inputs.h"
@@ -76,7 +77,8 @@ std::string parse_protocols(const std::string& text, std::vector<protocol>& out)
 struct candidate {
   std::string row; // the kill matrix row: a mutant id or "control:<path>"
   std::string task, family;
-  fs::path source; // written under the scratch folder
+  fs::path source;    // written under the scratch folder
+  std::string origin; // the catalog path it was made from
   const compile_result* compiled = nullptr;
 };
 
@@ -191,7 +193,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     rows.push_back({"control:" + path, "", task, witness_status::not_run, true});
     const auto f = scratch / "src" / ("control-" + std::to_string(work.size()) + ".cu");
     std::ofstream(f, std::ios::binary) << text;
-    work.push_back({rows.back().id, task, "", f});
+    work.push_back({rows.back().id, task, "", f, path});
     ++controls_of_task[task];
   }
   for (const auto& m : in.mutants) {
@@ -203,7 +205,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     try {
       const auto f = scratch / "src" / (m.id + ".cu");
       std::ofstream(f, std::ios::binary) << apply_mutant(in.sources.at(m.path), m);
-      work.push_back({m.id, m.task, m.family, f});
+      work.push_back({m.id, m.task, m.family, f, m.path});
     } catch (const std::exception& e) {
       return bad_input(err, "the catalog does not match " + m.path + ": " + e.what());
     }
@@ -221,15 +223,34 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
 
   // Phase 1: compile.
   const auto t_compile = std::chrono::steady_clock::now();
-  std::vector<fs::path> paths;
-  for (const auto& c : work)
-    paths.push_back(c.source);
+  // Each control alone (the same binary eval builds); the mutants of one file in batches.
+  std::vector<std::vector<fs::path>> groups;
+  std::vector<std::size_t> order; // work index per result, in the groups' flat order
+  std::map<std::string, std::vector<std::size_t>> by_origin;
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    if (work[i].row.rfind("control:", 0) == 0) {
+      groups.push_back({work[i].source});
+      order.push_back(i);
+    } else {
+      by_origin[work[i].origin].push_back(i);
+    }
+  }
+  for (const auto& [origin, idx] : by_origin) {
+    groups.emplace_back();
+    for (const auto i : idx) {
+      groups.back().push_back(work[i].source);
+      order.push_back(i);
+    }
+  }
   compile_options copt;
   copt.jobs = o.jobs;
   out << "kernelgate audit checker: compiling " << work.size() << " candidates ("
       << in.sources.size() << " controls, " << protocols.size() << " protocols)\n"
       << std::flush;
-  const auto compiled = compile_candidates(paths, copt);
+  const auto flat = compile_in_batches(groups, scratch / "batches", copt);
+  std::vector<compile_result> compiled(work.size());
+  for (std::size_t j = 0; j < flat.size(); ++j)
+    compiled[order[j]] = flat[j];
   int compile_failures = 0;
   for (std::size_t i = 0; i < work.size(); ++i) {
     work[i].compiled = &compiled[i];

@@ -1,0 +1,35 @@
+// Many candidates made from one file (the mutants of a kernel) compiled in one nvcc call: nvcc's
+// fixed cost per call (the host compiler's start, cudafe, ptxas, the link) is most of what a small
+// candidate costs, so one call over 24 LayerNorm mutants took 3.4 s of one core where 24 calls
+// took 30.9 (docs/performance.md). Each member's text goes into a namespace of its own in one
+// translation unit, its kg_run renamed kg_run_<k> (compile_result::symbol), its macros undefined
+// after it; the #include lines, which must come before any other directive, are hoisted once.
+// A batch that fails to compile falls back to one call per member, so one broken mutant costs
+// its batch a second pass and never another member its verdict.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sandbox/candidate_compiler.h"
+
+namespace kg {
+
+// The translation unit of a batch, or nullopt (why set) when a member cannot share one: a
+// preprocessor directive other than #include before its last #include, or members whose
+// #include lines differ.
+std::optional<std::string> batch_translation_unit(const std::vector<std::string>& sources,
+                                                  std::string* why = nullptr);
+
+// Compiles each group's sources (files of one origin) in batches of at most `batch_size`, the
+// batch files written under `batch_dir`; returns one result per source, groups in order. A
+// member of a batch that compiled has the batch's object and its own symbol; the others are
+// compiled alone.
+std::vector<compile_result>
+compile_in_batches(const std::vector<std::vector<std::filesystem::path>>& groups,
+                   const std::filesystem::path& batch_dir, const compile_options& opt,
+                   std::size_t batch_size = 24);
+
+} // namespace kg

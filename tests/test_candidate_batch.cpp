@@ -1,0 +1,93 @@
+// Batched compiles (sandbox/candidate_batch.h): the translation unit a batch makes, and nvcc over
+// it -- each member's entry point under its own symbol, a member that does not compile falling
+// back to a call of its own without costing the others, and sources that cannot share a unit
+// compiled alone.
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "sandbox/candidate_batch.h"
+#include "scratch_dir.h"
+
+using namespace kg;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string kernel(const std::string& factor, const std::string& extra = "") {
+  return "#include \"kg_candidate.h\"\n" + extra + "#define FACTOR " + factor +
+         "\n"
+         "__global__ void scale(float* y, long n) {\n"
+         "  long i = blockIdx.x * 256L + threadIdx.x;\n"
+         "  if (i < n) y[i] *= FACTOR;\n"
+         "}\n"
+         "extern \"C\" int kg_run(const kg_tensor* in, int n_in, kg_tensor* out, int n_out,\n"
+         "                        cudaStream_t s) {\n"
+         "  scale<<<1, 256, 0, s>>>((float*)out[0].data, out[0].shape[0]);\n"
+         "  return 0;\n"
+         "}\n";
+}
+
+} // namespace
+
+TEST(candidate_batch, members_get_namespaces_renamed_entries_and_their_macros_undefined) {
+  const auto tu = batch_translation_unit({kernel("2.0f"), kernel("3.0f")});
+  ASSERT_TRUE(tu);
+  // One #include, hoisted; each member's kg_run renamed and FACTOR undefined after it.
+  EXPECT_EQ(tu->find("#include \"kg_candidate.h\""), tu->rfind("#include \"kg_candidate.h\""));
+  for (const char* want : {"#define kg_run kg_run_0\nnamespace kg_batch_0 {",
+                           "#define kg_run kg_run_1\nnamespace "
+                           "kg_batch_1 {",
+                           "} // namespace kg_batch_0\n#undef kg_run\n#undef FACTOR\n"})
+    EXPECT_NE(tu->find(want), std::string::npos) << want << "\n" << *tu;
+  std::string why;
+  EXPECT_FALSE(batch_translation_unit({kernel("2.0f"), "#define X 1\n#include <cmath>\n"}, &why));
+  EXPECT_NE(why.find("before an #include"), std::string::npos) << why;
+  EXPECT_FALSE(
+      batch_translation_unit({kernel("2.0f"), "#include <cmath>\n" + kernel("1.0f")}, &why));
+  EXPECT_NE(why.find("differ"), std::string::npos) << why;
+}
+
+TEST(candidate_batch, a_broken_member_is_compiled_alone_and_the_others_share_one_object) {
+  const auto dir = kg::test::scratch_dir("candidate-batch") / "batch";
+  fs::create_directories(dir);
+  std::vector<fs::path> group;
+  const std::vector<std::string> texts = {kernel("2.0f"), kernel("3.0f"), kernel("2.0f +"),
+                                          kernel("4.0f")};
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    group.push_back(dir / ("m" + std::to_string(i) + ".cu"));
+    std::ofstream(group.back()) << texts[i];
+  }
+  // A fifth source that cannot share the unit (a directive before its #include).
+  group.push_back(dir / "m4.cu");
+  std::ofstream(group.back()) << "#define EARLY 1\n" << kernel("5.0f");
+  compile_options opt;
+  opt.cache_dir = dir / "cache";
+  // Batches of 4: {m0..m3} fails (m2), so all four are compiled alone; then {m4} alone. A second
+  // group without the broken one shares one object.
+  std::vector<fs::path> good = {group[0], group[1], group[3]};
+  const auto r = compile_in_batches({group, good}, dir / "batches", opt, 4);
+  ASSERT_EQ(r.size(), 8u);
+  for (const std::size_t i : {0u, 1u, 3u, 4u}) {
+    EXPECT_TRUE(r[i].ok) << i << r[i].log;
+    EXPECT_EQ(r[i].symbol, "kg_run") << i;
+  }
+  EXPECT_FALSE(r[2].ok);
+  for (std::size_t j = 5; j < 8; ++j) {
+    ASSERT_TRUE(r[j].ok) << r[j].log;
+    EXPECT_EQ(r[j].shared_object, r[5].shared_object);
+    EXPECT_EQ(r[j].symbol, "kg_run_" + std::to_string(j - 5));
+    EXPECT_EQ(r[j].source, good[j - 5]);
+  }
+  void* h = ::dlopen(r[5].shared_object.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << ::dlerror();
+  for (const char* s : {"kg_run_0", "kg_run_1", "kg_run_2"})
+    EXPECT_NE(::dlsym(h, s), nullptr) << s;
+  EXPECT_EQ(::dlsym(h, "kg_run"), nullptr);
+  ::dlclose(h);
+}
