@@ -30,6 +30,8 @@ witness_trials::witness_trials(const task_def& t, std::vector<input_config> plan
     r.strict_regime = c.regime;
     r.identity_params = c.params == "identity";
     r.normal_params = c.params == "normal";
+    r.normal_weights_only = c.params == "weight_normal";
+    r.normal_biases_only = c.params == "bias_normal";
     keys_.push_back({&t, it->second, c.seed, r, false});
   }
 }

@@ -31,8 +31,9 @@ void write_file(const std::filesystem::path& f, const host_tensor& t) {
 std::string trial_key::id() const {
   std::ostringstream s;
   s << task->id << "/" << shape->name << "/" << seed << "/" << regime.uniform01_activations
-    << regime.identity_params << regime.normal_params << "/" << regime.scale << "/"
-    << regime.strict_regime << "/" << variant << "/" << with_reference;
+    << regime.identity_params << regime.normal_params << regime.normal_weights_only
+    << regime.normal_biases_only << "/" << regime.scale << "/" << regime.strict_regime << "/"
+    << variant << "/" << with_reference;
   return s.str();
 }
 

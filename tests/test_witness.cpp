@@ -12,6 +12,7 @@
 
 #include "mutants/witness.h"
 #include "workloads/input_regimes.h"
+#include "workloads/task.h"
 #include "workloads/witness_plan.h"
 
 using namespace kg;
@@ -63,22 +64,24 @@ config_check check_of(bool skip_tail) {
 
 TEST(witness_plan, varies_regimes_parameters_and_tails_one_at_a_time) {
   const auto plan = witness_plan(scaled_rows());
-  // 2 shapes x 7 regimes = 14; parameters identity and normal on each shape = 4; the row
-  // dimension C at 256 - 1, 256 - 31, 1000 - 1, 1000 - 31 (none a multiple of 32), each in
-  // normal and tail_extreme = 8. 26 in all.
-  ASSERT_EQ(plan.size(), 26u);
+  // 2 shapes x 7 regimes = 14; parameters identity, normal, weight_normal, bias_normal on each
+  // shape = 8; the row dimension C at 256 - 1, 256 - 31, 1000 - 1, 1000 - 31 (none a multiple of
+  // 32), each in normal and tail_extreme = 8. 30 in all.
+  ASSERT_EQ(plan.size(), 30u);
   EXPECT_EQ(plan[0].name, "aligned/normal/task/s1");
   EXPECT_EQ(plan[13].name, "tail/special/task/s1");
   EXPECT_EQ(plan[14].name, "aligned/normal/identity/s1");
-  EXPECT_EQ(plan[17].name, "tail/normal/normal/s1");
-  EXPECT_EQ(plan[18].name, "aligned~tail255/normal/task/s1");
-  EXPECT_EQ(plan[19].name, "aligned~tail255/tail_extreme/task/s1");
-  EXPECT_EQ(plan[19].regime, 5); // tail_extreme's index among the seven
-  EXPECT_EQ(plan[20].dims.at("C"), 225);
-  EXPECT_EQ(plan[20].dims.at("R"), 4);
-  EXPECT_EQ(plan[25].name, "tail~tail969/tail_extreme/task/s1");
-  // Two seeds double the task's own (shape, regime) configurations only: 28 + 4 + 8.
-  EXPECT_EQ(witness_plan(scaled_rows(), {2}).size(), 40u);
+  EXPECT_EQ(plan[16].name, "aligned/normal/weight_normal/s1");
+  EXPECT_EQ(plan[17].name, "aligned/normal/bias_normal/s1");
+  EXPECT_EQ(plan[19].name, "tail/normal/normal/s1");
+  EXPECT_EQ(plan[22].name, "aligned~tail255/normal/task/s1");
+  EXPECT_EQ(plan[23].name, "aligned~tail255/tail_extreme/task/s1");
+  EXPECT_EQ(plan[23].regime, 5); // tail_extreme's index among the seven
+  EXPECT_EQ(plan[24].dims.at("C"), 225);
+  EXPECT_EQ(plan[24].dims.at("R"), 4);
+  EXPECT_EQ(plan[29].name, "tail~tail969/tail_extreme/task/s1");
+  // Two seeds double the task's own (shape, regime) configurations only: 28 + 8 + 8.
+  EXPECT_EQ(witness_plan(scaled_rows(), {2}).size(), 44u);
   // Names are unique: they key the kill matrix's rows of configurations.
   std::set<std::string> names;
   for (const auto& c : plan)
@@ -115,4 +118,22 @@ TEST(witness, a_mutant_wrong_only_on_tails_is_witnessed_exactly_there) {
   EXPECT_EQ(right.status, witness_status::unwitnessed);
   EXPECT_FALSE(right.first);
   EXPECT_EQ(right.to_json(plan)["kills"], "000000000000");
+}
+
+TEST(witness_plan, one_parameter_role_at_a_time_leaves_the_other_at_identity) {
+  const auto t = scaled_rows();
+  task_input_regime w, b;
+  w.normal_weights_only = true;
+  b.normal_biases_only = true;
+  const auto iw = make_task_inputs(t, t.shapes[0], 7, w);
+  const auto ib = make_task_inputs(t, t.shapes[0], 7, b);
+  int weight_ones = 0, bias_zeros = 0;
+  for (std::int64_t k = 0; k < iw[1].numel(); ++k) {
+    weight_ones += iw[1].at(k) == 1.0;
+    EXPECT_EQ(iw[2].at(k), 0.0); // bias at identity
+    EXPECT_EQ(ib[1].at(k), 1.0); // weight at identity
+    bias_zeros += ib[2].at(k) == 0.0;
+  }
+  EXPECT_EQ(weight_ones, 0); // N(0, 1) draws: none exactly 1
+  EXPECT_EQ(bias_zeros, 0);
 }

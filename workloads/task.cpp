@@ -7,8 +7,8 @@
 #include <system_error>
 #include <vector>
 
-#include "workloads/generators.h"
 #include "base/rng.h"
+#include "workloads/generators.h"
 
 namespace kg {
 namespace {
@@ -181,14 +181,16 @@ std::vector<host_tensor> make_task_inputs(const task_def& t, const task_shape& s
       x = make_indices(in.type, dims, upper, s, in.name);
     } else if (in.role == "weight") {
       for (std::int64_t k = 0; k < n; ++k)
-        x.set(k, regime.identity_params ? 1.0
-                 : regime.normal_params ? r.normal()
-                                        : 1.0 + 0.1 * r.normal());
+        x.set(k, regime.normal_weights_only                            ? r.normal()
+                 : regime.identity_params || regime.normal_biases_only ? 1.0
+                 : regime.normal_params                                ? r.normal()
+                                                                       : 1.0 + 0.1 * r.normal());
     } else if (in.role == "bias") {
       for (std::int64_t k = 0; k < n; ++k)
-        x.set(k, regime.identity_params ? 0.0
-                 : regime.normal_params ? r.normal()
-                                        : 0.1 * r.normal());
+        x.set(k, regime.normal_biases_only                              ? r.normal()
+                 : regime.identity_params || regime.normal_weights_only ? 0.0
+                 : regime.normal_params                                 ? r.normal()
+                                                                        : 0.1 * r.normal());
     } else if (in.role == "matrix") {
       const double scale = 1.0 / std::sqrt(static_cast<double>(dims.back()));
       for (std::int64_t k = 0; k < n; ++k)

@@ -71,6 +71,8 @@ struct task_input_regime {
   bool uniform01_activations = false;
   bool identity_params = false;
   bool normal_params = false;
+  // One parameter role at a time: weights N(0,1) with biases at identity (0), or the reverse.
+  bool normal_weights_only = false, normal_biases_only = false;
   double scale = 1.0;
   int strict_regime = -1;
 };

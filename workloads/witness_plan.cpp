@@ -8,9 +8,9 @@ namespace kg {
 
 namespace {
 
-bool has_parameters(const task_def& t) {
+bool has_role(const task_def& t, const char* role) {
   return std::any_of(t.inputs.begin(), t.inputs.end(),
-                     [](const task_tensor& x) { return x.role == "weight" || x.role == "bias"; });
+                     [&](const task_tensor& x) { return x.role == role; });
 }
 
 // The row dimension's symbol: the last dimension of the first activation input, when it is a
@@ -52,10 +52,14 @@ std::vector<input_config> witness_plan(const task_def& t, const witness_plan_opt
       for (int k = 1; k <= opt.seeds; ++k)
         plan.push_back(make(s.name, s.dims, r, t.regimes[static_cast<std::size_t>(r)].name(),
                             "task", static_cast<std::uint64_t>(k)));
-  if (has_parameters(t))
-    for (const auto& s : t.shapes)
-      for (const char* params : {"identity", "normal"})
-        plan.push_back(make(s.name, s.dims, 0, first, params, 1));
+  // Parameters together (identity, N(0,1)), then one role at a time where there are two.
+  std::vector<const char*> params;
+  if (has_role(t, "weight") || has_role(t, "bias")) params = {"identity", "normal"};
+  if (has_role(t, "weight") && has_role(t, "bias"))
+    params.insert(params.end(), {"weight_normal", "bias_normal"});
+  for (const auto& s : t.shapes)
+    for (const char* p : params)
+      plan.push_back(make(s.name, s.dims, 0, first, p, 1));
   const auto row = row_symbol(t);
   if (row.empty()) return plan;
   int tail_extreme = -1;

@@ -4,7 +4,9 @@
 //   - every shape x every input regime the task declares (data/tasks "regimes": scaled, shifted,
 //     ties, tail extremes, special values...), the task's parameter draws;
 //   - every shape in the first regime with the parameters (weight, bias roles) drawn as identity
-//     (weight 1, bias 0) and as N(0, 1): a kernel that mishandles one shows on one of them;
+//     (weight 1, bias 0) and as N(0, 1), then, where a task has both, one role at a time
+//     (weight_normal: weights N(0, 1), biases 0; bias_normal: weights 1, biases N(0, 1)): a
+//     kernel that mishandles one shows on one of them, and which one says which role;
 //   - extra tail shapes: the row dimension (the last symbol of the first activation's shape) at
 //     v - 1 and v - 31 for each shape's value v, so a row ends in every partial block of 32, in
 //     the first regime and, where declared, tail_extreme.
