@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "reports/remove_tree.h"
+#include "sandbox/process.h"
 #include "sandbox/sandbox_internal.h"
 
 namespace kg {
@@ -266,6 +267,91 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
   remove_tree(opt.work_dir);
   a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return a;
+}
+
+std::filesystem::path find_compute_sanitizer() {
+  if (const char* e = std::getenv("KERNELGATE_COMPUTE_SANITIZER"); e && *e) return e;
+  const fs::path beside = fs::path(KG_NVCC).parent_path() / "compute-sanitizer";
+  if (fs::is_regular_file(beside)) return beside;
+  if (const char* path = std::getenv("PATH"))
+    for (std::string_view rest = path; !rest.empty();) {
+      const auto colon = rest.find(':');
+      const fs::path f = fs::path(std::string(rest.substr(0, colon))) / "compute-sanitizer";
+      if (fs::is_regular_file(f)) return f;
+      if (colon == std::string_view::npos) break;
+      rest.remove_prefix(colon + 1);
+    }
+  return {};
+}
+
+nlohmann::json sanitizer_finding::to_json() const {
+  return {{"ran", ran}, {"found", found}, {"tool", tool}, {"detail", detail}};
+}
+
+sanitizer_finding sanitize_candidate(const task_def& task, const compile_result& compiled,
+                                     const witness_trials& witness, const mutant_audit_options& opt,
+                                     const fs::path& sanitizer) {
+  sanitizer_finding f;
+  if (sanitizer.empty()) {
+    f.detail = "no compute-sanitizer on this machine";
+    return f;
+  }
+  if (!compiled.ok || !opt.cache) {
+    f.detail = "not compiled";
+    return f;
+  }
+  // The smallest configuration of the first regime with the task's own parameters: a sanitized
+  // run is 10-100x slower.
+  std::optional<std::size_t> pick;
+  auto elements = [](const input_config& c) {
+    double n = 1;
+    for (const auto& [k, v] : c.dims)
+      n *= static_cast<double>(v);
+    return n;
+  };
+  for (std::size_t i = 0; i < witness.plan().size(); ++i) {
+    const auto& c = witness.plan()[i];
+    if (c.regime == 0 && c.params == "task" &&
+        (!pick || elements(c) < elements(witness.plan()[*pick])))
+      pick = i;
+  }
+  if (!pick) {
+    f.detail = "no configuration in the first regime";
+    return f;
+  }
+  remove_tree(opt.work_dir);
+  fs::create_directories(opt.work_dir);
+  const auto& key = witness.keys()[*pick];
+  const auto data = opt.cache->take(key);
+  const auto files = opt.cache->files(key);
+  const fs::path manifest = opt.work_dir / "sanitize.json";
+  std::ofstream(manifest) << nlohmann::json{{"shared_object", compiled.shared_object.string()},
+                                            {"symbol", compiled.symbol},
+                                            {"result", (opt.work_dir / "result.json").string()},
+                                            {"trials",
+                                             {trial_entry(task, key, *data, files,
+                                                          opt.work_dir / "t", false)}}}
+                                 .dump()
+                          << "\n";
+  constexpr int found_code = 86; // --error-exitcode: a hazard was reported
+  f.ran = true;
+  for (const char* tool : {"racecheck", "synccheck"}) {
+    process_limits lim;
+    lim.timeout_seconds = 10 * opt.timeout_seconds;
+    const auto r = run_process({sanitizer.string(), "--tool", tool, "--error-exitcode",
+                                std::to_string(found_code), opt.self_exe.string(), "worker",
+                                manifest.string()},
+                               opt.work_dir / (std::string(tool) + ".log"), lim);
+    f.detail = std::string(tool) + ": " + r.describe();
+    if (r.exited && r.exit_code == found_code) {
+      f.found = true;
+      f.tool = tool;
+      f.detail += ": " + one_line(file_tail(opt.work_dir / (std::string(tool) + ".log"), 400));
+      break;
+    }
+  }
+  remove_tree(opt.work_dir);
+  return f;
 }
 
 } // namespace kg

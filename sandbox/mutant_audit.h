@@ -88,4 +88,22 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
                                 const std::vector<audit_check>& checks,
                                 const mutant_audit_options& opt);
 
+// compute-sanitizer where this machine has one: $KERNELGATE_COMPUTE_SANITIZER, else beside the
+// toolkit's nvcc, else on PATH; empty when none.
+std::filesystem::path find_compute_sanitizer();
+
+// A synchronization mutant no output check catches (unwitnessed) may still race: its smallest
+// witness configuration in the first regime, run once under compute-sanitizer's racecheck and
+// then synccheck (`kernelgate worker MANIFEST` under `--error-exitcode`); `found` names the tool
+// that reported a hazard.
+struct sanitizer_finding {
+  bool ran = false, found = false;
+  std::string tool;   // racecheck or synccheck, when found
+  std::string detail; // the run's end, or why it did not run
+  nlohmann::json to_json() const;
+};
+sanitizer_finding sanitize_candidate(const task_def& task, const compile_result& compiled,
+                                     const witness_trials& witness, const mutant_audit_options& opt,
+                                     const std::filesystem::path& sanitizer);
+
 } // namespace kg

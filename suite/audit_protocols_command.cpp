@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -292,7 +293,8 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   std::size_t done = 0, total = 0;
   for (const auto& c : work)
     total += c.compiled->ok ? 1 : 0;
-  int worker_runs = 0, crashes = 0, timeouts = 0;
+  int worker_runs = 0, crashes = 0, timeouts = 0, sanitized_count = 0, killed_by_sanitizer = 0;
+  const fs::path sanitizer = find_compute_sanitizer();
   const int workers = o.workers > 0 ? o.workers : default_workers();
   fs::create_directories(dir / "workers");
   auto thread_body = [&](int n) {
@@ -328,6 +330,11 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
         continue;
       }
       const bool control = c.row.rfind("control:", 0) == 0;
+      // A synchronization mutant no output shows wrong may still race: the sanitizer says.
+      std::optional<sanitizer_finding> sanitized;
+      if (!control && c.family == "synchronization" &&
+          a.witness.status == witness_status::unwitnessed)
+        sanitized = sanitize_candidate(task, *c.compiled, *plan, so, sanitizer);
       std::lock_guard<std::mutex> l(mu);
       worker_runs += a.worker_runs;
       crashes += a.crashes;
@@ -349,6 +356,11 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       w["task"] = c.task;
       w["status"] = witness_status_name(a.witness.status);
       if (!control) w["family"] = c.family;
+      if (sanitized) {
+        w["sanitizer"] = sanitized->to_json();
+        if (sanitized->found) ++killed_by_sanitizer;
+        ++sanitized_count;
+      }
       w["control"] = control;
       wstream << w.dump() << "\n" << std::flush;
       vstream << nlohmann::json{{"row", c.row},         {"task", c.task},
@@ -441,6 +453,10 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
                                   {"worker_runs", worker_runs},
                                   {"crashes", crashes},
                                   {"timeouts", timeouts},
+                                  {"sanitizer",
+                                   {{"path", sanitizer.string()},
+                                    {"unwitnessed_synchronization_mutants_run", sanitized_count},
+                                    {"killed_by_sanitizer", killed_by_sanitizer}}},
                                   {"workers", workers},
                                   {"phases_seconds",
                                    {{"compile", compile_seconds},

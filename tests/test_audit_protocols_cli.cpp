@@ -21,6 +21,8 @@
 #include "cli_run.h"
 #include "mutants/kill_matrix.h"
 #include "oracles/protocol.h"
+#include "sandbox/mutant_audit.h"
+#include "sandbox/trial_cache.h"
 #include "scratch_dir.h"
 #include "suite/exit_codes.h"
 #include "suite/task_catalog.h"
@@ -197,4 +199,38 @@ TEST(audit_protocols_cli, bad_input_is_one_line_and_runs_nothing) {
   EXPECT_EQ(r.rc, exit_code::bad_input);
   EXPECT_NE(r.err.find("give --cmd or --protocol"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out / "verdicts.jsonl"));
+}
+
+TEST(audit_protocols_cli, the_sanitizer_pass_reports_the_tool_that_found_a_hazard) {
+  const auto base = kg::test::scratch_dir("audit-protocols") / "sanitizer";
+  fs::create_directories(base);
+  auto t = load_task(fs::path(KG_SOURCE_DIR) / "data/tasks/relu.json");
+  t.shapes = {{"small", {{"N", 64}}}};
+  const witness_trials w(t, witness_plan(t));
+  trial_cache cache(base / "trials");
+  mutant_audit_options opt;
+  opt.self_exe = "/bin/true";
+  opt.work_dir = base / "run";
+  opt.cache = &cache;
+  compile_result compiled;
+  compiled.ok = true;
+  compiled.shared_object = base / "none.so";
+  // Stand-ins for compute-sanitizer: one that reports a hazard under synccheck only (exit 86, the
+  // --error-exitcode asked for), one that reports none.
+  const auto finds = base / "finds.sh", clean = base / "clean.sh";
+  std::ofstream(finds)
+      << "#!/bin/sh\n[ \"$2\" = synccheck ] && { echo hazard; exit 86; }\nexit 0\n";
+  std::ofstream(clean) << "#!/bin/sh\nexit 0\n";
+  fs::permissions(finds, fs::perms::owner_all);
+  fs::permissions(clean, fs::perms::owner_all);
+  const auto found = sanitize_candidate(t, compiled, w, opt, finds);
+  EXPECT_TRUE(found.ran);
+  EXPECT_TRUE(found.found);
+  EXPECT_EQ(found.tool, "synccheck");
+  EXPECT_NE(found.detail.find("hazard"), std::string::npos) << found.detail;
+  const auto none = sanitize_candidate(t, compiled, w, opt, clean);
+  EXPECT_TRUE(none.ran);
+  EXPECT_FALSE(none.found);
+  EXPECT_FALSE(sanitize_candidate(t, compiled, w, opt, "").ran);
+  EXPECT_FALSE(fs::exists(opt.work_dir));
 }
