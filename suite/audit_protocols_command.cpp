@@ -284,6 +284,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     if (c.compiled->ok) ++left[c.task];
   std::map<std::string, std::vector<std::vector<bool>>> control_kills; // task -> per control
   std::map<std::string, witness_record> witnessed;                     // mutant id -> record
+  std::vector<nlohmann::json> witness_lines; // as streamed; rewritten at the end (below)
   std::mutex mu;
   std::ofstream wstream(dir / "witnesses.jsonl", std::ios::trunc),
       vstream(dir / "verdicts.jsonl", std::ios::trunc);
@@ -363,6 +364,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       }
       w["control"] = control;
       wstream << w.dump() << "\n" << std::flush;
+      witness_lines.push_back(std::move(w));
       vstream << nlohmann::json{{"row", c.row},         {"task", c.task},
                                 {"checks", verdicts},   {"worker_runs", a.worker_runs},
                                 {"crashes", a.crashes}, {"seconds", a.seconds}}
@@ -386,6 +388,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   // Phase 3: suites, reports, scores.
   const auto t_report = std::chrono::steady_clock::now();
   nlohmann::json suites = nlohmann::json::object();
+  std::set<std::string> demoted;
   for (const auto& [id, t] : tasks) {
     const auto& plan = plans.at(id)->plan();
     cover_problem p;
@@ -396,9 +399,21 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     for (const auto& kills : control_kills[id])
       for (std::size_t c = 0; c < kills.size() && c < plan.size(); ++c)
         if (kills[c]) p.fails_control[c] = true;
-    for (const auto& [mid, rec] : witnessed) {
+    // A disagreement counts only where every correct kernel of the task agrees with the oracle: a
+    // mutant wrong only where its control is wrong too (an input the kernel does not support) is
+    // unwitnessed.
+    for (auto& [mid, rec] : witnessed) {
       if (km.rows()[km.row_index(mid)].task != id || rec.status != witness_status::witnessed)
         continue;
+      bool valid = false;
+      for (std::size_t c = 0; c < plan.size() && c < rec.kills.size(); ++c)
+        valid = valid || (rec.kills[c] && !p.fails_control[c]);
+      if (!valid) {
+        rec.status = witness_status::unwitnessed;
+        km.set_status(mid, rec.status);
+        demoted.insert(mid);
+        continue;
+      }
       p.mutants.push_back(mid);
       for (std::size_t c = 0; c < plan.size(); ++c)
         p.kills[c].push_back(c < rec.kills.size() && rec.kills[c]);
@@ -436,6 +451,19 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       write_file_atomically(dir / ("report." + p.name + ".mutation.json"),
                             mutation_report(km, p.name, in.mutants, in.sources).dump() + "\n");
     write_file_atomically(dir / "input_suites.json", suites.dump(1) + "\n");
+    // The witness lines again, with the statuses the controls decided (streamed ones may say
+    // witnessed where only a control-failing configuration disagreed).
+    std::string lines;
+    for (auto& w : witness_lines) {
+      if (demoted.count(w.value("id", std::string()))) {
+        w["status"] = "unwitnessed";
+        w["status_reason"] = "every disagreement is on a configuration a correct kernel of the "
+                             "task fails too";
+      }
+      lines += w.dump() + "\n";
+    }
+    wstream.close();
+    write_file_atomically(dir / "witnesses.jsonl", lines);
   } catch (const std::exception& e) {
     return bad_input(err, e.what());
   }
@@ -448,6 +476,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
                                   {"mutants", in.mutants.size()},
                                   {"controls", in.sources.size()},
                                   {"witness_statuses", statuses},
+                                  {"unwitnessed_because_a_control_fails_there", demoted.size()},
                                   {"witness_plan", {{"seeds", o.witness_seeds}}},
                                   {"candidates_run", done},
                                   {"worker_runs", worker_runs},

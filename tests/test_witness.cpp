@@ -66,8 +66,9 @@ TEST(witness_plan, varies_regimes_parameters_and_tails_one_at_a_time) {
   const auto plan = witness_plan(scaled_rows());
   // 2 shapes x 7 regimes = 14; parameters identity, normal, weight_normal, bias_normal on each
   // shape = 8; the row dimension C at 256 - 1, 256 - 31, 1000 - 1, 1000 - 31 (none a multiple of
-  // 32), each in normal and tail_extreme = 8. 30 in all.
-  ASSERT_EQ(plan.size(), 30u);
+  // 32), each in normal and tail_extreme = 8; a long row: the tail shape's C 1000 x 16 = 16000,
+  // its R 3 / 16 -> 1. 31 in all.
+  ASSERT_EQ(plan.size(), 31u);
   EXPECT_EQ(plan[0].name, "aligned/normal/task/s1");
   EXPECT_EQ(plan[13].name, "tail/special/task/s1");
   EXPECT_EQ(plan[14].name, "aligned/normal/identity/s1");
@@ -80,8 +81,11 @@ TEST(witness_plan, varies_regimes_parameters_and_tails_one_at_a_time) {
   EXPECT_EQ(plan[24].dims.at("C"), 225);
   EXPECT_EQ(plan[24].dims.at("R"), 4);
   EXPECT_EQ(plan[29].name, "tail~tail969/tail_extreme/task/s1");
-  // Two seeds double the task's own (shape, regime) configurations only: 28 + 8 + 8.
-  EXPECT_EQ(witness_plan(scaled_rows(), {2}).size(), 44u);
+  EXPECT_EQ(plan[30].name, "tail~long16000/normal/task/s1");
+  EXPECT_EQ(plan[30].dims.at("C"), 16000);
+  EXPECT_EQ(plan[30].dims.at("R"), 1);
+  // Two seeds double the task's own (shape, regime) configurations only: 28 + 8 + 8 + 1.
+  EXPECT_EQ(witness_plan(scaled_rows(), {2}).size(), 45u);
   // Names are unique: they key the kill matrix's rows of configurations.
   std::set<std::string> names;
   for (const auto& c : plan)

@@ -1,6 +1,7 @@
 #include "workloads/witness_plan.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <stdexcept>
 
@@ -38,6 +39,40 @@ input_config make(const std::string& shape, const std::map<std::string, std::int
   c.seed = seed;
   c.name = shape + "/" + regime_name + "/" + params + "/s" + std::to_string(seed);
   return c;
+}
+
+// Long reductions: the shape with the longest row, its row 16x longer and its first other
+// dimension 16x shorter (about as many elements), in the first regime. A reduction that drops a
+// step, or accumulates in a narrow type, errs more the longer the row. Only where the first
+// activation has a row and another symbolic dimension to trade against.
+void add_long_rows(const task_def& t, const std::string& row, const std::string& first_regime,
+                   std::vector<input_config>& plan) {
+  constexpr std::int64_t factor = 16;
+  const task_tensor* act = nullptr;
+  for (const auto& x : t.inputs)
+    if (x.role == "activation") {
+      act = &x;
+      break;
+    }
+  if (!act || act->shape.size() < 2) return;
+  std::string other;
+  for (const auto& d : act->shape)
+    if (d != row && !d.empty() && !std::isdigit(static_cast<unsigned char>(d[0]))) {
+      other = d;
+      break;
+    }
+  if (other.empty()) return;
+  const task_shape* longest = nullptr;
+  for (const auto& s : t.shapes)
+    if (s.dims.count(row) && s.dims.count(other) &&
+        (!longest || s.dims.at(row) > longest->dims.at(row)))
+      longest = &s;
+  if (!longest) return;
+  auto dims = longest->dims;
+  dims[row] *= factor;
+  dims[other] = std::max<std::int64_t>(1, dims[other] / factor);
+  plan.push_back(
+      make(longest->name + "~long" + std::to_string(dims[row]), dims, 0, first_regime, "task", 1));
 }
 
 } // namespace
@@ -80,6 +115,7 @@ std::vector<input_config> witness_plan(const task_def& t, const witness_plan_opt
                             t.regimes[static_cast<std::size_t>(tail_extreme)].name(), "task", 1));
     }
   }
+  add_long_rows(t, row, first, plan);
   return plan;
 }
 

@@ -9,7 +9,8 @@
 //     kernel that mishandles one shows on one of them, and which one says which role;
 //   - extra tail shapes: the row dimension (the last symbol of the first activation's shape) at
 //     v - 1 and v - 31 for each shape's value v, so a row ends in every partial block of 32, in
-//     the first regime and, where declared, tail_extreme.
+//     the first regime and, where declared, tail_extreme;
+//   - a long reduction: the longest row 16x longer, another dimension 16x shorter (first regime).
 // A configuration on which a correct kernel of the task fails is dropped later (input_suite.h):
 // the plan itself need not know what each kernel supports.
 #pragma once
