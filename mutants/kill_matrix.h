@@ -6,7 +6,7 @@
 // aligned (those the checker gave a verdict on), with the reason for each exclusion.
 //
 // Stored as JSON: the rows (id, family, task, status), the columns, and per column one string of
-// verdict letters in row order -- 4,336 mutants x 7 checkers is 30 kB -- so a matrix reloads
+// verdict letters in row order -- 4,339 mutants x 7 checkers is 30 kB -- so a matrix reloads
 // whole, and two runs' matrices merge cell by cell.
 #pragma once
 

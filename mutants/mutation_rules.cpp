@@ -5,6 +5,7 @@
 #include <charconv>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "mutants/cuda_lexer.h"
 
@@ -60,6 +61,8 @@ constexpr mutation_rule_info rules[] = {
     {"scalar_instead_of_per_channel", "parameter_use", "W[i] or B[i] becomes W[0] or B[0]"},
     {"apply_weight_twice", "parameter_use", "a weight factor W[i] becomes W[i] * W[i]"},
     {"apply_bias_twice", "parameter_use", "a bias term + B[i] becomes + B[i] + B[i]"},
+    {"apply_before_normalization", "parameter_use",
+     "the affine (* W[i], + B[i]) moves from the normalized value to the input read it normalizes"},
 };
 
 std::string_view family_of(std::string_view rule) {
@@ -1010,6 +1013,47 @@ private:
     return {first, last};
   }
 
+  // `out = (A[k] - mean) * rstd * W[i] + B[i]` -> `out = ((A[k] * W[i] + B[i]) - mean) * rstd`:
+  // the affine applied to the input read (the first subscripted read of the assignment's right
+  // side) instead of the normalized value -- the first audit's affine-before-norm formula, as one
+  // contiguous edit. [p0, p1] is the weight factor, after a `*`. Only where a bias follows or the
+  // read has a statistic subtracted: a weight alone before a pure scaling is the same product.
+  void apply_before_normalization(int p0, int p1) {
+    int s = p0 - 1;
+    while (s > 0 && !one_of(tx(s - 1), {";", "{", "}"}))
+      --s;
+    int eq = -1;
+    for (int k = s; k < p0 - 1 && eq < 0; ++k)
+      if (punct(k, "=")) eq = k;
+    if (eq < 0) return;
+    int read = -1;
+    for (int k = eq + 1; k + 1 < p0 - 1 && read < 0; ++k)
+      if (ident(k) && subscript(k + 1) && !weight_name(tx(k)) && !bias_name(tx(k)) &&
+          match_[k + 1] < p0 - 1)
+        read = k;
+    if (read < 0) return;
+    const int close = match_[read + 1];
+    std::string mid(src_.substr(end(close), begin(p0 - 1) - end(close)));
+    while (!mid.empty() && (mid.back() == ' ' || mid.back() == '\t'))
+      mid.pop_back();
+    // The bias term right after the weight factor, if any.
+    int q0 = -1, q1 = -1;
+    if (punct(p1 + 1, "+") && binary(p1 + 1))
+      for (int k = p1 + 2; k < n() && k < p1 + 8 && q0 < 0; ++k)
+        if (ident(k) && bias_name(tx(k)) && subscript(k + 1)) {
+          const auto [b0, b1] = factor(k);
+          if (b0 == p1 + 2) std::tie(q0, q1) = std::pair{b0, b1};
+        }
+    bool subtracts = false;
+    for (int k = close + 1; k < p0 - 1; ++k)
+      subtracts = subtracts || (punct(k, "-") && binary(k));
+    if (q0 < 0 && !subtracts) return;
+    std::string affine = text(read, close + 1) + " * " + text(p0, p1 + 1);
+    if (q0 >= 0) affine += " + " + text(q0, q1 + 1);
+    emit(std::string_view("apply_before_normalization"), begin(read), end(q0 >= 0 ? q1 : p1),
+         "(" + affine + ")" + mid);
+  }
+
   void parameter_use() {
     for (int i = 0; i + 1 < n(); ++i) {
       if (!device(i) || !ident(i)) continue;
@@ -1033,6 +1077,7 @@ private:
       const std::string P = text(p0, p1 + 1);
       if (w) {
         if (punct(p0 - 1, "*") && multiplication(p0 - 1)) {
+          apply_before_normalization(p0, p1);
           remove_tokens("omit_weight", p0 - 1, p1 + 1);
           emit_tokens("apply_weight_twice", p0, p1 + 1, P + " * " + P);
         } else if (punct(p1 + 1, "*") && !punct(p0 - 1, "/") && p1 + 2 < n()) {

@@ -176,6 +176,8 @@ const std::vector<expected_site> fixture_sites = {
     {"scalar_instead_of_per_channel", 33, 75, "[c]", "[0]"},
     {"apply_weight_twice", 33, 67, "w[c]", "w[c] * w[c]"},
     {"apply_bias_twice", 33, 72, "+ b[c]", "+ b[c] + b[c]"},
+    {"apply_before_normalization", 33, 28, "x[row * cols + c] - mean) * stats[0] * w[c] + b[c]",
+     "(x[row * cols + c] * w[c] + b[c]) - mean) * stats[0]"},
 };
 
 } // namespace
@@ -469,6 +471,21 @@ TEST(mutation_rules, parameter_rules_need_a_weight_or_bias_pointer_parameter) {
   EXPECT_EQ(sites_of(src, "scalar_instead_of_per_channel"),
             (std::vector<std::string>{"[b] -> [0]", "[b] -> [0]"}));
   EXPECT_EQ(sites_of(src, "omit_eps"), (std::vector<std::string>{" + 1e-6f -> "}));
+}
+
+TEST(mutation_rules, the_affine_moves_to_the_input_only_where_that_changes_the_formula) {
+  const std::string src =
+      "__global__ void k(const float* x, const float* w, const float* b, float* y, float m,\n"
+      "                  float r, int n) {\n"
+      "  for (int i = 0; i < n; ++i) y[i] = (x[i] - m) * r * w[i];\n"
+      "  for (int i = 0; i < n; ++i) y[i] = x[i] * r * w[i] + b[i];\n"
+      "  for (int i = 0; i < n; ++i) y[i] = x[i] * r * w[i];\n"
+      "}";
+  // A statistic subtracted, then a bias: both change the formula. A weight alone on a pure
+  // scaling is the same product (x * w) * r: no site.
+  EXPECT_EQ(sites_of(src, "apply_before_normalization"),
+            (std::vector<std::string>{"x[i] - m) * r * w[i] -> (x[i] * w[i]) - m) * r",
+                                      "x[i] * r * w[i] + b[i] -> (x[i] * w[i] + b[i]) * r"}));
 }
 
 TEST(mutation_rules, declarators_are_not_subscripts_and_host_code_keeps_its_indices) {
