@@ -29,6 +29,7 @@
 #include "suite/audit_inputs.h"
 #include "suite/exit_codes.h"
 #include "suite/task_catalog.h"
+#include "suite/worker_paths.h"
 #include "timing/interrupt.h"
 #include "workloads/witness_plan.h"
 
@@ -86,19 +87,6 @@ struct candidate {
 // The GPU workers: a quarter of the cores, 1..4 (eval's default: correctness runs overlap).
 int default_workers() {
   return static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u));
-}
-
-// /dev/shm when it is writable (the trials' tensors never touch a disk), else OUT/work.
-fs::path scratch_root(const fs::path& out) {
-  const fs::path shm = "/dev/shm";
-  if (fs::is_directory(shm) && ::access(shm.c_str(), W_OK) == 0)
-    return shm / ("kernelgate-audit-" + std::to_string(::getpid()));
-  return out / "work";
-}
-
-fs::path worker_binary() {
-  if (const char* e = std::getenv("KERNELGATE_WORKER"); e && *e) return e;
-  return fs::read_symlink("/proc/self/exe");
 }
 
 // The family x protocol table: each cell the escape rate of the witnessed mutants with a verdict,
@@ -183,7 +171,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
 
   // The candidates: per task its controls (each mutated file as it is), then its mutants that
   // may be wrong (not equivalent, not known not to compile).
-  const fs::path scratch = scratch_root(dir);
+  const fs::path scratch = memory_scratch(dir, "kernelgate-audit");
   remove_tree(scratch);
   fs::create_directories(scratch / "src");
   std::vector<kill_row> rows;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "base/rng.h"
+#include "base/sha256.h"
 #include "gpu/device_info.h"
 #include "kernels/task_torch_refs.h"
 #include "oracles/comparators.h"
@@ -26,7 +27,6 @@
 #include "reports/environment.h"
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
-#include "base/sha256.h"
 #include "sandbox/candidate_compiler.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/torch_time_store.h"
@@ -34,6 +34,7 @@
 #include "sandbox/worker_pool.h"
 #include "suite/exit_codes.h"
 #include "suite/task_catalog.h"
+#include "suite/worker_paths.h"
 #include "timing/interrupt.h"
 #include "timing/phase_log.h"
 
@@ -92,19 +93,6 @@ public:
 private:
   fs::path p_;
 };
-
-// /dev/shm when it is there and writable (the tensors never touch a disk), else <out>/work.
-fs::path default_scratch(const fs::path& out) {
-  const fs::path shm = "/dev/shm";
-  if (fs::is_directory(shm) && ::access(shm.c_str(), W_OK) == 0)
-    return shm / ("kernelgate-eval-" + std::to_string(::getpid()));
-  return out / "work";
-}
-
-fs::path worker_binary() {
-  if (const char* e = std::getenv("KERNELGATE_WORKER"); e && *e) return e;
-  return fs::read_symlink("/proc/self/exe");
-}
 
 } // namespace
 
@@ -398,7 +386,8 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
 
   // Scratch for the tensors the workers read and write: memory-backed where the machine has it
   // (tens of MB per trial), removed at the end.
-  scratch_dir scratch(o.scratch.empty() ? default_scratch(o.out) : fs::path(o.scratch));
+  scratch_dir scratch(o.scratch.empty() ? memory_scratch(o.out, "kernelgate-eval")
+                                        : fs::path(o.scratch));
   trial_cache cache(scratch.path() / "trials");
   std::map<std::string, std::string> invalid_reference;
   std::mutex invalid_m;
