@@ -230,6 +230,14 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     out.why = out.wrong->crash;
     if (plan[i].group != witness_group) decided[plan[i].group] = true;
     ++a.crashes;
+    if (o.replied && o.code == 3) { // the object does not load: every trial would end the same
+      for (std::size_t k = 0; k < plan.size(); ++k)
+        if (!outcome[k].ran) {
+          outcome[k] = {true, out.wrong, out.why};
+          if (plan[k].group != witness_group) decided[plan[k].group] = true;
+        }
+      break;
+    }
     if (o.timed_out) ++a.timeouts;
     start = i + 1;
   }

@@ -285,6 +285,11 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   int worker_runs = 0, crashes = 0, timeouts = 0, sanitized_count = 0, killed_by_sanitizer = 0;
   const fs::path sanitizer = find_compute_sanitizer();
   const int workers = o.workers > 0 ? o.workers : default_workers();
+  const std::size_t memory_budget = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * page / 8
+                                 : std::size_t{2} << 30;
+  }();
   fs::create_directories(dir / "workers");
   auto thread_body = [&](int n) {
     worker_process worker(worker_command(shared.self_exe),
@@ -299,8 +304,10 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       }
       const auto& task = tasks.at(c.task);
       const auto* plan = plans.at(c.task).get();
-      // The next task's trials, computed on the cache's pool while this one runs.
-      for (std::size_t j = i + 1; j < work.size(); ++j)
+      // The next task's trials, computed on the cache's pool while this one runs -- unless the
+      // trials held already pass an eighth of the machine's memory (a 16M-element task's plan and
+      // protocols hold gigabytes; their files sit in memory-backed scratch too).
+      for (std::size_t j = i + 1; j < work.size() && cache.resident_bytes() < memory_budget; ++j)
         if (work[j].task != c.task) {
           for (const auto& k : audit_trial_keys(tasks.at(work[j].task),
                                                 plans.at(work[j].task).get(), checks, shared))

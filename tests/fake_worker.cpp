@@ -2,6 +2,7 @@
 // (KERNELGATE_FAKE_DEVICE=1): same protocol (manifest paths on fd 3, "CODE continue|recycle" on
 // fd 4), no GPU. Every output is written as zeros; a candidate whose shared object carries the
 // string KG_FAKE_CRASH kills the process, one carrying KG_FAKE_HANG never answers, one carrying
+// KG_FAKE_NOLOAD is answered as an object that does not load (code 3), one carrying
 // KG_FAKE_VARY writes different bytes on every call (a kernel whose output varies). Each trial's
 // result carries an FNV-1a digest of its input files (what a seed reproduces) and whether the
 // manifest asked for a busy stream.
@@ -42,6 +43,14 @@ int main(int argc, char** argv) {
       if (bytes.find("KG_FAKE_CRASH") != std::string::npos) std::raise(SIGSEGV);
       if (bytes.find("KG_FAKE_HANG") != std::string::npos)
         std::this_thread::sleep_for(std::chrono::hours(1));
+      if (bytes.find("KG_FAKE_NOLOAD") != std::string::npos) { // as a worker that cannot dlopen it
+        result["error"] = "cannot load the candidate: " + so + ": (fake) undefined symbol";
+        std::ofstream(m.at("result").get<std::string>()) << result.dump() << "\n";
+        const std::string reply = "3 recycle\n";
+        return write(reply_fd, reply.data(), reply.size()) == static_cast<ssize_t>(reply.size())
+                   ? 0
+                   : 1;
+      }
       const bool vary = bytes.find("KG_FAKE_VARY") != std::string::npos;
       static unsigned calls = 0;
       for (const auto& t : m.at("trials")) {

@@ -35,6 +35,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The crash kernel with another marker: the stand-in answers it as an object that cannot load.
+std::string noload_kernel();
+
 const char* crash_kernel =
     "#include <kg_candidate.h>\n"
     "__attribute__((used)) static const char marker[] = \"KG_FAKE_CRASH\";\n"
@@ -48,6 +51,13 @@ const char* crash_kernel =
     "  absk<<<(n + 255) / 256, 256, 0, s>>>((const float*)in[0].data, (float*)out[0].data, n);\n"
     "  return 0;\n"
     "}\n";
+
+std::string noload_kernel() {
+  std::string k = crash_kernel;
+  k.replace(k.find("KG_FAKE_CRASH"), 13, "KG_FAKE_NOLOAD");
+  k.replace(k.find("fabsf"), 5, "expf");
+  return k;
+}
 
 // A task file with small shapes (the same task otherwise).
 void small_task(const fs::path& from, const fs::path& to) {
@@ -69,7 +79,7 @@ std::vector<nlohmann::json> jsonl(const fs::path& f) {
 struct audit_fixture {
   fs::path root, catalog, out;
   kg::test::run_result r;
-  std::size_t relu_mutants = 0, abs_mutants = 0;
+  std::size_t relu_mutants = 0, abs_mutants = 0, exp_mutants = 0;
 };
 
 const audit_fixture& fx() {
@@ -84,13 +94,17 @@ const audit_fixture& fx() {
     fs::create_directories(x.root / "data/tasks");
     fs::copy_file(src / "kernels/tasks/relu.cu", x.root / "kernels/tasks/relu.cu");
     std::ofstream(x.root / "kernels/tasks/abs_fp32.cu") << crash_kernel;
+    std::ofstream(x.root / "kernels/tasks/exp_fp32.cu") << noload_kernel();
+    small_task(src / "data/tasks/exp_fp32.json", x.root / "data/tasks/exp_fp32.json");
     small_task(src / "data/tasks/relu.json", x.root / "data/tasks/relu.json");
     small_task(src / "data/tasks/abs_fp32.json", x.root / "data/tasks/abs_fp32.json");
     const auto g = run({"mutants", "generate", "--root", x.root.string(), "--kernels",
                         "kernels/tasks/*.cu", "--out", x.catalog.string()});
     EXPECT_EQ(g.rc, exit_code::ok) << g.err;
     for (const auto& m : jsonl(x.catalog / "catalog.jsonl"))
-      ++(m.at("task") == "relu" ? x.relu_mutants : x.abs_mutants);
+      ++(m.at("task") == "relu"       ? x.relu_mutants
+         : m.at("task") == "abs_fp32" ? x.abs_mutants
+                                      : x.exp_mutants);
     ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
     ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
     ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
@@ -110,6 +124,7 @@ TEST(audit_protocols_cli, every_protocol_is_a_column_and_a_rejected_control_fail
   const auto& f = fx();
   ASSERT_GT(f.relu_mutants, 0u);
   ASSERT_GT(f.abs_mutants, 0u);
+  ASSERT_GT(f.exp_mutants, 0u);
   EXPECT_EQ(f.r.rc, exit_code::failures) << f.r.out << f.r.err;
   std::ifstream in(f.out / "kill_matrix.json");
   const auto km = kill_matrix::from_json(nlohmann::json::parse(in));
@@ -117,7 +132,7 @@ TEST(audit_protocols_cli, every_protocol_is_a_column_and_a_rejected_control_fail
   for (const auto n : protocol_names())
     names.emplace_back(n);
   EXPECT_EQ(km.checkers(), names);
-  EXPECT_EQ(km.rows().size(), 2 + f.relu_mutants + f.abs_mutants);
+  EXPECT_EQ(km.rows().size(), 3 + f.relu_mutants + f.abs_mutants + f.exp_mutants);
   // Zeros are wrong: every candidate that compiled is rejected by every protocol. The controls
   // fail every configuration too, so no mutant's disagreement counts: all are unwitnessed.
   std::size_t compiled_mutants = 0;
@@ -131,13 +146,14 @@ TEST(audit_protocols_cli, every_protocol_is_a_column_and_a_rejected_control_fail
       EXPECT_EQ(km.at(row.id, c), kill_verdict::killed) << row.id << " " << c;
   }
   for (const auto& c : names) {
-    EXPECT_EQ(km.false_rejections(c).size(), 2u) << c;
+    EXPECT_EQ(km.false_rejections(c).size(), 3u) << c;
     EXPECT_EQ(km.score(c).intended, 0) << c;
   }
   std::ifstream si(f.out / "summary.json");
   const auto summary = nlohmann::json::parse(si);
   EXPECT_EQ(summary.at("unwitnessed_because_a_control_fails_there"), compiled_mutants);
-  EXPECT_NE(f.r.out.find("rejected a correct kernel: invalid for abs_fp32 relu"), std::string::npos)
+  EXPECT_NE(f.r.out.find("rejected a correct kernel: invalid for abs_fp32 exp_fp32 relu"),
+            std::string::npos)
       << f.r.out;
 }
 
@@ -171,13 +187,32 @@ TEST(audit_protocols_cli, a_crashing_candidate_costs_one_run_per_protocol_then_t
   }
 }
 
+TEST(audit_protocols_cli, an_object_that_does_not_load_is_decided_in_one_run) {
+  const auto& f = fx();
+  const auto task = load_task(f.root / "data/tasks/exp_fp32.json");
+  const auto plan = witness_plan(task);
+  int seen = 0;
+  for (const auto& v : jsonl(f.out / "verdicts.jsonl")) {
+    if (v.at("task") != "exp_fp32") continue;
+    ++seen;
+    EXPECT_EQ(v.at("worker_runs"), 1) << v.dump();
+    for (const auto& [name, c] : v.at("checks").items()) {
+      EXPECT_EQ(c.at("verdict"), "killed") << name;
+      EXPECT_NE(c.at("reason").get<std::string>().find("cannot load"), std::string::npos);
+    }
+  }
+  EXPECT_GE(seen, 1);
+  for (const auto& w : jsonl(f.out / "witnesses.jsonl"))
+    if (w.at("task") == "exp_fp32") EXPECT_EQ(w.at("kills"), std::string(plan.size(), '1'));
+}
+
 TEST(audit_protocols_cli, outputs_carry_phases_suites_and_a_report_per_protocol) {
   const auto& f = fx();
   std::ifstream in(f.out / "summary.json");
   const auto s = nlohmann::json::parse(in);
   for (const char* p : {"compile", "witness_and_protocols", "report", "total"})
     EXPECT_GE(s.at("phases_seconds").at(p).get<double>(), 0.0) << p;
-  EXPECT_EQ(s.at("controls"), 2);
+  EXPECT_EQ(s.at("controls"), 3);
   EXPECT_FALSE(s.at("protocols").at("strict").at("valid").get<bool>());
   for (const auto n : protocol_names())
     EXPECT_TRUE(fs::is_regular_file(f.out / ("report." + std::string(n) + ".mutation.json"))) << n;
