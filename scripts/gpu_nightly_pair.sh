@@ -5,6 +5,9 @@
 # machine keeps while it is held; each call of this script waits up to WAIT_S seconds for it.
 #   PHASE=start  builds kernelgate, starts the pair, waits; ENGINE_TESTS=1 first builds and runs
 #                the decode engine's GPU tests (ctest -L gpu -R decode|prefill) into engine.log
+#                AUDIT=1 first runs the checker-audit GPU tests and a small `audit checker
+#                --protocol all` (AUDIT_TASKS) into audit.log, before the pair (the pair waits
+#                for it; this call returns once it is done)
 #   PHASE=wait   waits for the pair started earlier (call again within the machine's warm time)
 # Each call leaves the logs so far, the run folders (packed) and, once the pair has ended, the
 # comparison in $LOG_DIR (the device's $OUT).
@@ -22,7 +25,8 @@ if [ "$phase" = start ]; then
     kg=$KG_BIN
   else
     targets=kernelgate
-    [ "${ENGINE_TESTS:-0}" = 1 ] && targets="kernelgate kg_decode_gpu_tests"
+    [ "${ENGINE_TESTS:-0}" = 1 ] && targets="$targets kg_decode_gpu_tests"
+    [ "${AUDIT:-0}" = 1 ] && targets="$targets kg_gpu_tests"
     BUILD_TARGET=$targets source "$root/scripts/gpu_build.sh" || exit 1
     kg="$BUILD_DIR/suite/kernelgate"
     if [ "${ENGINE_TESTS:-0}" = 1 ]; then
@@ -34,7 +38,20 @@ if [ "$phase" = start ]; then
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
     --format=csv >>"$pair/summary.txt" 2>&1
   # Each run's wall time is the process's, set-up included (`date` around it).
+  audit_tasks=${AUDIT_TASKS:-'^(layernorm_affine_fp32|softmax_lastdim|rmsnorm_weight)$'}
   setsid bash -c "
+    if [ '${AUDIT:-0}' = 1 ]; then
+      s=\$(date +%s)
+      (cd '${BUILD_DIR:-.}' && timeout 420 ctest -V -L gpu -R 'gpu_audit|example_checker' \
+        --timeout 400) >'$pair/audit.log' 2>&1
+      echo \"audit tests: exit \$? in \$(( \$(date +%s) - s )) s\" >>'$pair/summary.txt'
+      s=\$(date +%s)
+      '$kg' mutants generate --out '$pair/catalog' >>'$pair/audit.log' 2>&1
+      timeout 300 '$kg' audit checker --protocol all --catalog '$pair/catalog' \
+        --tasks '$audit_tasks' --workers 4 --out '$pair/audit' >>'$pair/audit.log' 2>&1
+      echo \"audit: exit \$? in \$(( \$(date +%s) - s )) s\" >>'$pair/summary.txt'
+    fi
+    touch '$pair/audit_done'
     for n in 1 2; do
       s=\$(date +%s%N)
       '$kg' run --suite nightly --out \"$pair/run\$n\" --no-progress >\"$pair/run\$n.log\" 2>&1
@@ -47,7 +64,7 @@ if [ "$phase" = start ]; then
       --format=csv >>'$pair/summary.txt' 2>&1
     # EXTRAS=1: the decode step's SOL fraction measured side by side, the workload's (its own
     # engine, programmatic and plain launches) against the suite's step workload, twice in turn;
-    # then one smoke run end to end.
+    # then one smoke run end to end. EXTRAS=smoke: the smoke run alone.
     if [ '${EXTRAS:-0}' = 1 ]; then
       for k in 1 2; do
         '$kg' workload run decode-qwen3-4b --max-load-steps 1 --trace-seconds 1 \
@@ -56,6 +73,8 @@ if [ "$phase" = start ]; then
           --out \"$pair/st\$k\" --no-progress >>'$pair/extras.log' 2>&1
       done
       grep -h -o '\"sol_fraction\": [0-9.]*' \"$pair\"/wl*/*.json >>'$pair/extras.log' 2>&1
+    fi
+    if [ '${EXTRAS:-0}' != 0 ]; then
       s=\$(date +%s%N)
       '$kg' run --suite smoke --out \"$pair/smoke\" --no-progress >>'$pair/extras.log' 2>&1
       echo \"smoke: exit \$? in \$(( (\$(date +%s%N) - s) / 1000000 )) ms\" >>'$pair/summary.txt'
@@ -63,13 +82,15 @@ if [ "$phase" = start ]; then
     touch '$pair/done'" </dev/null >/dev/null 2>&1 &
 fi
 [ -d "$pair" ] || { echo "no pair started on this machine (PHASE=start first)"; exit 1; }
-while [ ! -f "$pair/done" ] && [ $((SECONDS - t0)) -lt "$wait_s" ]; do sleep 5; done
+until_file=done
+[ "$phase" = start ] && [ "${AUDIT:-0}" = 1 ] && until_file=audit_done
+while [ ! -f "$pair/$until_file" ] && [ $((SECONDS - t0)) -lt "$wait_s" ]; do sleep 5; done
 for n in 1 2; do
   [ -f "$pair/run$n.log" ] && echo "run$n: $(grep -c '^\[' "$pair/run$n.log") workloads done"
 done
 # Whatever exists comes back on every call (records are streamed: a run cut short keeps them).
 cp "$pair"/*.log "$pair"/summary.txt "$logs/" 2>/dev/null
-(cd "$pair" && tar czf "$logs/runs.tgz" $(ls -d run1 run2 smoke st1 st2 wl1 wl2 2>/dev/null))
+(cd "$pair" && tar czf "$logs/runs.tgz" $(ls -d run1 run2 smoke st1 st2 wl1 wl2 audit 2>/dev/null))
 if [ ! -f "$pair/done" ]; then
   tail -3 "$pair"/run*.log
   echo "pair still running: call again with PHASE=wait"
