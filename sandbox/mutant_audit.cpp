@@ -1,10 +1,12 @@
 #include "sandbox/mutant_audit.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <stdexcept>
 
 #include "reports/remove_tree.h"
@@ -79,6 +81,12 @@ disagreement from_judgement(const judgement& j) {
   d.abs_error = std::fabs(d.got - d.want);
   if (d.output.empty()) d.crash = j.why; // (no element to show: the sentence says what failed)
   return d;
+}
+
+std::string seconds_text(double s) {
+  std::ostringstream o;
+  o << s;
+  return o.str();
 }
 
 // What one trial showed: nothing (it agreed), a wrong output, or a failed call.
@@ -164,6 +172,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
                                {"symbol", compiled.symbol},
                                {"fresh", true},
                                {"trials", nlohmann::json::array()}};
+    if (opt.trial_limit_seconds > 0) manifest["trial_limit_seconds"] = opt.trial_limit_seconds;
     for (std::size_t i = start; i < plan.size(); ++i) {
       if (plan[i].group != witness_group && decided[plan[i].group]) continue;
       manifest["trials"].push_back(trial_entry(task, plan[i].key, *data[i], files[i],
@@ -188,6 +197,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
       const auto& t = reported[n];
       auto& out = outcome[i];
       out.ran = true;
+      a.slowest_trial_seconds = std::max(a.slowest_trial_seconds, t.value("seconds", 0.0));
       std::string fault;
       if (const int rc = t.value("rc", 0); rc != 0) fault = "kg_run returned " + std::to_string(rc);
       for (std::size_t k = 0; fault.empty() && k < task.inputs.size(); ++k)
@@ -221,12 +231,14 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     auto& out = outcome[i];
     out.ran = true;
     out.wrong = disagreement{};
-    out.wrong->crash =
-        o.timed_out ? "timed out (the worker was killed after " +
-                          std::to_string(limit.timeout_seconds) + " s)"
-                    : "worker " + o.describe() +
-                          (wr.contains("error") ? ": " + one_line(wr["error"].get<std::string>())
-                                                : std::string());
+    out.wrong->crash = o.timed_out ? "timed out (the worker was killed after " +
+                                         std::to_string(limit.timeout_seconds) + " s)"
+                       : o.trial_hung() ? "hung (the call ran past the per-trial limit of " +
+                                              seconds_text(opt.trial_limit_seconds) + " s)"
+                                        : "worker " + o.describe() +
+                                              (wr.contains("error")
+                                                   ? ": " + one_line(wr["error"].get<std::string>())
+                                                   : std::string());
     out.why = out.wrong->crash;
     if (plan[i].group != witness_group) decided[plan[i].group] = true;
     ++a.crashes;
@@ -239,6 +251,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
       break;
     }
     if (o.timed_out) ++a.timeouts;
+    if (o.trial_hung()) ++a.hangs;
     start = i + 1;
   }
 

@@ -10,8 +10,9 @@
 // A candidate that crashes or hangs ends a run early: the trial it was on counts against its
 // group (a disagreement for the witness plan, a rejection for a protocol: a checker that runs a
 // crashing kernel rejects it), and the next run resumes after it, skipping the protocols already
-// decided. Runs are bounded (max_runs, max_timeouts); what was never run stays unknown (a missing
-// verdict), never a kill.
+// decided. A hang is cut short by the worker's per-trial limit (trial_limit_seconds, set from the
+// task's controls: see the audit command) rather than by the whole run's timeout. Runs are bounded
+// (max_runs, max_timeouts); what was never run stays unknown (a missing verdict), never a kill.
 #pragma once
 
 #include <cstdint>
@@ -60,6 +61,8 @@ struct candidate_audit {
   witness_record witness;            // not_run when no plan was given
   std::vector<check_verdict> checks; // one per audit_check, in order
   int worker_runs = 0, crashes = 0, timeouts = 0;
+  int hangs = 0;                    // runs ended by the per-trial limit
+  double slowest_trial_seconds = 0; // the slowest call that finished (what a control sets)
   double seconds = 0;
 };
 
@@ -67,11 +70,12 @@ struct mutant_audit_options {
   std::filesystem::path self_exe; // the kernelgate binary (its worker)
   std::filesystem::path work_dir; // this candidate's scratch (outputs, manifests); emptied first
   std::uint64_t seed = 20261129;
-  int strict_trials = 3;        // strict draws per shape (at least one per regime)
-  double timeout_seconds = 30;  // per worker run, plus half a second per trial in it
-  int max_runs = 8;             // worker runs per candidate (each crash costs one)
-  int max_timeouts = 2;         // runs that may end in a timeout before the rest is left unknown
-  trial_cache* cache = nullptr; // required: the task's trials, shared by its candidates
+  int strict_trials = 3;          // strict draws per shape (at least one per regime)
+  double timeout_seconds = 30;    // per worker run, plus half a second per trial in it
+  double trial_limit_seconds = 0; // per call in the worker (0: none); a call past it is a hang
+  int max_runs = 8;               // worker runs per candidate (each crash costs one)
+  int max_timeouts = 2; // runs that may end in a (whole-run) timeout before the rest is unknown
+  trial_cache* cache = nullptr;     // required: the task's trials, shared by its candidates
   worker_process* worker = nullptr; // required: a long-lived worker
   gpu_gate* gate = nullptr;         // shared while checking (nullptr: nothing else on the GPU)
 };

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <dlfcn.h>
@@ -104,6 +107,51 @@ void start_candidate_runtime(worker_session& s) {
     }
 }
 
+// A manifest's per-trial limit ("trial_limit_seconds"): a call (kg_run and the device work it
+// leaves) that outlasts it is a hang, and the worker ends at once with code 6 -- the process's end
+// kills the hung kernel with the context. The result file then holds the trials before it (it is
+// written between calls, never during one: the lock orders the two). A whole-run timeout in the
+// parent would cost its full length per hang; a hung mutant costs this limit instead.
+class trial_watchdog {
+public:
+  explicit trial_watchdog(double limit_seconds) : limit_(limit_seconds) {
+    if (limit_ > 0) thread_ = std::jthread([this](std::stop_token st) { watch(st); });
+  }
+  void enter(std::size_t trial) {
+    std::lock_guard<std::mutex> l(m_);
+    in_call_ = true;
+    trial_ = trial;
+    since_ = std::chrono::steady_clock::now();
+  }
+  void leave() {
+    std::lock_guard<std::mutex> l(m_);
+    in_call_ = false;
+  }
+
+private:
+  void watch(std::stop_token st) {
+    std::unique_lock<std::mutex> l(m_);
+    while (!st.stop_requested()) {
+      cv_.wait_for(l, st, std::chrono::milliseconds(20), [] { return false; });
+      if (in_call_ &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - since_).count() >
+              limit_) {
+        std::fprintf(stderr, "worker: trial %zu ran past its limit of %.2f s (a hang)\n", trial_,
+                     limit_);
+        std::fflush(stderr);
+        std::_Exit(6); // (the lock stays held: the main thread writes nothing after this)
+      }
+    }
+  }
+  double limit_;
+  std::mutex m_;
+  std::condition_variable_any cv_;
+  bool in_call_ = false;
+  std::size_t trial_ = 0;
+  std::chrono::steady_clock::time_point since_;
+  std::jthread thread_; // last: stopped and joined before the members it reads go
+};
+
 // Runs one manifest; the result file is rewritten after every trial (a later crash keeps what was
 // seen). Returns the worker's code: 0 done, 3 cannot load the candidate, 5 CUDA error.
 int run_manifest(const nlohmann::json& m, const std::string& path, worker_session& s,
@@ -160,6 +208,8 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
     return 3;
   }
   start_candidate_runtime(s);
+  trial_watchdog watchdog(m.value("trial_limit_seconds", 0.0));
+  std::size_t trial_index = 0;
   try {
     for (const auto& trial : m.value("trials", nlohmann::json::array())) {
       std::optional<scoped_phase> phase(std::in_place, "worker.trial_setup");
@@ -186,6 +236,7 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
       check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before)");
       phase.emplace("worker.trial_call");
       const int threads_before = thread_count();
+      watchdog.enter(trial_index++);
       const auto t0 = std::chrono::steady_clock::now();
       // Some checked calls run behind a blocking kernel, as timed calls do: a kernel that asks
       // whether its stream is busy learns nothing from the answer.
@@ -203,10 +254,12 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
                          static_cast<int>(tout.size()), s.stream);
       if (busy) *static_cast<volatile int*>(s.hold_flag->host()) = 1;
       // The whole device: work the candidate left on other streams counts as its output.
-      check(cudaDeviceSynchronize(), "after kg_run");
-      check(cudaGetLastError(), "after kg_run");
+      const auto synced = cudaDeviceSynchronize();
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      watchdog.leave();
+      check(synced, "after kg_run");
+      check(cudaGetLastError(), "after kg_run");
       const int threads_after = thread_count();
       if (threads_after > threads_before) left_state = true;
       phase.emplace("worker.trial_outputs");

@@ -19,6 +19,9 @@ struct worker_outcome {
   bool replied = false; // the worker finished the manifest: `code` is its answer
   int code = -1;        // 0 done, 2 bad manifest, 3 cannot load the candidate, 5 CUDA error
   bool timed_out = false;
+  // The worker ended itself because a call ran past the manifest's trial_limit_seconds (exit
+  // code 6, sandbox/worker.h): a hang at the trial after the last one in its result.
+  bool trial_hung() const { return !replied && died.exited && died.exit_code == 6; }
   process_result died; // when it did not reply: how the process ended
   double seconds = 0;
   std::string describe() const; // "exit code 5", "killed by signal 11 (...)", "timed out ..."

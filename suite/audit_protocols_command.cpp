@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -83,6 +84,13 @@ struct candidate {
   std::string origin; // the catalog path it was made from
   const compile_result* compiled = nullptr;
 };
+
+// A mutant's per-call limit in the worker: this many times its task's slowest control call, and
+// never under the floor (a first call loads the module; a busy machine stalls a call now and
+// then). A mutant that slow is rejected by any checker with a time limit; a hang costs the limit
+// and a worker start rather than the run's whole timeout.
+constexpr double trial_limit_factor = 50;
+constexpr double trial_limit_floor_seconds = 1;
 
 // The GPU workers: a quarter of the cores, 1..4 (eval's default: correctness runs overlap).
 int default_workers() {
@@ -268,8 +276,15 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   shared.cache = &cache;
   shared.gate = &gate;
   std::map<std::string, int> left; // candidates of each task not yet done
+  // A task's mutants wait for its controls: their slowest call sets the mutants' per-call limit.
+  std::map<std::string, int> controls_left;
+  std::map<std::string, double> slowest_control_call;
+  std::condition_variable controls_done;
   for (const auto& c : work)
-    if (c.compiled->ok) ++left[c.task];
+    if (c.compiled->ok) {
+      ++left[c.task];
+      if (c.row.rfind("control:", 0) == 0) ++controls_left[c.task];
+    }
   std::map<std::string, std::vector<std::vector<bool>>> control_kills; // task -> per control
   std::map<std::string, witness_record> witnessed;                     // mutant id -> record
   std::vector<nlohmann::json> witness_lines; // as streamed; rewritten at the end (below)
@@ -282,7 +297,8 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   std::size_t done = 0, total = 0;
   for (const auto& c : work)
     total += c.compiled->ok ? 1 : 0;
-  int worker_runs = 0, crashes = 0, timeouts = 0, sanitized_count = 0, killed_by_sanitizer = 0;
+  int worker_runs = 0, crashes = 0, timeouts = 0, hangs = 0, sanitized_count = 0,
+      killed_by_sanitizer = 0;
   const fs::path sanitizer = find_compute_sanitizer();
   const int workers = o.workers > 0 ? o.workers : default_workers();
   const std::size_t memory_budget = [] {
@@ -299,7 +315,9 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       const auto& c = work[i];
       if (!c.compiled->ok) continue;
       if (stopped || stop_requested()) {
+        std::lock_guard<std::mutex> l(mu);
         stopped = true;
+        controls_done.notify_all(); // (mutants waiting for a control that will not run now)
         continue;
       }
       const auto& task = tasks.at(c.task);
@@ -314,18 +332,27 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
             cache.prefetch(k);
           break;
         }
+      const bool control = c.row.rfind("control:", 0) == 0;
       mutant_audit_options so = shared;
       so.worker = &worker;
       so.work_dir = scratch / "runs" / std::to_string(i);
+      if (!control) {
+        std::unique_lock<std::mutex> l(mu);
+        controls_done.wait(l, [&] { return controls_left[c.task] == 0 || stopped; });
+        if (stopped) continue;
+        if (const auto it = slowest_control_call.find(c.task); it != slowest_control_call.end())
+          so.trial_limit_seconds =
+              std::max(trial_limit_floor_seconds, trial_limit_factor * it->second);
+      }
       candidate_audit a;
       try {
         a = audit_candidate(task, *c.compiled, plan, checks, so);
       } catch (const std::exception& e) { // a fault of the harness: this row stays unknown
         std::lock_guard<std::mutex> l(mu);
         err << "kernelgate: audit checker: " << c.row << ": " << e.what() << "\n";
+        if (control && --controls_left[c.task] == 0) controls_done.notify_all();
         continue;
       }
-      const bool control = c.row.rfind("control:", 0) == 0;
       // A synchronization mutant no output shows wrong may still race: the sanitizer says.
       std::optional<sanitizer_finding> sanitized;
       if (!control && c.family == "synchronization" &&
@@ -335,6 +362,12 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       worker_runs += a.worker_runs;
       crashes += a.crashes;
       timeouts += a.timeouts;
+      hangs += a.hangs;
+      if (control) {
+        slowest_control_call[c.task] =
+            std::max(slowest_control_call[c.task], a.slowest_trial_seconds);
+        if (--controls_left[c.task] == 0) controls_done.notify_all();
+      }
       nlohmann::json verdicts = nlohmann::json::object();
       for (std::size_t k = 0; k < checks.size(); ++k) {
         km.set(c.row, checks[k].name, a.checks[k].verdict);
@@ -360,9 +393,14 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       w["control"] = control;
       wstream << w.dump() << "\n" << std::flush;
       witness_lines.push_back(std::move(w));
-      vstream << nlohmann::json{{"row", c.row},         {"task", c.task},
-                                {"checks", verdicts},   {"worker_runs", a.worker_runs},
-                                {"crashes", a.crashes}, {"seconds", a.seconds}}
+      vstream << nlohmann::json{{"row", c.row},
+                                {"task", c.task},
+                                {"checks", verdicts},
+                                {"worker_runs", a.worker_runs},
+                                {"crashes", a.crashes},
+                                {"hangs", a.hangs},
+                                {"trial_limit_seconds", so.trial_limit_seconds},
+                                {"seconds", a.seconds}}
                      .dump()
               << "\n"
               << std::flush;
@@ -478,6 +516,9 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       {"worker_runs", worker_runs},
       {"crashes", crashes},
       {"timeouts", timeouts},
+      {"hangs", hangs},
+      {"trial_limit",
+       {{"factor", trial_limit_factor}, {"floor_seconds", trial_limit_floor_seconds}}},
       {"sanitizer",
        {{"path", sanitizer.string()},
         {"unwitnessed_synchronization_mutants_run", sanitized_count},

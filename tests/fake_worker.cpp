@@ -3,13 +3,16 @@
 // fd 4), no GPU. Every output is written as zeros; a candidate whose shared object carries the
 // string KG_FAKE_CRASH kills the process, one carrying KG_FAKE_HANG never answers, one carrying
 // KG_FAKE_NOLOAD is answered as an object that does not load (code 3), one carrying
-// KG_FAKE_VARY writes different bytes on every call (a kernel whose output varies). Each trial's
+// KG_FAKE_VARY writes different bytes on every call (a kernel whose output varies), one carrying
+// KG_FAKE_TRIAL_HANG hangs in its first call when the manifest sets a per-call limit and ends as
+// the real worker's watchdog ends it (exit 6), and runs normally without one. Each trial's
 // result carries an FNV-1a digest of its input files (what a seed reproduces) and whether the
 // manifest asked for a busy stream.
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -43,6 +46,13 @@ int main(int argc, char** argv) {
       if (bytes.find("KG_FAKE_CRASH") != std::string::npos) std::raise(SIGSEGV);
       if (bytes.find("KG_FAKE_HANG") != std::string::npos)
         std::this_thread::sleep_for(std::chrono::hours(1));
+      if (bytes.find("KG_FAKE_TRIAL_HANG") != std::string::npos &&
+          m.value("trial_limit_seconds", 0.0) > 0) {
+        std::ofstream(m.at("result").get<std::string>()) << result.dump() << "\n";
+        std::fprintf(stderr, "fake worker: trial 0 ran past its limit of %g s\n",
+                     m.at("trial_limit_seconds").get<double>());
+        std::_Exit(6);
+      }
       if (bytes.find("KG_FAKE_NOLOAD") != std::string::npos) { // as a worker that cannot dlopen it
         result["error"] = "cannot load the candidate: " + so + ": (fake) undefined symbol";
         std::ofstream(m.at("result").get<std::string>()) << result.dump() << "\n";

@@ -6,7 +6,8 @@
 // candidate (the control too: the checkers are invalid there, exit 1); every mutant disagrees
 // with the oracle, but only where its control does too, so none counts as witnessed; a candidate
 // that crashes on load costs one worker run per protocol, then the runs left (max_runs 8) go to
-// the witness plan.
+// the witness plan; a mutant that hangs is cut by the per-call limit its control set, as the
+// real worker's watchdog cuts it (exit 6), and is decided as the crashing one is.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -52,6 +53,15 @@ const char* crash_kernel =
     "  return 0;\n"
     "}\n";
 
+// The crash kernel with a third marker: the stand-in hangs under a per-call limit (the mutants
+// get one from their control; the control runs without one).
+std::string trial_hang_kernel() {
+  std::string k = crash_kernel;
+  k.replace(k.find("KG_FAKE_CRASH"), 13, "KG_FAKE_TRIAL_HANG");
+  k.replace(k.find("fabsf(x[i])"), 11, "x[i] / (1.0f + expf(-x[i]))");
+  return k;
+}
+
 std::string noload_kernel() {
   std::string k = crash_kernel;
   k.replace(k.find("KG_FAKE_CRASH"), 13, "KG_FAKE_NOLOAD");
@@ -79,7 +89,7 @@ std::vector<nlohmann::json> jsonl(const fs::path& f) {
 struct audit_fixture {
   fs::path root, catalog, out;
   kg::test::run_result r;
-  std::size_t relu_mutants = 0, abs_mutants = 0, exp_mutants = 0;
+  std::size_t relu_mutants = 0, abs_mutants = 0, exp_mutants = 0, silu_mutants = 0;
 };
 
 const audit_fixture& fx() {
@@ -95,6 +105,8 @@ const audit_fixture& fx() {
     fs::copy_file(src / "kernels/tasks/relu.cu", x.root / "kernels/tasks/relu.cu");
     std::ofstream(x.root / "kernels/tasks/abs_fp32.cu") << crash_kernel;
     std::ofstream(x.root / "kernels/tasks/exp_fp32.cu") << noload_kernel();
+    std::ofstream(x.root / "kernels/tasks/silu.cu") << trial_hang_kernel();
+    small_task(src / "data/tasks/silu.json", x.root / "data/tasks/silu.json");
     small_task(src / "data/tasks/exp_fp32.json", x.root / "data/tasks/exp_fp32.json");
     small_task(src / "data/tasks/relu.json", x.root / "data/tasks/relu.json");
     small_task(src / "data/tasks/abs_fp32.json", x.root / "data/tasks/abs_fp32.json");
@@ -104,6 +116,7 @@ const audit_fixture& fx() {
     for (const auto& m : jsonl(x.catalog / "catalog.jsonl"))
       ++(m.at("task") == "relu"       ? x.relu_mutants
          : m.at("task") == "abs_fp32" ? x.abs_mutants
+         : m.at("task") == "silu"     ? x.silu_mutants
                                       : x.exp_mutants);
     ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
     ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
@@ -132,7 +145,8 @@ TEST(audit_protocols_cli, every_protocol_is_a_column_and_a_rejected_control_fail
   for (const auto n : protocol_names())
     names.emplace_back(n);
   EXPECT_EQ(km.checkers(), names);
-  EXPECT_EQ(km.rows().size(), 3 + f.relu_mutants + f.abs_mutants + f.exp_mutants);
+  ASSERT_GT(f.silu_mutants, 0u);
+  EXPECT_EQ(km.rows().size(), 4 + f.relu_mutants + f.abs_mutants + f.exp_mutants + f.silu_mutants);
   // Zeros are wrong: every candidate that compiled is rejected by every protocol. The controls
   // fail every configuration too, so no mutant's disagreement counts: all are unwitnessed.
   std::size_t compiled_mutants = 0;
@@ -146,13 +160,13 @@ TEST(audit_protocols_cli, every_protocol_is_a_column_and_a_rejected_control_fail
       EXPECT_EQ(km.at(row.id, c), kill_verdict::killed) << row.id << " " << c;
   }
   for (const auto& c : names) {
-    EXPECT_EQ(km.false_rejections(c).size(), 3u) << c;
+    EXPECT_EQ(km.false_rejections(c).size(), 4u) << c;
     EXPECT_EQ(km.score(c).intended, 0) << c;
   }
   std::ifstream si(f.out / "summary.json");
   const auto summary = nlohmann::json::parse(si);
   EXPECT_EQ(summary.at("unwitnessed_because_a_control_fails_there"), compiled_mutants);
-  EXPECT_NE(f.r.out.find("rejected a correct kernel: invalid for abs_fp32 exp_fp32 relu"),
+  EXPECT_NE(f.r.out.find("rejected a correct kernel: invalid for abs_fp32 exp_fp32 relu silu"),
             std::string::npos)
       << f.r.out;
 }
@@ -187,6 +201,40 @@ TEST(audit_protocols_cli, a_crashing_candidate_costs_one_run_per_protocol_then_t
   }
 }
 
+TEST(audit_protocols_cli, a_hang_is_cut_by_the_limit_its_control_set) {
+  const auto& f = fx();
+  int mutants = 0, hung_runs = 0;
+  for (const auto& v : jsonl(f.out / "verdicts.jsonl")) {
+    if (v.at("task") != "silu") continue;
+    if (v.at("row").get<std::string>().rfind("control:", 0) == 0) {
+      // The control runs first and without a limit: it answers (zeros) in one run.
+      EXPECT_EQ(v.at("trial_limit_seconds"), 0.0) << v.dump();
+      EXPECT_EQ(v.at("worker_runs"), 1) << v.dump();
+      EXPECT_EQ(v.at("hangs"), 0) << v.dump();
+      continue;
+    }
+    ++mutants;
+    // The stand-in reports calls of no time: the limit is the floor, 1 s.
+    EXPECT_EQ(v.at("trial_limit_seconds"), 1.0) << v.dump();
+    // As the crashing candidate: a run per protocol, two at the witness plan, each a hang.
+    EXPECT_EQ(v.at("worker_runs"), 8) << v.dump();
+    EXPECT_EQ(v.at("hangs"), 8) << v.dump();
+    hung_runs += v.at("hangs").get<int>();
+    for (const auto& [name, c] : v.at("checks").items()) {
+      EXPECT_EQ(c.at("verdict"), "killed") << name;
+      EXPECT_NE(c.at("reason").get<std::string>().find("hung (the call ran past the per-trial "
+                                                       "limit of 1 s)"),
+                std::string::npos)
+          << c.dump();
+    }
+  }
+  EXPECT_GE(mutants, 1);
+  std::ifstream si(f.out / "summary.json");
+  const auto summary = nlohmann::json::parse(si);
+  EXPECT_EQ(summary.at("hangs"), hung_runs);
+  EXPECT_EQ(summary.at("timeouts"), 0);
+}
+
 TEST(audit_protocols_cli, an_object_that_does_not_load_is_decided_in_one_run) {
   const auto& f = fx();
   const auto task = load_task(f.root / "data/tasks/exp_fp32.json");
@@ -212,7 +260,7 @@ TEST(audit_protocols_cli, outputs_carry_phases_suites_and_a_report_per_protocol)
   const auto s = nlohmann::json::parse(in);
   for (const char* p : {"compile", "witness_and_protocols", "report", "total"})
     EXPECT_GE(s.at("phases_seconds").at(p).get<double>(), 0.0) << p;
-  EXPECT_EQ(s.at("controls"), 3);
+  EXPECT_EQ(s.at("controls"), 4);
   EXPECT_FALSE(s.at("protocols").at("strict").at("valid").get<bool>());
   for (const auto n : protocol_names())
     EXPECT_TRUE(fs::is_regular_file(f.out / ("report." + std::string(n) + ".mutation.json"))) << n;
