@@ -72,9 +72,11 @@ namespace {
 constexpr double rel_floor = 1e-12;
 
 // Fills the statistics every comparator reports; `element_ok(i, r, c)` is the comparator's own
-// element rule. Returns false if shapes differ (result already marked).
+// element rule. Returns false if shapes differ (result already marked). The dtypes are
+// dispatched once per tensor (with_element_reader), not per element.
+template <class element_rule>
 bool scan(const host_tensor& ref, const host_tensor& cand, compare_result& res,
-          const std::function<bool(double, double)>& element_ok) {
+          const element_rule& element_ok) {
   res.numel = ref.numel();
   if (ref.shape != cand.shape) {
     res.pass = false;
@@ -82,34 +84,40 @@ bool scan(const host_tensor& ref, const host_tensor& cand, compare_result& res,
     res.first_mismatch = 0;
     return false;
   }
-  double diff2 = 0.0, ref2 = 0.0;
-  std::int64_t matched = 0;
-  for (std::int64_t i = 0; i < res.numel; ++i) {
-    const double r = ref.at(i), c = cand.at(i);
-    if (std::isfinite(r) && std::isfinite(c)) {
-      const double d = std::fabs(r - c);
-      res.max_abs_err = std::max(res.max_abs_err, d);
-      res.max_rel_err = std::max(res.max_rel_err, d / std::max(std::fabs(r), rel_floor));
-      diff2 += d * d;
-      ref2 += r * r;
-    }
-    if (element_ok(r, c)) {
-      ++matched;
-    } else {
-      ++res.mismatches;
-      if (res.first_mismatch < 0) res.first_mismatch = i;
-    }
-  }
-  res.matched_ratio =
-      res.numel ? static_cast<double>(matched) / static_cast<double>(res.numel) : 1.0;
-  res.relative_norm_err = ref2 > 0.0 ? std::sqrt(diff2 / ref2) : (diff2 > 0.0 ? INFINITY : 0.0);
+  with_element_reader(ref, [&](auto ref_at) {
+    with_element_reader(cand, [&](auto cand_at) {
+      double diff2 = 0.0, ref2 = 0.0;
+      std::int64_t matched = 0;
+      for (std::int64_t i = 0; i < res.numel; ++i) {
+        const double r = ref_at(i), c = cand_at(i);
+        if (std::isfinite(r) && std::isfinite(c)) {
+          const double d = std::fabs(r - c);
+          res.max_abs_err = std::max(res.max_abs_err, d);
+          res.max_rel_err = std::max(res.max_rel_err, d / std::max(std::fabs(r), rel_floor));
+          diff2 += d * d;
+          ref2 += r * r;
+        }
+        if (element_ok(i, r, c)) {
+          ++matched;
+        } else {
+          ++res.mismatches;
+          if (res.first_mismatch < 0) res.first_mismatch = i;
+        }
+      }
+      res.matched_ratio =
+          res.numel ? static_cast<double>(matched) / static_cast<double>(res.numel) : 1.0;
+      res.relative_norm_err = ref2 > 0.0 ? std::sqrt(diff2 / ref2) : (diff2 > 0.0 ? INFINITY : 0.0);
+    });
+  });
   return true;
 }
 
 bool any_nonfinite(const host_tensor& t) {
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    if (!std::isfinite(t.at(i))) return true;
-  return false;
+  return with_element_reader(t, [&](auto at) {
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      if (!std::isfinite(at(i))) return true;
+    return false;
+  });
 }
 
 } // namespace
@@ -121,12 +129,10 @@ compare_result compare_allclose(const host_tensor& ref, const host_tensor& cand,
     throw std::invalid_argument("compare_allclose: extra_atol has " +
                                 std::to_string(extra_atol->numel()) + " elements, ref " +
                                 std::to_string(ref.numel()));
-  std::int64_t i = 0; // scan visits the elements in order
-  if (!scan(ref, cand, res, [&](double r, double c) {
-        const double extra = extra_atol ? extra_atol->at(i) : 0.0;
-        ++i;
-        if (std::isnan(r) || std::isnan(c)) return false; // equal_nan=False
-        if (r == c) return true;                          // equal infinities
+  if (!scan(ref, cand, res, [&](std::int64_t i, double r, double c) {
+        const double extra = extra_atol ? extra_atol->at(i) : 0.0; // (rare: a second pass)
+        if (std::isnan(r) || std::isnan(c)) return false;          // equal_nan=False
+        if (r == c) return true;                                   // equal infinities
         if (!std::isfinite(r) || !std::isfinite(c)) return false;
         const double s = side == tolerance_side::candidate ? std::fabs(c) : std::fabs(r);
         return std::fabs(r - c) <= atol + extra + rtol * s;
@@ -143,7 +149,7 @@ compare_result compare_matched_ratio(const host_tensor& ref, const host_tensor& 
   compare_result res;
   // SOL casts both to float32 and evaluates the element rule in float32 arithmetic.
   const float fa = static_cast<float>(atol), fr = static_cast<float>(rtol);
-  if (!scan(ref, cand, res, [&](double r, double c) {
+  if (!scan(ref, cand, res, [&](std::int64_t, double r, double c) {
         const float rf = static_cast<float>(r), cf = static_cast<float>(c);
         if (allow_matching_neg_inf && std::isinf(rf) && rf < 0 && rf == cf) return true;
         if (!std::isfinite(rf) || !std::isfinite(cf)) return false;
@@ -155,20 +161,24 @@ compare_result compare_matched_ratio(const host_tensor& ref, const host_tensor& 
     res.reason = "dtype_mismatch";
     return res;
   }
-  for (std::int64_t i = 0; i < res.numel; ++i) {
-    const float rf = static_cast<float>(ref.at(i)), cf = static_cast<float>(cand.at(i));
-    const bool neg_inf_pair = allow_matching_neg_inf && std::isinf(rf) && rf < 0 && rf == cf;
-    if ((!std::isfinite(rf) || !std::isfinite(cf)) && !neg_inf_pair) {
-      res.pass = false;
-      res.reason = "nonfinite";
-      return res;
-    }
-  }
-  bool cand_all_zero = true;
+  bool nonfinite = false, cand_all_zero = true;
   double ref_norm2 = 0.0;
-  for (std::int64_t i = 0; i < res.numel; ++i) {
-    if (cand.at(i) != 0.0) cand_all_zero = false;
-    ref_norm2 += ref.at(i) * ref.at(i);
+  with_element_reader(ref, [&](auto ref_at) {
+    with_element_reader(cand, [&](auto cand_at) {
+      for (std::int64_t i = 0; i < res.numel && !nonfinite; ++i) {
+        const double r = ref_at(i), c = cand_at(i);
+        const float rf = static_cast<float>(r), cf = static_cast<float>(c);
+        const bool neg_inf_pair = allow_matching_neg_inf && std::isinf(rf) && rf < 0 && rf == cf;
+        nonfinite = (!std::isfinite(rf) || !std::isfinite(cf)) && !neg_inf_pair;
+        if (c != 0.0) cand_all_zero = false;
+        ref_norm2 += r * r;
+      }
+    });
+  });
+  if (nonfinite) {
+    res.pass = false;
+    res.reason = "nonfinite";
+    return res;
   }
   if (res.numel > 0 && cand_all_zero && ref_norm2 > 0.0) {
     res.pass = false;
@@ -183,7 +193,7 @@ compare_result compare_matched_ratio(const host_tensor& ref, const host_tensor& 
 compare_result compare_both_exceed(const host_tensor& ref, const host_tensor& cand, double atol,
                                    double rtol, double required_ratio) {
   compare_result res;
-  if (!scan(ref, cand, res, [&](double r, double c) {
+  if (!scan(ref, cand, res, [&](std::int64_t, double r, double c) {
         if (std::isnan(r) || std::isnan(c)) return false;
         if (r == c) return true;
         if (!std::isfinite(r) || !std::isfinite(c)) return false;
@@ -206,9 +216,7 @@ compare_result compare_bitwise(const host_tensor& ref, const host_tensor& cand) 
     return res;
   }
   const std::size_t w = dtype_size(ref.type);
-  std::int64_t i = -1;
-  if (!scan(ref, cand, res, [&](double, double) {
-        ++i;
+  if (!scan(ref, cand, res, [&](std::int64_t i, double, double) {
         return std::memcmp(ref.bytes.data() + i * w, cand.bytes.data() + i * w, w) == 0;
       }))
     return res;
@@ -221,7 +229,7 @@ compare_result compare_relative_norm(const host_tensor& oracle, const host_tenso
                                      double tol) {
   compare_result res;
   if (!scan(oracle, cand, res,
-            [](double r, double c) { return std::isfinite(r) && std::isfinite(c); }))
+            [](std::int64_t, double r, double c) { return std::isfinite(r) && std::isfinite(c); }))
     return res;
   if (any_nonfinite(cand)) {
     res.reason = "nonfinite";

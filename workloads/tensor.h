@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string>
@@ -49,6 +50,29 @@ struct host_tensor {
   // Same values in another dtype (each element rounded once).
   host_tensor cast(dtype t) const;
 };
+
+// Calls f(read), read(i) returning element i of t as a double, with t's dtype dispatched once
+// rather than per element (a loop over every element of a large tensor: judging outputs).
+template <class F>
+decltype(auto) with_element_reader(const host_tensor& t, F&& f) {
+  const std::byte* p = t.bytes.data();
+  switch (t.type) {
+  case dtype::float64:
+    return f([p](std::int64_t i) {
+      double v;
+      std::memcpy(&v, p + 8 * i, 8);
+      return v;
+    });
+  case dtype::float32:
+    return f([p](std::int64_t i) {
+      float v;
+      std::memcpy(&v, p + 4 * i, 4);
+      return static_cast<double>(v);
+    });
+  default:
+    return f([&t](std::int64_t i) { return t.at(i); });
+  }
+}
 
 std::string shape_string(const std::vector<std::int64_t>& shape); // "4x64"
 
