@@ -125,19 +125,35 @@ worker_outcome worker_process::run(const std::filesystem::path& manifest, double
     ::kill(-pid_, SIGKILL);
     o.died = reap(pid_, std::chrono::milliseconds(0));
     pid_ = -1;
-    stop();
+    ended();
     return o;
   }
   if (eof) { // it ended without answering: crashed, killed, or exited on its own
     o.died = reap(pid_, std::chrono::milliseconds(2000));
     pid_ = -1;
-    stop();
+    ended();
     return o;
   }
   o.replied = true;
   o.code = std::atoi(reply.c_str());
-  if (reply.find("recycle") != std::string::npos) stop(); // it exits after saying so
+  if (reply.find("recycle") != std::string::npos) ended(); // it exits after saying so
   return o;
+}
+
+void worker_process::ended() {
+  const int old = pid_;
+  pid_ = -1;
+  for (int* fd : {&request_fd_, &reply_fd_})
+    if (*fd >= 0) {
+      ::close(*fd); // end of requests: a live worker exits
+      *fd = -1;
+    }
+  if (prestart_) try {
+      start(); // (its context comes up while the old one is torn down and reaped)
+    } catch (const std::exception&) {
+      pid_ = -1; // started again at the next run, where a failure is reported
+    }
+  if (old > 0) (void)reap(old, std::chrono::milliseconds(2000));
 }
 
 std::string worker_process::last_log(std::size_t max_bytes) const {

@@ -43,16 +43,22 @@ public:
   // What the worker logged during the last run() (at most `max_bytes`, the end of it).
   std::string last_log(std::size_t max_bytes = 600) const;
   int starts() const { return starts_; }
+  // Start the next worker as soon as one ends (a crash, a hang, a recycle), so its process and
+  // CUDA context are set up while the caller judges what the last one wrote. Only where nothing
+  // is timed: a context coming up beside a timed kernel would disturb it (the audit, not eval).
+  void set_prestart(bool on) { prestart_ = on; }
 
 private:
   void start();
-  void stop(); // kills the group and reaps the process
+  void stop();  // kills the group and reaps the process
+  void ended(); // after a worker ended: its fds closed, a successor started (prestart), reaped
   std::vector<std::string> argv_;
   std::filesystem::path log_;
   process_limits limits_;
   int pid_ = -1, request_fd_ = -1, reply_fd_ = -1;
   std::uintmax_t log_from_ = 0;
   int starts_ = 0;
+  bool prestart_ = false;
 };
 
 // Shared for correctness runs (several workers may check outputs at once), exclusive for timing

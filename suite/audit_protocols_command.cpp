@@ -92,9 +92,11 @@ struct candidate {
 constexpr double trial_limit_factor = 50;
 constexpr double trial_limit_floor_seconds = 1;
 
-// The GPU workers: a quarter of the cores, 1..4 (eval's default: correctness runs overlap).
+// The GPU workers: half the cores, 1..8. Nothing is timed, the kernels are small and each
+// worker's parent thread judges its outputs on the CPU, so the audit scales with the cores more
+// than eval does (docs/performance.md).
 int default_workers() {
-  return static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 4, 1u, 4u));
+  return static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u));
 }
 
 // The family x protocol table: each cell the escape rate of the witnessed mutants with a verdict,
@@ -311,6 +313,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     worker_process worker(worker_command(shared.self_exe),
                           dir / "workers" / ("worker-" + std::to_string(n) + ".log"),
                           worker_limits());
+    worker.set_prestart(true); // (crashes and hangs are common here: each costs a restart)
     for (std::size_t i; (i = next++) < work.size();) {
       const auto& c = work[i];
       if (!c.compiled->ok) continue;

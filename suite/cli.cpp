@@ -164,9 +164,7 @@ void declare_audit(CLI::App& app, cli_values& v) {
       "checker calls (--cmd) or compiles (--protocol) at once (0: every core)");
   add_number<int>(
       k, "--workers", o.workers, "N", [](int x) { return x >= 0 && x <= 16; },
-      "a whole number 0..16",
-      "--protocol: GPU worker processes at once (0: a quarter of the "
-      "cores, 1..4)");
+      "a whole number 0..16", "--protocol: GPU worker processes at once (0: half the cores, 1..8)");
   add_number<int>(
       k, "--witness-seeds", o.witness_seeds, "N", [](int x) { return x >= 1 && x <= 16; },
       "a whole number 1..16", "--protocol: seeds per shape and regime of the witness plan");

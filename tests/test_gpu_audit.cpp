@@ -71,7 +71,7 @@ TEST(gpu_audit, protocols_accept_the_controls_and_only_strict_kills_the_omitted_
   }
   ASSERT_FALSE(omit_bias.empty());
   const auto r = kg::test::run({"audit", "checker", "--protocol", "all", "--catalog",
-                                (base / "catalog").string(), "--workers", "2", "--out",
+                                (base / "catalog").string(), "--workers", "4", "--out",
                                 (base / "out").string()});
   std::cout << r.out << r.err;
   EXPECT_EQ(r.rc, exit_code::ok);
