@@ -190,6 +190,9 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     const auto o = run_gated(*opt.worker, limit, manifest_file, false);
     ++a.worker_runs;
     const auto wr = read_worker_result(result_file);
+    if (o.replied && o.code == 4) // the harness's fault: no verdict of the candidate's from it
+      throw std::runtime_error("the worker could not write an output: " +
+                               wr.value("error", std::string("(no detail)")));
     const auto& reported = wr.value("trials", nlohmann::json::array());
     std::size_t n = 0;
     for (; n < sent.size() && n < reported.size(); ++n) {
@@ -203,8 +206,9 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
       for (std::size_t k = 0; fault.empty() && k < task.inputs.size(); ++k)
         if (t.contains("inputs_modified") && t["inputs_modified"].at(k).get<bool>())
           fault = "kg_run modified input '" + task.inputs[k].name + "' in place";
+      const auto trial_dir = opt.work_dir / ("t" + std::to_string(i));
       if (fault.empty()) {
-        const auto outs = read_outputs(task, plan[i].key, opt.work_dir / ("t" + std::to_string(i)));
+        const auto outs = read_outputs(task, plan[i].key, trial_dir);
         if (!outs) {
           fault = "the worker wrote no output";
         } else {
@@ -216,6 +220,9 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
           }
         }
       }
+      // Judged: its outputs go now, not with the candidate (a large task's 60 trials of 67 MB
+      // outputs per worker would otherwise sit in memory-backed scratch together).
+      remove_tree(trial_dir);
       if (!fault.empty()) {
         out.wrong = disagreement{};
         out.wrong->crash = fault;

@@ -609,6 +609,12 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
     return v;
   }
   const auto wr = read_worker_result(result_file);
+  if (o.replied && o.code == 4) { // the harness's fault (a full scratch): unknown, not failed
+    v.status = eval_status::missing;
+    v.reason = "not judged: the worker could not write an output: " +
+               wr.value("error", std::string("(no detail)"));
+    return v;
+  }
   if (!o.ok()) {
     v.status = eval_status::runtime_error;
     v.reason = "worker " + o.describe() +

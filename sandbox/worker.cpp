@@ -78,7 +78,10 @@ void upload_file(device_tensor& d, const std::string& file, pinned_buffer& stagi
 void download_file(const device_tensor& d, const std::string& file, pinned_buffer& staging) {
   auto* p = static_cast<char*>(staging.reserve(d.bytes));
   check_cuda(cudaMemcpy(p, d.ptr, d.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
-  std::ofstream(file, std::ios::binary).write(p, static_cast<std::streamsize>(d.bytes));
+  std::ofstream f(file, std::ios::binary);
+  f.write(p, static_cast<std::streamsize>(d.bytes));
+  f.close();
+  if (!f) throw harness_failure{"cannot write output file " + file + " (is its scratch full?)"};
 }
 
 namespace {
@@ -298,6 +301,10 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
     result["error"] = "CUDA error: " + f.what;
     write_result();
     return 5;
+  } catch (const harness_failure& f) {
+    result["error"] = f.what;
+    write_result();
+    return 4;
   } catch (const std::exception& e) { // timing_error, cuda_error from the harness
     result["error"] = std::string("timing: ") + e.what();
     write_result();

@@ -17,7 +17,8 @@ namespace kg {
 // "shape"}], "outputs": [{"file", "dtype", "shape"}]}], "timing": {...} (optional),
 // "trial_limit_seconds": S (optional)}. Writes the result JSON: {"trials": [{"rc",
 // "inputs_modified": [bool], "threads_before", "threads_after", "seconds"}], "timing", "error"}.
-// Codes: 0 done, 2 bad manifest, 3 cannot load the candidate, 5 CUDA error (recorded), 6 a call
+// Codes: 0 done, 2 bad manifest, 3 cannot load the candidate, 4 an output the worker could not
+// write (the harness's fault, not the candidate's), 5 CUDA error (recorded), 6 a call
 // ran past trial_limit_seconds (a hang: the process ends at once, its result holds the trials
 // before that call).
 int run_worker(const std::string& manifest_path);

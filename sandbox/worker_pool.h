@@ -17,7 +17,8 @@ namespace kg {
 
 struct worker_outcome {
   bool replied = false; // the worker finished the manifest: `code` is its answer
-  int code = -1;        // 0 done, 2 bad manifest, 3 cannot load the candidate, 5 CUDA error
+  int code = -1;        // 0 done, 2 bad manifest, 3 cannot load the candidate, 4 cannot write an
+                        // output (the harness's fault), 5 CUDA error
   bool timed_out = false;
   // The worker ended itself because a call ran past the manifest's trial_limit_seconds (exit
   // code 6, sandbox/worker.h): a hang at the trial after the last one in its result.

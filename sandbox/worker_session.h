@@ -11,8 +11,8 @@
 #include <cuda_runtime_api.h>
 #include <nlohmann/json.hpp>
 
-#include "kernels/abi/kg_candidate.h"
 #include "gpu/cuda_raii.h"
+#include "kernels/abi/kg_candidate.h"
 #include "timing/gpu_timer.h"
 #include "timing/timing_kernels.h"
 
@@ -21,6 +21,11 @@ namespace kg {
 using kg_run_fn = int (*)(const kg_tensor*, int, kg_tensor*, int, cudaStream_t);
 
 struct cuda_failure {
+  std::string what;
+};
+// The worker itself could not do its part (an output file it cannot write: a full scratch):
+// code 4, never the candidate's fault.
+struct harness_failure {
   std::string what;
 };
 

@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 
+#include "base/rng.h"
 #include "kernels/task_torch_refs.h"
 #include "oracles/device_allclose.h"
 #include "oracles/device_check.h"
@@ -14,7 +15,6 @@
 #include "sandbox/worker_session.h"
 #include "timing/paired.h"
 #include "timing/phase_log.h"
-#include "base/rng.h"
 #include "workloads/tensor.h"
 
 namespace kg {

@@ -13,9 +13,12 @@ fs::path worker_binary() {
   return fs::read_symlink("/proc/self/exe");
 }
 
-fs::path memory_scratch(const fs::path& out, const std::string& prefix) {
+fs::path memory_scratch(const fs::path& out, const std::string& prefix,
+                        std::uintmax_t min_free_bytes) {
   const fs::path shm = "/dev/shm";
-  if (fs::is_directory(shm) && ::access(shm.c_str(), W_OK) == 0)
+  std::error_code ec;
+  if (fs::is_directory(shm, ec) && ::access(shm.c_str(), W_OK) == 0 &&
+      fs::space(shm, ec).available >= min_free_bytes && !ec)
     return shm / (prefix + "-" + std::to_string(::getpid()));
   return out / "work";
 }

@@ -2,6 +2,7 @@
 // put the trials' tensors.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
@@ -10,8 +11,10 @@ namespace kg {
 // $KERNELGATE_WORKER when set (the CPU tests' stand-in), else this executable.
 std::filesystem::path worker_binary();
 
-// /dev/shm/<prefix>-<pid> when /dev/shm is writable (tens of MB per trial never touch a disk),
-// else <out>/work.
-std::filesystem::path memory_scratch(const std::filesystem::path& out, const std::string& prefix);
+// /dev/shm/<prefix>-<pid> when /dev/shm is writable and has `min_free_bytes` free (tens of MB per
+// trial never touch a disk; a container's default /dev/shm of 64 MB would fill and cut outputs
+// short), else <out>/work.
+std::filesystem::path memory_scratch(const std::filesystem::path& out, const std::string& prefix,
+                                     std::uintmax_t min_free_bytes = std::uintmax_t{8} << 30);
 
 } // namespace kg

@@ -5,7 +5,8 @@
 // KG_FAKE_NOLOAD is answered as an object that does not load (code 3), one carrying
 // KG_FAKE_VARY writes different bytes on every call (a kernel whose output varies), one carrying
 // KG_FAKE_TRIAL_HANG hangs in its first call when the manifest sets a per-call limit and ends as
-// the real worker's watchdog ends it (exit 6), and runs normally without one. Each trial's
+// the real worker's watchdog ends it (exit 6), and runs normally without one; one carrying
+// KG_FAKE_NOWRITE is answered as a worker that could not write an output (code 4). Each trial's
 // result carries an FNV-1a digest of its input files (what a seed reproduces) and whether the
 // manifest asked for a busy stream.
 #include <chrono>
@@ -52,6 +53,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "fake worker: trial 0 ran past its limit of %g s\n",
                      m.at("trial_limit_seconds").get<double>());
         std::_Exit(6);
+      }
+      if (bytes.find("KG_FAKE_NOWRITE") != std::string::npos) { // as a worker with a full scratch
+        result["error"] = "cannot write output file (fake) (is its scratch full?)";
+        std::ofstream(m.at("result").get<std::string>()) << result.dump() << "\n";
+        const std::string reply = "4 recycle\n";
+        return write(reply_fd, reply.data(), reply.size()) == static_cast<ssize_t>(reply.size())
+                   ? 0
+                   : 1;
       }
       if (bytes.find("KG_FAKE_NOLOAD") != std::string::npos) { // as a worker that cannot dlopen it
         result["error"] = "cannot load the candidate: " + so + ": (fake) undefined symbol";

@@ -18,9 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/remove_tree.h"
+#include "sandbox/sandbox.h"
 #include "suite/cli.h"
 #include "suite/exit_codes.h"
-#include "sandbox/sandbox.h"
 #include "suite/task_catalog.h"
 
 using namespace kg;
@@ -42,7 +42,8 @@ TEST(eval_pipeline, pairs_run_on_a_worker_pool_and_are_recorded_in_order) {
       {"a", ""},
       {"b", "// another copy\n"},
       {"crash", "__attribute__((used)) static const char marker[] = \"KG_FAKE_CRASH\";\n"},
-      {"hang", "__attribute__((used)) static const char marker[] = \"KG_FAKE_HANG\";\n"}};
+      {"hang", "__attribute__((used)) static const char marker[] = \"KG_FAKE_HANG\";\n"},
+      {"nowrite", "__attribute__((used)) static const char marker[] = \"KG_FAKE_NOWRITE\";\n"}};
   for (const auto& [name, extra] : cands)
     std::ofstream(d / "cands/softmax_lastdim" / (name + ".cu")) << extra << kernel.str();
   ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
@@ -67,29 +68,39 @@ TEST(eval_pipeline, pairs_run_on_a_worker_pool_and_are_recorded_in_order) {
       ids.push_back(rec.at("id"));
       statuses.push_back(rec.at("status"));
     }
-  const std::vector<std::string> want_ids = {"eval/softmax_lastdim/a", "eval/softmax_lastdim/b",
-                                             "eval/softmax_lastdim/crash",
-                                             "eval/softmax_lastdim/hang", "eval/sum_lastdim/-"};
+  const std::vector<std::string> want_ids = {
+      "eval/softmax_lastdim/a",    "eval/softmax_lastdim/b",       "eval/softmax_lastdim/crash",
+      "eval/softmax_lastdim/hang", "eval/softmax_lastdim/nowrite", "eval/sum_lastdim/-"};
   EXPECT_EQ(ids, want_ids);
-  const std::vector<std::string> want = {"INCORRECT_NUMERICAL", "INCORRECT_NUMERICAL",
-                                         "RUNTIME_ERROR", "TIMEOUT", "MISSING"};
+  // A worker that could not write an output (a full scratch) is the harness's fault: unknown.
+  const std::vector<std::string> want = {"INCORRECT_NUMERICAL",
+                                         "INCORRECT_NUMERICAL",
+                                         "RUNTIME_ERROR",
+                                         "TIMEOUT",
+                                         "MISSING",
+                                         "MISSING"};
   EXPECT_EQ(statuses, want) << out.str();
   const auto& recs = j.at("records");
   for (const auto& rec : recs) {
+    if (rec.at("id") == "eval/softmax_lastdim/nowrite")
+      EXPECT_NE(rec.at("status_reason").get<std::string>().find("could not write an output"),
+                std::string::npos)
+          << rec.at("status_reason");
     if (rec.at("id") != "eval/softmax_lastdim/crash") continue;
     EXPECT_NE(rec.at("status_reason").get<std::string>().find("signal 11"), std::string::npos)
         << rec.at("status_reason");
   }
   // The hang was cut at its 3 s limit while the other pairs went on beside it.
   EXPECT_LT(s, 60.0);
-  // KernelBench's layout: problem 1 is softmax_lastdim (the first task), with its four samples;
+  // KernelBench's layout: problem 1 is softmax_lastdim (the first task), with its five samples;
   // sum_lastdim had no candidate, so no samples. Nothing was timed: the baseline level is empty,
   // and fastp reads the pair as KernelBench files (0 aligned, exit 0).
   std::ifstream kbf(d / "kb/eval_results.json");
   const auto kb = nlohmann::json::parse(kbf);
   ASSERT_TRUE(kb.contains("1")) << kb.dump();
-  EXPECT_EQ(kb["1"].size(), 4u);
+  EXPECT_EQ(kb["1"].size(), 5u);
   EXPECT_EQ(kb["1"][2]["metadata"]["kernelgate_status"], "RUNTIME_ERROR");
+  EXPECT_EQ(kb["1"][4]["metadata"]["kernelgate_status"], "MISSING");
   EXPECT_FALSE(kb.contains("2"));
   std::ifstream basef(d / "kb/eval_results.baseline.json");
   EXPECT_TRUE(nlohmann::json::parse(basef).at("level1").empty());
