@@ -6,7 +6,8 @@
 #                checker' into tests.log, checks the example Python checker on the 44 task
 #                kernels (each must be accepted: checker_controls in audit.log), then starts
 #                `mutants generate` + `audit checker --protocol all` over kernels/tasks and
-#                kernels/variants (WORKERS GPU workers, default 4), then, with CMD=1, the
+#                kernels/variants (WORKERS GPU workers, default kernelgate's: half the cores,
+#                1..8; the host time per phase in phases.log), then, with CMD=1, the
 #                example checker through --cmd on the witnessed mutants (CMD_JOBS at once)
 #   PHASE=wait   waits for what PHASE=start began
 # At most 8 files come back: build.log, tests.log, audit.log, summary.json, kill_matrix.json,
@@ -35,8 +36,8 @@ if [ "$phase" = start ]; then
     done >>'$w/audit.log' 2>&1
     s=\$(date +%s)
     '$kg' mutants generate --out '$w/catalog' >>'$w/audit.log' 2>&1
-    '$kg' audit checker --protocol all --catalog '$w/catalog' --workers ${WORKERS:-4} \
-      --out '$w/audit' >>'$w/audit.log' 2>&1
+    KG_PHASE_LOG='$w/phases.log' '$kg' audit checker --protocol all --catalog '$w/catalog' \
+      --workers ${WORKERS:-0} --out '$w/audit' >>'$w/audit.log' 2>&1
     echo \"audit: exit \$? in \$(( \$(date +%s) - s )) s (generate included)\" >>'$w/audit.log'
     if [ '${CMD:-0}' = 1 ]; then
       s=\$(date +%s)
@@ -55,7 +56,7 @@ for f in summary.json kill_matrix.json input_suites.json; do
 done
 cp "$w/cmd/summary.json" "$logs/cmd_summary.json" 2>/dev/null
 (cd "$w" && tar czf "$logs/witnesses.tgz" $(ls audit/witnesses.jsonl audit/verdicts.jsonl \
-  cmd/verdicts.jsonl 2>/dev/null)) 2>/dev/null
+  cmd/verdicts.jsonl phases.log 2>/dev/null)) 2>/dev/null
 grep -c "^checker_controls .* exit 0$" "$w/audit.log" 2>/dev/null | sed 's/^/checker_controls accepted: /'
 tail -15 "$w/audit.log"
 [ -f "$w/done" ] || echo "still running: call again with PHASE=wait"
