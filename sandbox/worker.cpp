@@ -156,7 +156,8 @@ private:
 };
 
 // Runs one manifest; the result file is rewritten after every trial (a later crash keeps what was
-// seen). Returns the worker's code: 0 done, 3 cannot load the candidate, 5 CUDA error.
+// seen). Returns the worker's code: 0 done, 3 cannot load the candidate, 4 an output it cannot
+// write, 5 CUDA error (a hang ends the process with 6: trial_watchdog).
 int run_manifest(const nlohmann::json& m, const std::string& path, worker_session& s,
                  bool& left_state) {
   nlohmann::json result = {{"trials", nlohmann::json::array()}};
