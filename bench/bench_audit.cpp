@@ -1,16 +1,18 @@
 // Speed of the audit path on the CPU: the whole `audit layernorm-affine --backend cpu` (target:
 // under 2 s wall on a CPU machine) and its building blocks.
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 #include <unistd.h>
+#include <utility>
 
 #include <benchmark/benchmark.h>
 
+#include "base/sha256.h"
 #include "kernels/layernorm_backend.h"
 #include "oracles/comparators.h"
 #include "oracles/layernorm_oracle.h"
 #include "reports/remove_tree.h"
-#include "base/sha256.h"
 #include "suite/cli.h"
 
 using namespace kg;
@@ -59,5 +61,38 @@ static void bm_sha256_1mib(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(data.size()));
 }
 BENCHMARK(bm_sha256_1mib)->Unit(benchmark::kMicrosecond);
+
+// Judging one output as the audit does: 4M float32 elements (a relu-sized output is 16M) against
+// the fp64 oracle with compare_allclose, beside the same loop read through host_tensor::at (a
+// dtype switch per element, as scan read before it dispatched once per tensor).
+static std::pair<kg::host_tensor, kg::host_tensor> judged_pair() {
+  constexpr std::int64_t n = 4 << 20;
+  kg::host_tensor oracle(kg::dtype::float64, {n}), out(kg::dtype::float32, {n});
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double v = std::sin(0.001 * static_cast<double>(i));
+    oracle.set(i, v);
+    out.set(i, v + 1e-7);
+  }
+  return {std::move(oracle), std::move(out)};
+}
+
+static void bm_compare_allclose_4m(benchmark::State& state) {
+  const auto [oracle, out] = judged_pair();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(
+        kg::compare_allclose(oracle, out, 1e-5, 1e-5, kg::tolerance_side::reference));
+}
+BENCHMARK(bm_compare_allclose_4m)->Unit(benchmark::kMillisecond);
+
+static void bm_per_element_at_4m(benchmark::State& state) {
+  const auto [oracle, out] = judged_pair();
+  for (auto _ : state) {
+    std::int64_t bad = 0;
+    for (std::int64_t i = 0; i < oracle.numel(); ++i)
+      bad += std::fabs(oracle.at(i) - out.at(i)) > 1e-5 + 1e-5 * std::fabs(oracle.at(i));
+    benchmark::DoNotOptimize(bad);
+  }
+}
+BENCHMARK(bm_per_element_at_4m)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();
