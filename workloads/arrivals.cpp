@@ -1,5 +1,6 @@
 #include "workloads/arrivals.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
@@ -64,6 +65,27 @@ std::vector<request> generate_arrivals(const arrival_options& opt) {
       const double c = std::exp(lo + (hi - lo) * contexts.uniform01());
       r.contexts.push_back(std::min<std::int64_t>(opt.max_context, std::llround(c)));
     }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+double mean_context(const arrival_options& opt) {
+  const double lo = static_cast<double>(opt.min_context), hi = static_cast<double>(opt.max_context);
+  return hi > lo ? (hi - lo) / std::log(hi / lo) : lo;
+}
+
+std::vector<request> generate_warm_arrivals(const arrival_options& opt, double warm_up_seconds) {
+  auto before = opt;
+  before.duration_seconds = warm_up_seconds;
+  before.seed = opt.seed ^ 0x9e3779b97f4a7c15ull; // the warm-up's own draws
+  std::vector<request> out;
+  if (warm_up_seconds > 0) out = generate_arrivals(before);
+  for (auto& r : out)
+    r.arrival_seconds = warm_up_seconds - r.arrival_seconds; // counted back from the window
+  std::reverse(out.begin(), out.end());
+  for (auto r : generate_arrivals(opt)) {
+    r.arrival_seconds += warm_up_seconds;
     out.push_back(std::move(r));
   }
   return out;

@@ -33,4 +33,15 @@ struct request {
 
 std::vector<request> generate_arrivals(const arrival_options& opt);
 
+// The mean of the context draw: (max - min) / ln(max / min) for the log-uniform band, min when
+// the band is one value.
+double mean_context(const arrival_options& opt);
+
+// A trace with a warm-up before it (batching_options::measure_from_seconds = warm_up_seconds):
+// the window's arrivals are generate_arrivals(opt)'s, moved later by warm_up_seconds, so a seed
+// gives the same window whatever the warm-up; the warm-up's come from their own seed, counted
+// back from the window's start, so the arrivals nearest the window stay the same when the
+// warm-up grows. In arrival order.
+std::vector<request> generate_warm_arrivals(const arrival_options& opt, double warm_up_seconds);
+
 } // namespace kg

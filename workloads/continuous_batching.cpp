@@ -10,7 +10,8 @@
 namespace kg {
 
 double batching_result::tokens_per_second() const {
-  return end_seconds > 0 ? static_cast<double>(tokens) / end_seconds : 0.0;
+  const double window = end_seconds - window_start_seconds;
+  return window > 0 ? static_cast<double>(tokens) / window : 0.0;
 }
 
 double batching_result::mean_batch() const {
@@ -22,15 +23,28 @@ double batching_result::mean_batch() const {
   return steps > 0 ? rows / steps : 0.0;
 }
 
+namespace {
+// A sequence's token times in the window, in ms: a gap counts when it starts there (a gap from a
+// warm-up token ends a simulated step).
+std::vector<double> window_tokens_ms(const sequence_trace& s, double window_start) {
+  std::vector<double> t;
+  for (const double x : s.token_seconds)
+    if (x >= window_start) t.push_back(x * 1e3);
+  return t;
+}
+} // namespace
+
 double batching_result::p99_itl_ms() const {
   std::vector<std::vector<double>> ms;
-  for (const auto& s : sequences) {
-    std::vector<double> t;
-    for (const double x : s.token_seconds)
-      t.push_back(x * 1e3);
-    ms.push_back(std::move(t));
-  }
+  for (const auto& s : sequences)
+    ms.push_back(window_tokens_ms(s, window_start_seconds));
   return p99_inter_token_ms(ms);
+}
+
+bool batching_result::has_inter_token_interval() const {
+  for (const auto& s : sequences)
+    if (window_tokens_ms(s, window_start_seconds).size() >= 2) return true;
+  return false;
 }
 
 namespace {
@@ -68,17 +82,25 @@ public:
       while (next_ < order_.size() && r_.sequences[order_[next_]].arrival_seconds <= now_)
         waiting_.push_back(order_[next_++]);
       if (waiting_.empty() && prefilling_.empty() && decoding_.empty()) { // idle until an arrival
-        now_ = r_.sequences[order_[next_]].arrival_seconds;
+        const double next_arrival = r_.sequences[order_[next_]].arrival_seconds;
+        if (!window_open_ && next_arrival >= opt_.measure_from_seconds) {
+          now_ = std::max(now_, opt_.measure_from_seconds); // idle when the window opened
+          open_window();
+        }
+        now_ = next_arrival;
         continue;
       }
       if (now_ >= opt_.max_seconds) {
         r_.truncated = true;
         break;
       }
+      open_window();
       admit();
       run_step(plan_step());
     }
     r_.end_seconds = now_;
+    done_ = true;
+    open_window(); // a loop that ended in its warm-up: an empty window at its end
     return std::move(r_);
   }
 
@@ -155,8 +177,21 @@ private:
     return parts;
   }
 
+  // The window opens at the first step that begins at or after measure_from_seconds (or at the
+  // loop's end): at measure_from_seconds, or later when a simulated step straddled it. An idle
+  // stretch across it counts in the window (the server was there, with nothing to do).
+  void open_window() {
+    if (window_open_ || (now_ < opt_.measure_from_seconds && !done_)) return;
+    window_open_ = true;
+    r_.window_start_seconds = std::max(opt_.measure_from_seconds, last_simulated_end_);
+    if (r_.window_start_seconds > now_) r_.window_start_seconds = now_; // the loop ended first
+    r_.running_at_window_start = batch_size();
+    r_.waiting_at_window_start = static_cast<int>(waiting_.size());
+  }
+
   step_plan plan_step() const {
     step_plan plan;
+    plan.simulated = !window_open_;
     for (const auto& d : decoding_) {
       plan.decode_lengths.push_back(context(d.seq) + d.generated);
       plan.decode_sequences.push_back(d.seq);
@@ -177,32 +212,38 @@ private:
     const double dt = step_(plan);
     if (!(dt > 0)) throw std::invalid_argument("a step must take positive time");
     now_ += dt;
-    ++r_.steps;
-    r_.batch_histogram[plan.decode_lengths.size()] += 1;
-    r_.max_batch_seen = std::max(r_.max_batch_seen, static_cast<int>(plan.decode_lengths.size()));
+    const bool counted = !plan.simulated;
+    if (counted) {
+      ++r_.steps;
+      r_.batch_histogram[plan.decode_lengths.size()] += 1;
+      r_.max_batch_seen = std::max(r_.max_batch_seen, static_cast<int>(plan.decode_lengths.size()));
+      r_.tokens += static_cast<std::int64_t>(plan.decode_lengths.size());
+    } else {
+      ++r_.simulated_steps;
+      last_simulated_end_ = now_;
+    }
     for (auto& d : decoding_) {
       r_.sequences[d.seq].token_seconds.push_back(now_);
       ++d.generated;
     }
-    r_.tokens += static_cast<std::int64_t>(plan.decode_lengths.size());
-    finish_prefills(plan.prefills);
+    finish_prefills(plan.prefills, counted);
     retire();
   }
 
   // The parts are a prefix of prefilling_, in its order: the ones that end a prompt give the
   // sequence's first token and move it to the decode rows, behind the older ones.
-  void finish_prefills(const std::vector<prefill_part>& parts) {
+  void finish_prefills(const std::vector<prefill_part>& parts, bool counted) {
     std::size_t ended = 0;
     for (std::size_t i = 0; i < parts.size(); ++i) {
       prefilling_[i].done += parts[i].tokens;
-      r_.prefill_tokens += parts[i].tokens;
+      if (counted) r_.prefill_tokens += parts[i].tokens;
       if (!parts[i].last()) continue;
       r_.sequences[parts[i].sequence].token_seconds.push_back(now_);
       decoding_.push_back({parts[i].sequence, 1});
-      ++r_.tokens;
+      if (counted) ++r_.tokens;
       ++ended;
     }
-    if (!parts.empty()) ++r_.prefill_steps;
+    if (!parts.empty() && counted) ++r_.prefill_steps;
     // Budget goes oldest first, so only the oldest prefills can have ended.
     prefilling_.erase(prefilling_.begin(),
                       prefilling_.begin() + static_cast<std::ptrdiff_t>(ended));
@@ -228,6 +269,8 @@ private:
   std::vector<decoding> decoding_;
   std::int64_t kv_used_ = 0; // the counter's tokens (without kv_reserve)
   double now_ = 0;
+  bool window_open_ = false, done_ = false;
+  double last_simulated_end_ = 0;
 };
 
 } // namespace

@@ -36,6 +36,13 @@ struct batching_options {
   // a sequence can ever fit still uses kv_capacity_tokens, so callers set both.
   std::function<bool(std::size_t sequence, std::int64_t tokens)> kv_reserve;
   std::function<void(std::size_t sequence)> kv_release;
+  // Warm start: the steps that begin before this time are simulated (step_plan::simulated: the
+  // caller answers them from a cost model, without the GPU), and the result's measures cover the
+  // window after it (window_start_seconds). Why: a trace that starts empty measures the server
+  // filling up, not its steady state -- a sequence of 256 tokens lives for seconds at load, far
+  // longer than a trace -- so arrivals before the window bring the batch to its steady size
+  // first. 0: no warm-up, every step real.
+  double measure_from_seconds = 0;
 };
 
 // Prompt tokens [begin, begin + tokens) of sequence `sequence` (whose prompt is `context` tokens)
@@ -57,6 +64,7 @@ struct step_plan {
   std::vector<std::int64_t> decode_lengths;
   std::vector<std::size_t> decode_sequences; // the decode rows' sequence indices, same order
   std::vector<prefill_part> prefills;        // both modes: every prompt part of this step
+  bool simulated = false; // a warm-up step (before batching_options::measure_from_seconds)
 };
 
 using step_fn = std::function<double(const step_plan&)>; // returns the step's seconds
@@ -67,17 +75,27 @@ struct sequence_trace {
   std::vector<double> token_seconds; // the time each output token came out
 };
 
+// Every count and measure below covers the measured window (from window_start_seconds on: the
+// warm-up's simulated steps are counted apart); sequences keep every token's time.
 struct batching_result {
   std::vector<sequence_trace> sequences; // in arrival order (requests, then their sequences)
   std::int64_t steps = 0, tokens = 0;    // tokens: output tokens (decode rows + first tokens)
-  std::int64_t prefill_tokens = 0;       // prompt tokens prefilled over the run
+  std::int64_t prefill_tokens = 0;       // prompt tokens prefilled over the window
   std::int64_t prefill_steps = 0;        // steps with at least one prefill part
   double end_seconds = 0;                // the clock when the last step ended
   int max_batch_seen = 0;
   std::vector<std::int64_t> batch_histogram; // steps by number of decoded sequences (0..max)
   bool truncated = false;                    // max_seconds cut the run short
-  // Tokens per second over the run, and the p99 inter-token interval (first tokens excluded).
+  // Warm start: where the window began (measure_from_seconds, or the end of the simulated step
+  // that straddled it), the simulated steps before it, and the sequences running (prefilling or
+  // decoding) and waiting then.
+  double window_start_seconds = 0;
+  std::int64_t simulated_steps = 0;
+  int running_at_window_start = 0, waiting_at_window_start = 0;
+  // Tokens per second over the window, and the p99 inter-token interval of the gaps that start
+  // in it (first tokens excluded).
   double tokens_per_second() const;
+  bool has_inter_token_interval() const; // some gap starts in the window
   // Sequences decoded per step, averaged over the steps (batch_histogram): near max_batch, the
   // load is past saturation.
   double mean_batch() const;
