@@ -19,7 +19,8 @@ namespace {
 struct sequence_state {
   int slot = 0;
   std::int64_t kv_start = 0;
-  int token = 0; // the last token out: the next decode step's input
+  int token = 0;          // the last token out: the next decode step's input
+  bool simulated = false; // a warm-up step moved it: its KV is not there yet
 };
 
 // The slots and KV blocks of the running sequences, handed out at admission.
@@ -85,11 +86,82 @@ double elapsed_seconds(const cuda_event& a, const cuda_event& b) {
   return ms * 1e-3;
 }
 
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Seconds of `run` by the host clock, the stream synchronized: the median of 3 after one
+// untimed (as a serving step is timed).
+template <class F>
+double time_host(decode_engine& e, F run) {
+  std::vector<double> t;
+  for (int i = 0; i < 4; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    run();
+    KG_CUDA_CHECK(cudaStreamSynchronize(e.stream()));
+    if (i > 0)
+      t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  return median_of(t);
+}
+
 } // namespace
 
-batching_result run_decode_batching(decode_engine& e, const std::vector<request>& requests,
-                                    batching_options opt, decode_batching_stats* stats) {
+step_cost_model calibrate_step_cost(decode_engine& e, std::int64_t context,
+                                    std::int64_t chunk_tokens) {
   const auto& c = e.config();
+  const int ctx = static_cast<int>(std::clamp<std::int64_t>(context, 1, c.max_context - 1));
+  e.capture_all();
+  step_cost_model m;
+  kv_placement kv(e, nullptr);
+  std::vector<int> slots;
+  auto decode_at = [&](int b) {
+    const std::vector<int> tokens(static_cast<std::size_t>(b), 0), positions(tokens.size(), ctx),
+        rows(slots.begin(), slots.begin() + b);
+    m.decode_seconds.push_back({b, time_host(e, [&] {
+                                  e.step(tokens, positions, rows);
+                                  (void)e.next_tokens(b);
+                                })});
+  };
+  for (const int want : {1, 16, 64, c.max_batch}) {
+    const int b = std::min(want, c.max_batch);
+    if (!m.decode_seconds.empty() && b <= m.decode_seconds.back().first) continue;
+    while (static_cast<int>(slots.size()) < b && kv.reserve(slots.size(), ctx + 1)) {
+      slots.push_back(kv.at(slots.size()).slot);
+      e.prefill(slots.back(), ctx);
+    }
+    const int placed = static_cast<int>(slots.size());
+    if (placed == 0)
+      throw std::invalid_argument("calibrate_step_cost: no sequence of " + std::to_string(ctx) +
+                                  " tokens fits the KV pool");
+    if (m.decode_seconds.empty() || placed > m.decode_seconds.back().first) decode_at(placed);
+    if (placed < b) break; // the pool is full: the last segment extends beyond
+  }
+  const bool chunked = chunk_tokens > 0;
+  if (chunked && c.max_prefill_tokens < 1)
+    throw std::invalid_argument("calibrate_step_cost: chunked prefill needs prefill buffers");
+  const int n = chunked ? static_cast<int>(std::min<std::int64_t>(
+                              {chunk_tokens, static_cast<std::int64_t>(c.max_prefill_tokens), ctx}))
+                        : ctx;
+  const double t = time_host(e, [&] {
+    if (chunked) {
+      e.prefill_chunk({{slots.front(), 0, n, 1}});
+      (void)e.prefill_next_tokens(1);
+    } else {
+      e.prefill(slots.front(), n);
+    }
+  });
+  m.prefill_seconds_per_token = t / n;
+  return m;
+}
+
+batching_result run_decode_batching(decode_engine& e, const std::vector<request>& requests,
+                                    batching_options opt, decode_batching_stats* stats,
+                                    const step_cost_model* warm_model) {
+  const auto& c = e.config();
+  if (opt.measure_from_seconds > 0 && !warm_model)
+    throw std::invalid_argument("run_decode_batching: a warm start needs a step cost model");
   if (requests.empty())
     return run_continuous_batching(
         requests, [](const step_plan&) { return 1.0; }, opt);
@@ -107,7 +179,39 @@ batching_result run_decode_batching(decode_engine& e, const std::vector<request>
   e.capture_all(); // capture time is not a step's time
   cuda_event ev_start, ev_mid, ev_end;
   std::uint64_t synthetic_count = 0;
+  const auto synthetic_token = [&] {
+    return static_cast<int>((++synthetic_count * 7919u) % c.model.vocab);
+  };
+  const auto simulate = [&](const step_plan& plan) {
+    for (const auto seq : plan.decode_sequences)
+      kv.at(seq).simulated = true;
+    for (const auto& p : plan.prefills) {
+      auto& s = kv.at(p.sequence);
+      s.simulated = true;
+      if (p.last()) s.token = synthetic_token();
+    }
+    return warm_model->seconds(plan);
+  };
+  // The KV a simulated step would have written: decode rows up to their new token's position,
+  // prompts up to their part's first token. Before the step's clock starts.
+  const auto materialize = [&](const step_plan& plan) {
+    bool filled = false;
+    const auto fill = [&](std::size_t seq, std::int64_t tokens) {
+      auto& s = kv.at(seq);
+      if (!s.simulated) return;
+      s.simulated = false;
+      if (tokens > 0) e.prefill(s.slot, static_cast<int>(tokens));
+      filled = true;
+    };
+    for (std::size_t i = 0; i < plan.decode_sequences.size(); ++i)
+      fill(plan.decode_sequences[i], plan.decode_lengths[i] - 1);
+    for (const auto& p : plan.prefills)
+      fill(p.sequence, p.begin);
+    if (filled) KG_CUDA_CHECK(cudaStreamSynchronize(e.stream()));
+  };
   const auto step = [&](const step_plan& plan) {
+    if (plan.simulated) return simulate(plan);
+    materialize(plan);
     const auto t0 = std::chrono::steady_clock::now();
     if (stats) KG_CUDA_CHECK(cudaEventRecord(ev_start.get(), e.stream()));
     std::vector<decode_engine::prefill_part> parts;
@@ -151,8 +255,7 @@ batching_result run_decode_batching(decode_engine& e, const std::vector<request>
       if (!p.last()) continue;
       // The prefill's argmax; without a real prefill a synthetic first token, spread over the
       // vocabulary.
-      kv.at(p.sequence).token =
-          real_prefill ? first[i] : static_cast<int>((++synthetic_count * 7919u) % c.model.vocab);
+      kv.at(p.sequence).token = real_prefill ? first[i] : synthetic_token();
     }
     return seconds;
   };

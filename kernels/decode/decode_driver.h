@@ -20,6 +20,7 @@
 #include "workloads/arrivals.h"
 #include "workloads/continuous_batching.h"
 #include "workloads/load_search.h"
+#include "workloads/step_cost_model.h"
 
 namespace kg {
 
@@ -37,9 +38,23 @@ struct decode_batching_stats {
 // Every request must have the same output_tokens, and context + output_tokens <= max_context.
 // opt.max_batch is capped at the engine's, opt.prefill_chunk_tokens at its max_prefill_tokens
 // (std::invalid_argument when chunked prefill is asked of an engine without prefill buffers);
-// the graphs are captured before the first step. `stats`, when given, is filled.
+// the graphs are captured before the first step. `stats`, when given, is filled (the window's
+// steps only).
+// Warm start (opt.measure_from_seconds > 0): `warm_model` answers the simulated steps, with no
+// GPU work; the sequences they admitted or prefilled get their KV by the synthetic fill (up to
+// the position they reached) just before their first real step, outside its time, and a
+// synthetic last token. std::invalid_argument without a model.
 batching_result run_decode_batching(decode_engine& e, const std::vector<request>& requests,
-                                    batching_options opt, decode_batching_stats* stats = nullptr);
+                                    batching_options opt, decode_batching_stats* stats = nullptr,
+                                    const step_cost_model* warm_model = nullptr);
+
+// The warm start's cost model measured on `e` now (under whatever else runs on the GPU): the
+// decode step's host-clock seconds (as run_decode_batching times a step; the median of 3 after
+// one untimed) at batch 1, 16, 64 and max_batch (those whose sequences of `context` tokens fit
+// the KV pool), and one chunk of min(chunk_tokens, max_prefill_tokens, context) prompt tokens
+// per token. chunk_tokens 0 (whole prompts) measures a prompt of `context` tokens.
+step_cost_model calibrate_step_cost(decode_engine& e, std::int64_t context,
+                                    std::int64_t chunk_tokens);
 
 // Throughput at the p99 inter-token-latency limit: each load is a trace of `arrivals` at that
 // rate (arrivals.requests_per_second is replaced), run by run_decode_batching; the loop stops
