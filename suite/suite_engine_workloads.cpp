@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -102,20 +103,14 @@ arrival_options serving_arrivals(const suite_workload& w) {
   return a;
 }
 
-// Sequences that arrived at least 1 s before the window closed without a first token: the load
-// outran admission and prefill (the queue grows; ITL alone would not show it).
+// Sequences that arrived in the window at least 1 s before it closed without a first token: the
+// load outran admission and prefill (the queue grows; ITL alone would not show it).
 std::size_t starved_sequences(const batching_result& run, double window) {
   std::size_t n = 0;
+  const double from = run.window_start_seconds, to = run.window_start_seconds + window - 1.0;
   for (const auto& q : run.sequences)
-    n += q.arrival_seconds < window - 1.0 && q.token_seconds.empty();
+    n += q.arrival_seconds >= from && q.arrival_seconds < to && q.token_seconds.empty();
   return n;
-}
-
-// Whether some sequence decoded a second token: else the trace has no p99 ITL.
-bool has_inter_token_interval(const batching_result& run) {
-  for (const auto& q : run.sequences)
-    if (q.token_seconds.size() >= 2) return true;
-  return false;
 }
 
 double rel_l2(const std::vector<double>& got, const std::vector<double>& ref) {
@@ -249,13 +244,34 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
   note_setup(s, m);
   const int repeats = 3 * s.settings.repeats;
   decode_batching_stats stats; // the last trace's
+  // Warm start: each trace's window follows a warm-up of simulated steps (the loop's
+  // measure_from_seconds) that brings the batch to its steady size for the load, from a step cost
+  // model measured under this set-up's tenant (by the first trace of the set-up's first workload
+  // with this band's mean context and this chunk).
+  std::optional<step_cost_model> model;
+  double warm_up = 0;
+  const std::int64_t model_context = std::llround(mean_context(a));
   auto trace = [&](double rps, std::uint64_t seed) {
     throw_if_stop_requested();
+    if (!model) {
+      const std::pair key{model_context, b.prefill_chunk_tokens};
+      auto it = s.step_costs.find(key);
+      if (it == s.step_costs.end())
+        it = s.step_costs
+                 .emplace(key,
+                          calibrate_step_cost(e, model_context, b.prefill_chunk_tokens).quantized())
+                 .first;
+      model = it->second;
+      warm_up = warm_up_seconds(*model, b.max_batch, b.prefill_chunk_tokens, a.output_tokens);
+    }
     auto ak = a;
     ak.requests_per_second = rps;
     ak.seed = seed;
+    auto bk = b;
+    bk.measure_from_seconds = warm_up;
+    bk.max_seconds = warm_up + trace_seconds;
     stats = {};
-    return run_decode_batching(e, generate_arrivals(ak), b, &stats);
+    return run_decode_batching(e, generate_warm_arrivals(ak, warm_up), bk, &stats, &*model);
   };
   double prefill_gpu = 0, decode_gpu = 0; // over every trace
   auto describe = [&](const batching_result& run) {
@@ -267,7 +283,9 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
                           {"max_batch_seen", run.max_batch_seen},
                           {"prefill_tokens", run.prefill_tokens},
                           {"prefill_share_of_step_gpu_time", stats.prefill_share()},
-                          {"kv_refusals", stats.kv_refusals}};
+                          {"kv_refusals", stats.kv_refusals},
+                          {"running_at_window_start", run.running_at_window_start},
+                          {"waiting_at_window_start", run.waiting_at_window_start}};
   };
   nlohmann::json runs = nlohmann::json::array();
   std::size_t starved = 0, tenant_steps = 0, kv_refusals = 0;
@@ -356,7 +374,7 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
         ++seed;
         const auto run = trace(rps, seed);
         kv_refusals += stats.kv_refusals;
-        if (!has_inter_token_interval(run)) {
+        if (!run.has_inter_token_interval()) {
           skipped.push_back(seed);
           continue;
         }
@@ -374,6 +392,18 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
   m.extra["offered_sequences_per_second"] = rps * size;
   m.extra["repeats"] = runs;
   m.extra["trace_seconds"] = trace_seconds;
+  if (model) {
+    nlohmann::json decode = nlohmann::json::array();
+    for (const auto& [batch, seconds] : model->decode_seconds)
+      decode.push_back({{"batch", batch}, {"seconds", seconds}});
+    m.extra["warm_start"] = {
+        {"kind", "simulated steps from a step cost model measured on this set-up, values on the "
+                 "2^(1/16) grid; then the window's steps on the GPU"},
+        {"warm_up_seconds", warm_up},
+        {"calibrated_context", model_context},
+        {"decode_seconds", decode},
+        {"prefill_seconds_per_token", model->prefill_seconds_per_token}};
+  }
   m.extra["prefill"] = {
       {"kind", "chunked: the model over the prompts' tokens, at most prefill_chunk_tokens a step"},
       {"chunk_tokens", b.prefill_chunk_tokens},

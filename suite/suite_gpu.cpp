@@ -48,7 +48,8 @@ void suite_gpu_session::impl::leave_group() {
   // The kernel timer keeps CUPTI's activity tracing on while it lives: off before any engine or
   // training runs, whose thousands of kernels it would trace (and slow).
   timer.reset();
-  engine.reset(); // before the partition whose stream it uses
+  step_costs.clear(); // measured on this set-up
+  engine.reset();     // before the partition whose stream it uses
   if (hog) {
     hog->stop();
     hog.reset();

@@ -16,6 +16,7 @@
 #include "suite/suite_gpu.h"
 #include "suite/tenants.h"
 #include "timing/gpu_timer.h"
+#include "workloads/step_cost_model.h"
 
 namespace kg {
 
@@ -46,6 +47,9 @@ struct suite_gpu_session::impl {
   // reference), and by an fp32 trainer (the precision check).
   std::map<int, lora_step_reference> lora_reference_by_job, lora_fp32_by_job;
   void ensure_lora_references(int job);
+  // The serving warm-ups' step cost models, measured once per (context, chunk) in the set-up in
+  // place (its tenant running): the workloads of one set-up share its conditions.
+  std::map<std::pair<std::int64_t, std::int64_t>, step_cost_model> step_costs;
 
   double copy_gbps(); // the measured ceiling, once per run (1 GiB device copy)
   gpu_timer& kernel_timer();
