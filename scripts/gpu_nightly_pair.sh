@@ -4,7 +4,7 @@
 # one device call (10 minutes), so the pair runs in its own process session (setsid), which the
 # machine keeps while it is held; each call of this script waits up to WAIT_S seconds for it.
 #   PHASE=start  builds kernelgate, starts the pair, waits; ENGINE_TESTS=1 first builds and runs
-#                the decode engine's GPU tests (ctest -L gpu -R decode|prefill) into engine.log
+#                the decode engine's GPU tests (ctest -L gpu -R decode|prefill|serving_warm) into engine.log
 #                AUDIT=1 first runs the checker-audit GPU tests and a small `audit checker
 #                --protocol all` (AUDIT_TASKS) into audit.log, before the pair (the pair waits
 #                for it; this call returns once it is done)
@@ -30,7 +30,7 @@ if [ "$phase" = start ]; then
     BUILD_TARGET=$targets source "$root/scripts/gpu_build.sh" || exit 1
     kg="$BUILD_DIR/suite/kernelgate"
     if [ "${ENGINE_TESTS:-0}" = 1 ]; then
-      ctest -L gpu -R "decode|prefill" --timeout 300 >"$logs/engine.log" 2>&1
+      ctest -L gpu -R "decode|prefill|serving_warm" --timeout 300 >"$logs/engine.log" 2>&1
       grep -E "tests passed|tests failed|\(Failed\)" "$logs/engine.log"
     fi
   fi
