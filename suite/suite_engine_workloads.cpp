@@ -283,7 +283,7 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
                           {"max_batch_seen", run.max_batch_seen},
                           {"prefill_tokens", run.prefill_tokens},
                           {"prefill_share_of_step_gpu_time", stats.prefill_share()},
-                          {"kv_refusals", stats.kv_refusals},
+                          {"kv_refusals", run.kv_refusals},
                           {"running_at_window_start", run.running_at_window_start},
                           {"waiting_at_window_start", run.waiting_at_window_start}};
   };
@@ -373,7 +373,7 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
            ++tried) {
         ++seed;
         const auto run = trace(rps, seed);
-        kv_refusals += stats.kv_refusals;
+        kv_refusals += static_cast<std::size_t>(run.kv_refusals);
         if (!run.has_inter_token_interval()) {
           skipped.push_back(seed);
           continue;

@@ -84,6 +84,19 @@ TEST(batching_warm_start, a_loop_that_ends_in_its_warm_up_has_an_empty_window) {
   EXPECT_FALSE(r.has_inter_token_interval());
 }
 
+// A KV counter of 250 tokens: B (102) waits while A (202) runs, refused at the steps beginning
+// at 0 and 10 ms; A's second token ends it at 20 ms and B is admitted. Both refusals fall in a
+// warm-up to 25 ms and count only without it.
+TEST(batching_warm_start, kv_refusals_count_in_the_window_only) {
+  batching_options o;
+  o.kv_capacity_tokens = 250;
+  const std::vector<request> load = {req(0, {200}, 2), req(0, {100}, 2)};
+  const auto ten_ms = [](const step_plan&) { return 0.010; };
+  EXPECT_EQ(run_continuous_batching(load, ten_ms, o).kv_refusals, 2);
+  o.measure_from_seconds = 0.025;
+  EXPECT_EQ(run_continuous_batching(load, ten_ms, o).kv_refusals, 0);
+}
+
 // Without a warm-up every step is real and the window is the whole run.
 TEST(batching_warm_start, no_warm_up_counts_every_step) {
   const auto r = run_continuous_batching({req(0, {10}, 3)}, [](const step_plan& p) {

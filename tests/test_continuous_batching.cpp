@@ -341,6 +341,7 @@ TEST(continuous_batching, kv_reserve_refusing_holds_the_fifo_head_and_everyone_b
   const std::vector<std::pair<std::size_t, std::int64_t>> want_reserves = {
       {0, 102}, {1, 202}, {1, 202}, {1, 202}, {2, 12}};
   EXPECT_EQ(reserves, want_reserves);
+  EXPECT_EQ(r.kv_refusals, 2); // sequence 1, twice
   EXPECT_EQ(releases, (std::vector<std::size_t>{0, 1, 2}));
   EXPECT_TRUE(held.empty());
   expect_times(r.sequences[0], {0.010, 0.020});

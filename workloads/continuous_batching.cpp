@@ -151,7 +151,10 @@ private:
   void admit() {
     while (!waiting_.empty() && batch_size() < opt_.max_batch) {
       const std::size_t s = waiting_.front();
-      if (!reserve(s)) break;
+      if (!reserve(s)) {
+        if (window_open_) ++r_.kv_refusals;
+        break;
+      }
       waiting_.pop_front();
       prefilling_.push_back({s, 0});
     }

@@ -91,6 +91,7 @@ struct batching_result {
   // decoding) and waiting then.
   double window_start_seconds = 0;
   std::int64_t simulated_steps = 0;
+  std::int64_t kv_refusals = 0; // admissions the KV cache refused in the window (each attempt)
   int running_at_window_start = 0, waiting_at_window_start = 0;
   // Tokens per second over the window, and the p99 inter-token interval of the gaps that start
   // in it (first tokens excluded).

@@ -28,7 +28,8 @@ namespace kg {
 struct decode_batching_stats {
   double prefill_gpu_seconds = 0; // the steps' prompt parts
   double decode_gpu_seconds = 0;  // the steps' decode graphs
-  std::int64_t kv_refusals = 0;   // admissions the allocator refused (no free run long enough)
+  std::int64_t kv_refusals = 0;   // admissions the allocator refused (no free run long enough;
+                                  // a warm-up's too: batching_result::kv_refusals has the window's)
   double prefill_share() const {
     const double t = prefill_gpu_seconds + decode_gpu_seconds;
     return t > 0 ? prefill_gpu_seconds / t : 0.0;
