@@ -4,10 +4,13 @@
 # one device call (10 minutes), so the pair runs in its own process session (setsid), which the
 # machine keeps while it is held; each call of this script waits up to WAIT_S seconds for it.
 #   PHASE=start  builds kernelgate, starts the pair, waits; ENGINE_TESTS=1 first builds and runs
-#                the decode engine's GPU tests (ctest -L gpu -R decode|prefill|serving_warm) into engine.log
+#                the decode engine's GPU tests (ctest -L gpu -R "$ENGINE_TESTS_RE", default
+#                decode|prefill|serving_warm) into engine.log
 #                AUDIT=1 first runs the checker-audit GPU tests and a small `audit checker
 #                --protocol all` (AUDIT_TASKS) into audit.log, before the pair (the pair waits
 #                for it; this call returns once it is done)
+#                PRECHECK=REGEX first runs those nightly workloads (precheck.log) and starts
+#                the pair only if they pass
 #   PHASE=wait   waits for the pair started earlier (call again within the machine's warm time)
 # Each call leaves the logs so far, the run folders (packed) and, once the pair has ended, the
 # comparison in $LOG_DIR (the device's $OUT).
@@ -30,9 +33,19 @@ if [ "$phase" = start ]; then
     BUILD_TARGET=$targets source "$root/scripts/gpu_build.sh" || exit 1
     kg="$BUILD_DIR/suite/kernelgate"
     if [ "${ENGINE_TESTS:-0}" = 1 ]; then
-      ctest -L gpu -R "decode|prefill|serving_warm" --timeout 300 >"$logs/engine.log" 2>&1
+      ctest -L gpu -R "${ENGINE_TESTS_RE:-decode|prefill|serving_warm}" --timeout 300 >"$logs/engine.log" 2>&1
       grep -E "tests passed|tests failed|\(Failed\)" "$logs/engine.log"
     fi
+  fi
+  # PRECHECK=REGEX: those nightly workloads once before the pair, into precheck.log; the pair
+  # does not start when they fail (a broken build costs a minute, not the lease).
+  if [ -n "${PRECHECK:-}" ]; then
+    s=$SECONDS
+    timeout 300 "$kg" run --suite nightly --filter "$PRECHECK" --out "$pair/precheck" \
+      --no-progress >"$logs/precheck.log" 2>&1
+    rc=$?
+    echo "precheck: exit $rc in $((SECONDS - s)) s"
+    [ $rc = 0 ] || { tail -5 "$logs/precheck.log"; exit 1; }
   fi
   # The GPU before and after, in summary.txt (at most 8 files come back from the device).
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
@@ -90,7 +103,7 @@ for n in 1 2; do
 done
 # Whatever exists comes back on every call (records are streamed: a run cut short keeps them).
 cp "$pair"/*.log "$pair"/summary.txt "$logs/" 2>/dev/null
-(cd "$pair" && tar czf "$logs/runs.tgz" $(ls -d run1 run2 smoke st1 st2 wl1 wl2 audit 2>/dev/null))
+(cd "$pair" && tar czf "$logs/runs.tgz" $(ls -d run1 run2 smoke st1 st2 wl1 wl2 audit precheck 2>/dev/null))
 if [ ! -f "$pair/done" ]; then
   tail -3 "$pair"/run*.log
   echo "pair still running: call again with PHASE=wait"
