@@ -9,6 +9,7 @@
 #include "kernels/task_torch_refs.h"
 #include "suite/role_sources.h"
 #include "suite/suite_gpu_internal.h"
+#include "timing/clock_watch.h"
 #include "timing/copy_bandwidth.h"
 #include "workloads/arrivals.h"
 #include "workloads/continuous_batching.h"
@@ -197,12 +198,22 @@ suite_gpu_session::~suite_gpu_session() {
 
 measured_workload suite_gpu_session::run(const suite_workload& w) {
   p_->enter_group(w.setup);
-  if (w.level == "kernel") return run_kernel_workload(*p_, w);
-  if (w.kind == "decode_step") return run_decode_step_workload(*p_, w);
-  if (w.kind == "serving_throughput" || w.kind == "serving_p99")
-    return run_serving_workload(*p_, w);
-  if (w.kind == "lora_training") return run_training_workload(*p_, w);
-  throw std::invalid_argument("the suite runner has no executor for kind '" + w.kind + "'");
+  if (w.level == "kernel") return run_kernel_workload(*p_, w); // its timer reads the clocks
+  // The other levels time on the host: the SM clock is read beside them (timing/clock_watch.h).
+  if (!p_->nvml) p_->nvml = std::make_unique<nvml_session>();
+  const std::chrono::milliseconds period(100);
+  clock_watch watch(*p_->nvml, period);
+  measured_workload m;
+  if (w.kind == "decode_step")
+    m = run_decode_step_workload(*p_, w);
+  else if (w.kind == "serving_throughput" || w.kind == "serving_p99")
+    m = run_serving_workload(*p_, w);
+  else if (w.kind == "lora_training")
+    m = run_training_workload(*p_, w);
+  else
+    throw std::invalid_argument("the suite runner has no executor for kind '" + w.kind + "'");
+  m.extra["gpu_clocks"] = clock_watch_json(watch.stop(), period);
+  return m;
 }
 
 nlohmann::json suite_gpu_session::check_overrides() {

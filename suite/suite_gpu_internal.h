@@ -12,6 +12,7 @@
 
 #include "gpu/cuda_raii.h"
 #include "gpu/green_partition.h"
+#include "gpu/nvml.h"
 #include "kernels/decode/decode_engine.h"
 #include "suite/suite_gpu.h"
 #include "suite/tenants.h"
@@ -31,6 +32,7 @@ struct suite_gpu_session::impl {
   std::string group; // the set-up in place
   nlohmann::json setups = nlohmann::json::array();
   std::optional<double> copy_gbps_value;
+  std::unique_ptr<nvml_session> nvml; // the clock watch's, opened at the first workload it watches
   std::unique_ptr<gpu_timer> timer;
   // engine.* groups
   std::unique_ptr<cuda_stream> whole_stream;
