@@ -1,6 +1,7 @@
 #include "reports/run_compare.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -183,12 +184,28 @@ std::vector<double> samples_of(const json& rec) {
   return s;
 }
 
+// The record's SM clock: the clock watch's median, else the kernel timer's modal clock; a value
+// that is not a positive number counts as none.
+std::optional<double> sm_mhz_of(const json& rec) {
+  const auto extra = rec.value("extra", json::object());
+  if (!extra.is_object()) return std::nullopt;
+  json v;
+  if (extra.contains("gpu_clocks") && extra["gpu_clocks"].is_object() &&
+      extra["gpu_clocks"].contains("sm_mhz") && extra["gpu_clocks"]["sm_mhz"].is_object())
+    v = extra["gpu_clocks"]["sm_mhz"].value("median", json());
+  else if (extra.contains("timing") && extra["timing"].is_object())
+    v = extra["timing"].value("modal_sm_mhz", json());
+  if (v.is_number() && v.get<double>() > 0) return v.get<double>();
+  return std::nullopt;
+}
+
 side_summary summarize_side(const json& rec) {
   side_summary s;
   const auto x = samples_of(rec);
   s.samples = x.size();
   if (!x.empty()) s.median = median(x);
   if (rec.contains("error")) s.error = rec["error"].get<std::string>();
+  s.sm_mhz = sm_mhz_of(rec);
   return s;
 }
 
@@ -347,7 +364,9 @@ json pass_word(const std::optional<bool>& p) {
 
 json side_json(const std::optional<side_summary>& s) {
   if (!s) return nullptr;
-  json j = {{"samples", s->samples}, {"median", s->median ? json(*s->median) : json(nullptr)}};
+  json j = {{"samples", s->samples},
+            {"median", s->median ? json(*s->median) : json(nullptr)},
+            {"sm_mhz", s->sm_mhz ? json(*s->sm_mhz) : json(nullptr)}};
   if (s->error) j["error"] = *s->error;
   return j;
 }
@@ -504,6 +523,18 @@ run_comparison compare_runs(const suite_run_result& base, const suite_run_result
   return c;
 }
 
+std::optional<double> workload_comparison::clock_shift() const {
+  if (!base || !next || !base->sm_mhz || !next->sm_mhz) return std::nullopt;
+  return *next->sm_mhz / *base->sm_mhz - 1.0;
+}
+
+std::size_t run_comparison::clock_shift_count() const {
+  std::size_t n = 0;
+  for (const auto& w : workloads)
+    if (const auto s = w.clock_shift(); s && std::abs(*s) > clock_shift_threshold) ++n;
+  return n;
+}
+
 std::string compare_summary_line(const run_comparison& c) {
   std::ostringstream s;
   s << "compare: " << c.paired() << " paired: ";
@@ -527,6 +558,8 @@ std::string compare_summary_line(const run_comparison& c) {
     s << "; " << plural(f, "workload") << " failing gates in NEW";
   if (!c.environment_differences.empty())
     s << "; environment differs (" << c.environment_differences.size() << " fields, allowed)";
+  if (const auto n = c.clock_shift_count())
+    s << "; " << plural(n, "workload") << " with the SM clock moved";
   s << " -> " << (c.fails() ? "FAIL" : "PASS");
   return s.str();
 }
@@ -601,6 +634,7 @@ json compare_summary(const run_comparison& c) {
           {"only_in_new", c.only_in_new},
           {"gate_changes", c.gate_change_count()},
           {"workloads_failing_gates_new", c.workloads_failing_gates_new()},
+          {"clock_shifts", c.clock_shift_count()},
           {"environment_differences", std::move(diffs)},
           {"line", compare_summary_line(c)}};
 }

@@ -101,7 +101,16 @@ struct side_summary {
   std::size_t samples = 0;
   std::optional<double> median;
   std::optional<std::string> error; // the record's error, when it has one
+  // The SM clock the workload ran at (MHz): the clock watch's median (extra.gpu_clocks), or the
+  // kernel timer's modal clock (extra.timing.modal_sm_mhz); none when the record has neither.
+  std::optional<double> sm_mhz;
 };
+
+// Two runs whose SM clocks differ by more than this during a workload: `compare` lists the
+// workload with both clocks beside its decision (a run-level clock shift moves every sample of a
+// run alike, which the samples alone cannot tell from a regression). The decision is kept: a
+// change in the code can move the clock too.
+inline constexpr double clock_shift_threshold = 0.02;
 
 struct workload_comparison {
   std::string id;
@@ -113,6 +122,8 @@ struct workload_comparison {
   std::vector<gate_change> gate_changes;
   std::vector<std::string> failing_gates_new; // the gates that fail in NEW
   std::string missing_from;                   // "BASE" or "NEW" when status is missing
+  // NEW's SM clock over BASE's, minus 1, when both sides have one.
+  std::optional<double> clock_shift() const;
 };
 
 struct run_comparison {
@@ -124,6 +135,7 @@ struct run_comparison {
   std::size_t count(compare_status s) const;
   std::size_t paired() const; // ids present in both runs
   std::size_t gate_change_count() const;
+  std::size_t clock_shift_count() const; // paired workloads past clock_shift_threshold
   std::size_t workloads_failing_gates_new() const;
   // Exit 1: a workload SLOWER beyond the minimum effect, or a gate failing in NEW.
   bool fails() const;

@@ -142,6 +142,17 @@ void print_lists(std::ostream& out, const run_comparison& c) {
   print_list(out, "only in BASE, missing in NEW", c.only_in_base);
   print_list(out, "only in NEW, missing in BASE", c.only_in_new);
   print_list(out, "gates failing in NEW", failing);
+  std::vector<std::string> clocks;
+  for (const auto& w : c.workloads)
+    if (const auto shift = w.clock_shift(); shift && std::abs(*shift) > clock_shift_threshold)
+      clocks.push_back(w.id + ": " + fixed(*w.base->sm_mhz, 0) + " -> " +
+                       fixed(*w.next->sm_mhz, 0) + " MHz (" + (*shift > 0 ? "+" : "") +
+                       fixed(100.0 * *shift, 1) + "%), " +
+                       std::string(compare_status_name(w.status)));
+  print_list(out,
+             "SM clock moved by more than " + fixed(100.0 * clock_shift_threshold, 0) +
+                 "% (BASE -> NEW, the workload's median)",
+             clocks);
   std::vector<std::string> env;
   for (const auto& d : c.environment_differences)
     env.push_back(d.field + ": BASE " + printable(d.base.dump()) + ", NEW " +

@@ -405,6 +405,39 @@ TEST_F(compare_test, a_gate_changed_to_failing_is_listed_and_exits_1) {
   EXPECT_NE(back.out.find("logits_finite FAIL->pass"), std::string::npos) << back.out;
 }
 
+// A run whose SM clock fell 7.6% (1980 -> 1830 MHz, the clock watch's median) while its samples
+// grew 10%: still SLOWER (the code can move the clock too), and listed with both clocks. A
+// kernel timer's modal clock 0.8% apart (1980 -> 1965) and a record without clocks are not.
+TEST_F(compare_test, a_moved_sm_clock_is_listed_beside_the_decision) {
+  const auto x = normal_samples(12e-6, 0.01, 41), y = normal_samples(20e-6, 0.01, 42);
+  auto watched = [](json rec, double mhz) {
+    rec["extra"]["gpu_clocks"] = {{"readings", 12}, {"sm_mhz", {{"median", mhz}}}};
+    return rec;
+  };
+  auto timed = [](json rec, double mhz) {
+    rec["extra"]["timing"] = {{"modal_sm_mhz", mhz}};
+    return rec;
+  };
+  const auto base = write_run("base", {{watched(workload(id_a, x), 1980),
+                                        timed(workload(id_b, y), 1980), workload(id_c, y)}});
+  const auto next = write_run("new", {{watched(workload(id_a, scaled(x, 1.10)), 1830),
+                                       timed(workload(id_b, y), 1965), workload(id_c, y)}});
+  const auto c = compare(base, next);
+  EXPECT_EQ(find(c, id_a).status, compare_status::slower);
+  ASSERT_TRUE(find(c, id_a).clock_shift());
+  EXPECT_NEAR(*find(c, id_a).clock_shift(), 1830.0 / 1980.0 - 1.0, 1e-12);
+  EXPECT_NEAR(*find(c, id_b).clock_shift(), 1965.0 / 1980.0 - 1.0, 1e-12);
+  EXPECT_FALSE(find(c, id_c).clock_shift());
+  EXPECT_EQ(c.clock_shift_count(), 1u);
+  EXPECT_EQ(compare_summary(c)["clock_shifts"], 1);
+  const auto r = run({"compare", base, next});
+  EXPECT_EQ(r.rc, exit_code::failures);
+  EXPECT_NE(r.out.find("SM clock moved by more than 2%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(id_a + ": 1980 -> 1830 MHz (-7.6%), SLOWER"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(id_b + ": 1980"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 workload with the SM clock moved -> FAIL"), std::string::npos) << r.out;
+}
+
 TEST_F(compare_test, an_error_record_gives_no_data) {
   const auto x = normal_samples(12e-6, 0.01, 17);
   const auto base =
