@@ -65,9 +65,12 @@ if [ "$phase" = start ]; then
       echo \"audit: exit \$? in \$(( \$(date +%s) - s )) s\" >>'$pair/summary.txt'
     fi
     touch '$pair/audit_done'
+    # The second run replays the first's serving warm-up models, as a nightly replays its
+    # baseline's (docs/cli.md, run --warm-from).
     for n in 1 2; do
       s=\$(date +%s%N)
-      '$kg' run --suite nightly --out \"$pair/run\$n\" --no-progress >\"$pair/run\$n.log\" 2>&1
+      warm=''; [ \$n = 2 ] && warm='--warm-from $pair/run1'
+      '$kg' run --suite nightly --out \"$pair/run\$n\" --no-progress \$warm >\"$pair/run\$n.log\" 2>&1
       rc=\$?
       echo \"run\$n: exit \$rc in \$(( (\$(date +%s%N) - s) / 1000000 )) ms\" >>'$pair/summary.txt'
     done

@@ -354,6 +354,8 @@ void declare_run(CLI::App& app, cli_values& v) {
       c, "--repeats", o.repeats, "N", [](int x) { return x >= 1 && x <= 20; },
       "a whole number 1..20", "multiply every workload's samples");
   add_text(c, "--clocks", o.clocks, "POLICY", "observe, require-locked or lock=MHZ");
+  add_text(c, "--warm-from", o.warm_from, "RUN",
+           "replay a finished run's serving warm-up models (a nightly against its baseline)");
   c->add_flag("--no-progress", o.no_progress, "one line per workload even on a terminal");
   c->add_flag("--dry-run", o.list_only, "print the run order and expected time, run nothing");
   c->add_option("--override", o.overrides,

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include "reports/environment.h"
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
+#include "reports/run_compare.h"
 #include "suite/exit_codes.h"
 #include "suite/gpu_hold.h"
 #include "suite/suite_catalog.h"
@@ -22,6 +24,7 @@
 #include "timing/clock_policy.h"
 #include "timing/interrupt.h"
 #include "workloads/decode_engine_plan.h"
+#include "workloads/step_cost_model.h"
 
 namespace kg {
 namespace {
@@ -37,7 +40,8 @@ std::string file_text(const fs::path& p) {
 // the sample counts (else its records would mix two measurements).
 nlohmann::json run_identity(const suite_def& s, const run_options& o,
                             const std::vector<suite_workload>& ordered,
-                            const std::vector<role_override>& overrides) {
+                            const std::vector<role_override>& overrides,
+                            const nlohmann::json& warm) {
   nlohmann::json ov = nlohmann::json::object();
   for (const auto& x : overrides)
     ov[x.role] = {{"source", x.source.string()}, {"sha256", x.sha256}};
@@ -47,14 +51,46 @@ nlohmann::json run_identity(const suite_def& s, const run_options& o,
   nlohmann::json ids = nlohmann::json::array();
   for (const auto& w : ordered)
     ids.push_back(w.id);
-  return {{"suite", s.name},    {"suite_files", s.files},  {"suite_sha256", sha256_hex(bytes)},
-          {"filter", o.filter}, {"repeats", o.repeats},    {"clock_policy", o.clocks},
-          {"overrides", ov},    {"workloads", ids.size()}, {"order", ids}};
+  return {{"suite", s.name},
+          {"suite_files", s.files},
+          {"suite_sha256", sha256_hex(bytes)},
+          {"filter", o.filter},
+          {"repeats", o.repeats},
+          {"clock_policy", o.clocks},
+          {"overrides", ov},
+          {"warm_from", warm.is_null() ? nlohmann::json(nullptr) : warm},
+          {"workloads", ids.size()},
+          {"order", ids}};
+}
+
+// --warm-from RUN: the serving warm-up model of each workload of a finished run (its records'
+// extra.warm_start), by id, and {path, sha256} of the file read. Throws compare_input_error (the
+// run cannot be read) or std::invalid_argument (no model, or one that is not a model).
+std::map<std::string, step_cost_model> warm_models_of(const std::string& run,
+                                                      nlohmann::json& source) {
+  const auto r = load_suite_run(run, "RUN");
+  std::map<std::string, step_cost_model> models;
+  for (const auto& rec : r.records) {
+    const auto extra = rec.value("extra", nlohmann::json::object());
+    if (!extra.is_object() || !extra.contains("warm_start")) continue;
+    const auto id = rec["id"].get<std::string>();
+    try {
+      models.emplace(id, step_cost_model_from_json(extra["warm_start"]));
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument("workload " + id + ": " + e.what());
+    }
+  }
+  if (models.empty())
+    throw std::invalid_argument("no workload of it has a serving warm-up model "
+                                "(extra.warm_start)");
+  source = {{"path", r.file.string()}, {"sha256", r.sha256}, {"models", models.size()}};
+  return models;
 }
 
 // Whether a resumed folder's identity matches; "" or the first field that differs.
 std::string identity_mismatch(const nlohmann::json& was, const nlohmann::json& now) {
-  for (const char* k : {"suite_sha256", "filter", "repeats", "clock_policy", "overrides"})
+  for (const char* k :
+       {"suite_sha256", "filter", "repeats", "clock_policy", "overrides", "warm_from"})
     if (was.value(k, nlohmann::json()) != now[k])
       return std::string(k) + " was " + was.value(k, nlohmann::json()).dump() + ", now " +
              now[k].dump();
@@ -153,7 +189,18 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
     err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
   }
-  const auto identity = run_identity(suite, o, ordered, overrides);
+  nlohmann::json warm_source;
+  std::map<std::string, step_cost_model> warm_models;
+  if (!o.warm_from.empty()) {
+    try {
+      warm_models = warm_models_of(o.warm_from, warm_source);
+    } catch (const std::exception& e) { // compare_input_error, std::invalid_argument
+      err << "kernelgate: --warm-from " << printable(o.warm_from) << ": "
+          << printable(e.what(), 400) << "\n";
+      return exit_code::bad_input;
+    }
+  }
+  const auto identity = run_identity(suite, o, ordered, overrides, warm_source);
   const fs::path dir = !o.resume.empty() ? fs::path(o.resume)
                        : !o.out.empty()  ? fs::path(o.out)
                                          : fs::path("kg-out/run-" + suite.name);
@@ -179,6 +226,7 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
   settings.repeats = o.repeats;
   settings.log = &err;
   settings.overrides = std::move(overrides);
+  settings.warm_models = std::move(warm_models);
   auto session = std::make_unique<suite_gpu_session>(settings);
   auto config = identity;
   config["clocks_note"] = gpu->clocks_note();

@@ -17,6 +17,7 @@ struct run_options {
   int repeats = 1;    // multiplies every workload's samples
   std::string clocks = "observe";
   std::vector<std::string> overrides; // ROLE=FILE.cu (suite/role_override.h)
+  std::string warm_from; // a finished run whose serving warm-up models this run replays
   bool no_progress = false;
   bool list_only = false; // --dry-run: print the run order and the expected time, run nothing
 };

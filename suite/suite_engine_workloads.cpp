@@ -246,22 +246,30 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
   decode_batching_stats stats; // the last trace's
   // Warm start: each trace's window follows a warm-up of simulated steps (the loop's
   // measure_from_seconds) that brings the batch to its steady size for the load, from a step cost
-  // model measured under this set-up's tenant (by the first trace of the set-up's first workload
-  // with this band's mean context and this chunk).
+  // model: replayed from --warm-from's run when it has this workload, else measured under this
+  // set-up's tenant (by the first trace of the set-up's first workload with this band's mean
+  // context and this chunk).
   std::optional<step_cost_model> model;
+  std::string model_source;
   double warm_up = 0;
   const std::int64_t model_context = std::llround(mean_context(a));
   auto trace = [&](double rps, std::uint64_t seed) {
     throw_if_stop_requested();
     if (!model) {
-      const std::pair key{model_context, b.prefill_chunk_tokens};
-      auto it = s.step_costs.find(key);
-      if (it == s.step_costs.end())
-        it = s.step_costs
-                 .emplace(key,
-                          calibrate_step_cost(e, model_context, b.prefill_chunk_tokens).quantized())
-                 .first;
-      model = it->second;
+      if (const auto given = s.settings.warm_models.find(w.id);
+          given != s.settings.warm_models.end()) {
+        model = given->second;
+        model_source = "replayed (--warm-from)";
+      } else {
+        const std::pair key{model_context, b.prefill_chunk_tokens};
+        auto it = s.step_costs.find(key);
+        if (it == s.step_costs.end())
+          it = s.step_costs
+                   .emplace(key, calibrate_step_cost(e, model_context, b.prefill_chunk_tokens))
+                   .first;
+        model = it->second;
+        model_source = "calibrated";
+      }
       warm_up = warm_up_seconds(*model, b.max_batch, b.prefill_chunk_tokens, a.output_tokens);
     }
     auto ak = a;
@@ -393,16 +401,12 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
   m.extra["repeats"] = runs;
   m.extra["trace_seconds"] = trace_seconds;
   if (model) {
-    nlohmann::json decode = nlohmann::json::array();
-    for (const auto& [batch, seconds] : model->decode_seconds)
-      decode.push_back({{"batch", batch}, {"seconds", seconds}});
-    m.extra["warm_start"] = {
-        {"kind", "simulated steps from a step cost model measured on this set-up, values on the "
-                 "2^(1/16) grid; then the window's steps on the GPU"},
-        {"warm_up_seconds", warm_up},
-        {"calibrated_context", model_context},
-        {"decode_seconds", decode},
-        {"prefill_seconds_per_token", model->prefill_seconds_per_token}};
+    auto warm = step_cost_model_json(*model);
+    warm["kind"] = "simulated steps from a step cost model, then the window's steps on the GPU";
+    warm["source"] = model_source;
+    warm["warm_up_seconds"] = warm_up;
+    warm["calibrated_context"] = model_context;
+    m.extra["warm_start"] = std::move(warm);
   }
   m.extra["prefill"] = {
       {"kind", "chunked: the model over the prompts' tokens, at most prefill_chunk_tokens a step"},

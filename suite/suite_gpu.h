@@ -5,13 +5,16 @@
 // them), so a suite pays each set-up once.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <ostream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "suite/role_override.h"
 #include "suite/suite_runner.h"
+#include "workloads/step_cost_model.h"
 
 namespace kg {
 
@@ -23,6 +26,9 @@ struct suite_gpu_settings {
   int repeats = 1;                      // multiplies every workload's sample count
   std::ostream* log = nullptr;          // set-up progress lines, when set
   std::vector<role_override> overrides; // checked (check_overrides) before the first workload
+  // Serving warm-up models by workload id, replayed instead of calibrated (run --warm-from): two
+  // runs then start each trace's window from the same simulated state.
+  std::map<std::string, step_cost_model> warm_models;
 };
 
 class suite_gpu_session {

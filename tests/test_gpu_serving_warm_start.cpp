@@ -57,7 +57,7 @@ TEST(gpu_serving_warm_start, a_warm_window_opens_on_the_steady_batch) {
   auto c = tiny_serving_config();
   c.kv_pool_tokens = 4000; // 8 blocks of the longest life (350 tokens, 384 in 64-token granules)
   decode_engine e(c, s.get());
-  const auto model = calibrate_step_cost(e, 200, 64).quantized();
+  const auto model = calibrate_step_cost(e, 200, 64);
   arrival_options a;
   a.requests_per_second = 2000;
   a.request_sizes = {1};

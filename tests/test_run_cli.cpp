@@ -63,6 +63,60 @@ TEST(run_cli, bad_suites_filters_and_overrides_are_one_line_exit_2_and_write_not
   kg::remove_tree(dir);
 }
 
+// --warm-from names a finished run whose serving records carry warm-up models; anything else is
+// one line, exit 2, before the GPU is looked for. Hand-made runs: one without any model, one whose
+// model has a batch out of order, one that is not a result at all.
+TEST(run_cli, warm_from_a_run_without_usable_models_is_one_line_exit_2) {
+  const auto dir = out_dir("warm");
+  const auto write_run = [&](const std::string& name, const nlohmann::json& extra) {
+    const auto folder = dir / name;
+    fs::create_directories(folder);
+    nlohmann::json rec = {
+        {"type", "suite_workload"},
+        {"id", "serving.p99.production.512-2048.solo"},
+        {"metric", {{"name", "p99_itl_ms"}, {"direction", "lower"}, {"unit", "ms"}}},
+        {"samples", {30.0, 31.0, 32.0}},
+        {"gates", nlohmann::json::array()},
+        {"extra", extra}};
+    nlohmann::json doc = {{"schema", "kernelgate.result/1"},
+                          {"kind", "suite_run"},
+                          {"environment", nlohmann::json::object()},
+                          {"config", {{"suite", "smoke"}}},
+                          {"records", {rec}},
+                          {"summary", {{"status", "complete"}}}};
+    std::ofstream(folder / "result.json") << doc.dump();
+    return folder.string();
+  };
+  const auto none = write_run("none", {{"setup", "engine.whole"}});
+  const auto disordered = write_run(
+      "disordered", {{"warm_start",
+                      {{"decode_seconds",
+                        {{{"batch", 16}, {"seconds", 0.005}}, {{"batch", 1}, {"seconds", 0.002}}}},
+                       {"prefill_seconds_per_token", 1e-5}}}});
+  fs::create_directories(dir / "empty");
+  struct bad_case {
+    std::string from, says;
+  };
+  const std::vector<bad_case> cases = {
+      {(dir / "missing").string(), "does not exist"},
+      {(dir / "empty").string(), "without result.json"},
+      {none, "no workload of it has a serving warm-up model"},
+      {disordered, "workload serving.p99.production.512-2048.solo: step cost model: decode "
+                   "batches must ascend"},
+  };
+  for (const auto& c : cases) {
+    const auto r =
+        run({"run", "--suite", "smoke", "--warm-from", c.from, "--out", (dir / "out").string()});
+    SCOPED_TRACE(c.says);
+    EXPECT_EQ(r.rc, 2) << r.err;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("--warm-from"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir / "out" / "records.jsonl"));
+  }
+  kg::remove_tree(dir);
+}
+
 TEST(run_cli, a_workload_the_engine_cannot_serve_is_refused_before_anything_runs) {
   // nightly's b32 ctx8192 step at batch 64: a valid suite file (its SOL is the model's), but the
   // engine has 32 slots.

@@ -1,5 +1,5 @@
 // The warm start's step cost model on hand-worked values.
-#include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -41,21 +41,22 @@ TEST(step_cost_model, a_plan_costs_its_decode_rows_and_its_prompt_tokens) {
   EXPECT_NEAR(warm_up_seconds(m, 64, 2048, 256), 256 * (0.011 + 0.02048), 1e-12);
 }
 
-// Rounded to powers of 2^(1/16): 2 ms is 2^-8.9658; x 16 = -143.45, rounded -143: 2^(-143/16).
-// Values a step of 2^(1/32) apart at most land on one grid point or its neighbour.
-TEST(step_cost_model, quantized_values_sit_on_the_sixteenth_octave_grid) {
-  const auto q = three_points().quantized();
-  EXPECT_NEAR(q.decode_seconds[0].second, std::exp2(-143.0 / 16.0), 1e-15);
-  for (const auto& [b, t] : q.decode_seconds) {
-    const double k = 16.0 * std::log2(t);
-    EXPECT_NEAR(k, std::round(k), 1e-9) << "batch " << b;
-  }
-  const double k = 16.0 * std::log2(q.prefill_seconds_per_token);
-  EXPECT_NEAR(k, std::round(k), 1e-9);
-  step_cost_model near = three_points();
-  near.decode_seconds[0].second *= 1.01;
-  EXPECT_LE(
-      std::abs(std::log2(near.quantized().decode_seconds[0].second / q.decode_seconds[0].second) *
-               16.0),
-      1.0 + 1e-9);
+// What records carry comes back as the same model; what cannot be a model is refused.
+TEST(step_cost_model, a_model_round_trips_through_json_and_bad_ones_are_refused) {
+  const auto m = three_points();
+  const auto back = step_cost_model_from_json(step_cost_model_json(m));
+  EXPECT_EQ(back.decode_seconds, m.decode_seconds);
+  EXPECT_EQ(back.prefill_seconds_per_token, m.prefill_seconds_per_token);
+  const auto bad = [](const char* text) {
+    EXPECT_THROW(step_cost_model_from_json(nlohmann::json::parse(text)), std::invalid_argument)
+        << text;
+  };
+  bad(R"({"prefill_seconds_per_token": 1e-5})");
+  bad(R"({"decode_seconds": [], "prefill_seconds_per_token": 1e-5})");
+  bad(R"({"decode_seconds": [{"batch": 0, "seconds": 0.002}], "prefill_seconds_per_token": 1e-5})");
+  bad(R"({"decode_seconds": [{"batch": 4, "seconds": 0.002}, {"batch": 2, "seconds": 0.003}],
+          "prefill_seconds_per_token": 1e-5})");
+  bad(R"({"decode_seconds": [{"batch": 1, "seconds": -1}], "prefill_seconds_per_token": 1e-5})");
+  bad(R"({"decode_seconds": [{"batch": 1, "seconds": 0.002}], "prefill_seconds_per_token": 0})");
+  bad(R"([1, 2])");
 }

@@ -34,14 +34,35 @@ double step_cost_model::longest_step(int max_batch, std::int64_t chunk_tokens) c
   return decode(max_batch) + prefill_seconds_per_token * static_cast<double>(chunk_tokens);
 }
 
-step_cost_model step_cost_model::quantized() const {
-  const auto q = [](double x) {
-    return x > 0 ? std::exp2(std::round(16.0 * std::log2(x)) / 16.0) : x;
+nlohmann::json step_cost_model_json(const step_cost_model& m) {
+  nlohmann::json decode = nlohmann::json::array();
+  for (const auto& [batch, seconds] : m.decode_seconds)
+    decode.push_back({{"batch", batch}, {"seconds", seconds}});
+  return {{"decode_seconds", decode}, {"prefill_seconds_per_token", m.prefill_seconds_per_token}};
+}
+
+step_cost_model step_cost_model_from_json(const nlohmann::json& j) {
+  const auto positive = [](const nlohmann::json& v) {
+    return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0;
   };
-  step_cost_model m = *this;
-  for (auto& [b, t] : m.decode_seconds)
-    t = q(t);
-  m.prefill_seconds_per_token = q(prefill_seconds_per_token);
+  if (!j.is_object() || !j.contains("decode_seconds") || !j["decode_seconds"].is_array() ||
+      j["decode_seconds"].empty())
+    throw std::invalid_argument("step cost model: no decode_seconds points");
+  step_cost_model m;
+  for (const auto& p : j["decode_seconds"]) {
+    if (!p.is_object() || !p.contains("batch") || !p["batch"].is_number_integer() ||
+        p["batch"].get<int>() < 1 || !p.contains("seconds") || !positive(p["seconds"]))
+      throw std::invalid_argument("step cost model: a decode point needs a batch >= 1 and "
+                                  "seconds > 0: " +
+                                  p.dump());
+    const int b = p["batch"].get<int>();
+    if (!m.decode_seconds.empty() && b <= m.decode_seconds.back().first)
+      throw std::invalid_argument("step cost model: decode batches must ascend");
+    m.decode_seconds.push_back({b, p["seconds"].get<double>()});
+  }
+  if (!j.contains("prefill_seconds_per_token") || !positive(j["prefill_seconds_per_token"]))
+    throw std::invalid_argument("step cost model: prefill_seconds_per_token must be > 0");
+  m.prefill_seconds_per_token = j["prefill_seconds_per_token"].get<double>();
   return m;
 }
 

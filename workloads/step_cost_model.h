@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "workloads/continuous_batching.h"
 
 namespace kg {
@@ -23,11 +25,14 @@ struct step_cost_model {
   double seconds(const step_plan& plan) const;
   // The longest step the loop can plan: max_batch rows decoding beside a full chunk of prompt.
   double longest_step(int max_batch, std::int64_t chunk_tokens) const;
-  // Every value rounded to the nearest power of 2^(1/16) (4.4% apart). Why: two calibrations of
-  // one build differ by a few percent; rounded they mostly agree, and then the warm-ups simulated
-  // from them hand the window the same state, so two runs' traces stay paired.
-  step_cost_model quantized() const;
 };
+
+// The model as records carry it ({"decode_seconds": [{"batch", "seconds"}],
+// "prefill_seconds_per_token"}), and back: a run replays another run's warm-ups from its records
+// (`kernelgate run --warm-from`). from_json throws std::invalid_argument naming what is wrong (no
+// points, a batch below 1 or out of order, a time that is not a positive finite number).
+nlohmann::json step_cost_model_json(const step_cost_model& m);
+step_cost_model step_cost_model_from_json(const nlohmann::json& j);
 
 // How long a warm-up brings the batch to its steady size: one sequence's life at the longest
 // step (output_tokens steps), so that no sequence running at the window's start began before
