@@ -3,25 +3,16 @@
 // measures count; then a Poisson load whose steady-state batch Little's law gives by hand.
 #include <cmath>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "batching_requests.h"
 #include "workloads/arrivals.h"
 #include "workloads/continuous_batching.h"
 
 using namespace kg;
-
-namespace {
-request req(double at, std::vector<std::int64_t> contexts, std::int64_t out) {
-  request r;
-  r.arrival_seconds = at;
-  r.contexts = std::move(contexts);
-  r.output_tokens = out;
-  return r;
-}
-} // namespace
+using kg::test::req;
 
 // One sequence of 6 tokens, 10 ms steps beginning at 0, 10, ..., 50 ms (the first prefills and
 // gives token 1). The window is asked from 25 ms: the steps beginning at 0, 10 and 20 ms are

@@ -12,20 +12,15 @@
 
 #include <gtest/gtest.h>
 
+#include "batching_requests.h"
 #include "workloads/continuous_batching.h"
 #include "workloads/kv_allocator.h"
 #include "workloads/load_search.h"
 
 using namespace kg;
+using kg::test::req;
 
 namespace {
-request req(double at, std::vector<std::int64_t> contexts, std::int64_t out) {
-  request r;
-  r.arrival_seconds = at;
-  r.contexts = std::move(contexts);
-  r.output_tokens = out;
-  return r;
-}
 double constant_10ms(const step_plan&) {
   return 0.010;
 }
