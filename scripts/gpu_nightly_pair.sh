@@ -5,7 +5,8 @@
 # machine keeps while it is held; each call of this script waits up to WAIT_S seconds for it.
 #   PHASE=start  builds kernelgate, starts the pair, waits; ENGINE_TESTS=1 first builds and runs
 #                the decode engine's GPU tests (ctest -L gpu -R "$ENGINE_TESTS_RE", default
-#                decode|prefill|serving_warm) into engine.log
+#                decode|prefill|serving_warm) into engine.log; ENGINE_TESTS=after runs them
+#                once the pair and its extras have ended (the pair's timing is not delayed)
 #                AUDIT=1 first runs the checker-audit GPU tests and a small `audit checker
 #                --protocol all` (AUDIT_TASKS) into audit.log, before the pair (the pair waits
 #                for it; this call returns once it is done)
@@ -28,11 +29,11 @@ if [ "$phase" = start ]; then
     kg=$KG_BIN
   else
     targets=kernelgate
-    [ "${ENGINE_TESTS:-0}" = 1 ] && targets="$targets kg_decode_gpu_tests"
+    [ "${ENGINE_TESTS:-0}" != 0 ] && targets="$targets kg_decode_gpu_tests"
     [ "${AUDIT:-0}" = 1 ] && targets="$targets kg_gpu_tests"
     BUILD_TARGET=$targets source "$root/scripts/gpu_build.sh" || exit 1
     kg="$BUILD_DIR/suite/kernelgate"
-    if [ "${ENGINE_TESTS:-0}" = 1 ]; then
+    if [ "${ENGINE_TESTS:-0}" = 1 ]; then # (=after: at the end of the pair instead)
       ctest -L gpu -R "${ENGINE_TESTS_RE:-decode|prefill|serving_warm}" --timeout 300 >"$logs/engine.log" 2>&1
       grep -E "tests passed|tests failed|\(Failed\)" "$logs/engine.log"
     fi
@@ -95,6 +96,11 @@ if [ "$phase" = start ]; then
       '$kg' run --suite smoke --out \"$pair/smoke\" --no-progress >>'$pair/extras.log' 2>&1
       echo \"smoke: exit \$? in \$(( (\$(date +%s%N) - s) / 1000000 )) ms\" >>'$pair/summary.txt'
     fi
+    if [ '${ENGINE_TESTS:-0}' = after ]; then
+      (cd '${BUILD_DIR:-.}' && timeout 300 ctest -L gpu -R '${ENGINE_TESTS_RE:-decode|prefill|serving_warm}' \
+        --timeout 240) >'$pair/engine.log' 2>&1
+      grep -E 'tests passed|tests failed|[(]Failed[)]' '$pair/engine.log' >>'$pair/summary.txt'
+    fi
     touch '$pair/done'" </dev/null >/dev/null 2>&1 &
 fi
 [ -d "$pair" ] || { echo "no pair started on this machine (PHASE=start first)"; exit 1; }
@@ -105,8 +111,10 @@ for n in 1 2; do
   [ -f "$pair/run$n.log" ] && echo "run$n: $(grep -c '^\[' "$pair/run$n.log") workloads done"
 done
 # Whatever exists comes back on every call (records are streamed: a run cut short keeps them).
-cp "$pair"/*.log "$pair"/summary.txt "$logs/" 2>/dev/null
-(cd "$pair" && tar czf "$logs/runs.tgz" $(ls -d run1 run2 smoke st1 st2 wl1 wl2 audit precheck 2>/dev/null))
+# (engine.log after the pair travels in runs.tgz: at most 8 files come back)
+cp $(ls "$pair"/*.log | grep -v '/engine.log$') "$pair"/summary.txt "$logs/" 2>/dev/null
+(cd "$pair" && tar czf "$logs/runs.tgz" $(ls -d run1 run2 smoke st1 st2 wl1 wl2 audit precheck \
+  engine.log 2>/dev/null))
 if [ ! -f "$pair/done" ]; then
   tail -3 "$pair"/run*.log
   echo "pair still running: call again with PHASE=wait"
