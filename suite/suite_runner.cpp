@@ -46,13 +46,6 @@ std::string show_value(double v, const std::string& unit) {
   return s.str();
 }
 
-std::string clock_text(double seconds) {
-  const long s = std::lround(std::max(0.0, seconds));
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
-  return buf;
-}
-
 } // namespace
 
 nlohmann::json make_suite_record(const suite_workload& w, const measured_workload& m,
@@ -117,17 +110,21 @@ std::set<std::string> finished_ids(const std::vector<nlohmann::json>& records) {
   return out;
 }
 
+namespace {
+double total_cost(const std::vector<suite_workload>& to_run) {
+  double c = 0;
+  for (const auto& w : to_run)
+    c += w.cost_seconds;
+  return c;
+}
+} // namespace
+
 suite_progress::suite_progress(std::ostream& out, bool terminal,
                                const std::vector<suite_workload>& to_run)
-    : out_(out), terminal_(terminal), total_(to_run.size()),
-      start_(std::chrono::steady_clock::now()) {
-  for (const auto& w : to_run)
-    cost_left_ += w.cost_seconds;
-}
+    : meter_(out, terminal, to_run.size(), total_cost(to_run)), total_(to_run.size()) {}
 
 double suite_progress::eta_seconds() const {
-  const double scale = cost_done_ > 0 ? wall_done_ / cost_done_ : 1.0;
-  return cost_left_ * scale;
+  return meter_.eta_seconds();
 }
 
 std::string suite_progress::result_line(const nlohmann::json& r) {
@@ -150,41 +147,21 @@ std::string suite_progress::result_line(const nlohmann::json& r) {
   return s.str();
 }
 
-void suite_progress::draw(const std::string& current) {
-  const double elapsed =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  const int width = 24;
-  const int filled = total_ ? static_cast<int>(width * done_ / total_) : width;
-  out_ << "\r\033[K[" << std::string(static_cast<std::size_t>(filled), '#')
-       << std::string(static_cast<std::size_t>(width - filled), '.') << "] " << done_ << "/"
-       << total_ << "  " << clock_text(elapsed) << " elapsed, ETA " << clock_text(eta_seconds())
-       << "  " << current << std::flush;
-}
-
 void suite_progress::begin(const suite_workload& w) {
-  if (terminal_) draw(w.id);
+  meter_.start(w.id);
 }
 
 void suite_progress::end(const suite_workload& w, const nlohmann::json& record,
                          double wall_seconds) {
-  ++done_;
-  cost_left_ = std::max(0.0, cost_left_ - w.cost_seconds);
-  cost_done_ += w.cost_seconds;
-  wall_done_ += wall_seconds;
   std::ostringstream line;
-  line << "[" << std::setw(3) << done_ << "/" << total_ << "] " << std::left << std::setw(46)
-       << w.id << std::right << " " << result_line(record) << "  (" << std::fixed
+  line << "[" << std::setw(3) << meter_.done_count() + 1 << "/" << total_ << "] " << std::left
+       << std::setw(46) << w.id << std::right << " " << result_line(record) << "  (" << std::fixed
        << std::setprecision(1) << wall_seconds << " s)";
-  if (terminal_) {
-    out_ << "\r\033[K" << line.str() << "\n";
-    draw("");
-  } else {
-    out_ << line.str() << std::endl;
-  }
+  meter_.done(line.str(), w.cost_seconds, wall_seconds);
 }
 
 void suite_progress::finish() {
-  if (terminal_) out_ << "\r\033[K" << std::flush;
+  meter_.finish();
 }
 
 suite_loop_result run_suite_loop(const std::vector<suite_workload>& ordered,

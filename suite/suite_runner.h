@@ -5,7 +5,6 @@
 // has no record and runs again).
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -17,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/result_writer.h"
+#include "suite/progress_meter.h"
 #include "suite/workload_result.h"
 #include "workloads/suite_def.h"
 
@@ -68,12 +68,8 @@ public:
   result_line(const nlohmann::json& record); // "median [lo, hi] unit, SOL, gates"
 
 private:
-  void draw(const std::string& current);
-  std::ostream& out_;
-  bool terminal_;
-  std::size_t total_ = 0, done_ = 0;
-  double cost_left_ = 0, cost_done_ = 0, wall_done_ = 0;
-  std::chrono::steady_clock::time_point start_;
+  progress_meter meter_;
+  std::size_t total_;
 };
 
 struct suite_loop_result {
