@@ -27,6 +27,7 @@
 #include "suite/audit_protocols_command.h"
 #include "suite/exit_codes.h"
 #include "suite/mutants_command.h"
+#include "suite/progress_meter.h"
 
 namespace kg {
 
@@ -108,11 +109,13 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
                                    : std::max(1u, std::thread::hardware_concurrency());
   std::mutex mu;
   std::atomic<std::size_t> next{0};
+  progress_meter meter(out, progress_bar_wanted(out, o.no_progress), work.size());
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < std::min<std::size_t>(jobs, std::max<std::size_t>(work.size(), 1)); ++t)
     pool.emplace_back([&] {
       for (std::size_t i = next++; i < work.size(); i = next++) {
         const auto& c = work[i];
+        meter.start(c.row);
         const auto w =
             scratch / (c.row.rfind("control:", 0) == 0 ? "control-" + std::to_string(i) : c.row);
         fs::create_directories(w);
@@ -130,6 +133,11 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
                       .dump()
                << "\n"
                << std::flush;
+        char line[64];
+        std::snprintf(line, sizeof line, "  (%.1f s)", a.seconds);
+        meter.done("[" + std::to_string(meter.done_count() + 1) + "/" +
+                   std::to_string(work.size()) + "] " + c.row + "  " +
+                   std::string(kill_verdict_name(a.verdict)) + line);
         if (keep) { // the checker's log of an error or a timeout stays, under logs/
           std::error_code e2;
           fs::create_directories(dir / "logs", e2);
@@ -141,6 +149,7 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
     });
   for (auto& th : pool)
     th.join();
+  meter.finish();
   remove_tree(scratch);
 
   // Scores, escapes, false rejections.

@@ -30,6 +30,7 @@ struct audit_checker_options {
   int jobs = 0;       // calls at once, or compiles at once (--protocol); 0: every core
   int workers = 0;    // --protocol: GPU workers at once; 0: a quarter of the cores, 1..4
   int witness_seeds = 1;
+  bool no_progress = false; // one line per candidate even on a terminal
 };
 
 // Exit 0 when every call ended and no control was rejected; 1 when the checker rejected a correct

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <iomanip>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,7 @@
 #include "sandbox/sandbox.h"
 #include "suite/audit_inputs.h"
 #include "suite/exit_codes.h"
+#include "suite/progress_meter.h"
 #include "suite/task_catalog.h"
 #include "suite/worker_paths.h"
 #include "timing/interrupt.h"
@@ -309,6 +311,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
                                  : std::size_t{2} << 30;
   }();
   fs::create_directories(dir / "workers");
+  progress_meter meter(out, progress_bar_wanted(out, o.no_progress), total);
   auto thread_body = [&](int n) {
     worker_process worker(worker_command(shared.self_exe),
                           dir / "workers" / ("worker-" + std::to_string(n) + ".log"),
@@ -325,6 +328,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       }
       const auto& task = tasks.at(c.task);
       const auto* plan = plans.at(c.task).get();
+      meter.start(c.row);
       // The next task's trials, computed on the cache's pool while this one runs -- unless the
       // trials held already pass an eighth of the machine's memory (a 16M-element task's plan and
       // protocols hold gigabytes; their files sit in memory-backed scratch too).
@@ -407,10 +411,16 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
                      .dump()
               << "\n"
               << std::flush;
-      if (++done % 100 == 0 || done == total)
-        out << "audit: " << done << " of " << total << " candidates, "
-            << static_cast<long>(seconds_since(t_audit) + 0.5) << " s\n"
-            << std::flush;
+      ++done;
+      int accepted_by = 0;
+      for (const auto& ch : a.checks)
+        accepted_by += ch.verdict == kill_verdict::survived;
+      std::ostringstream line;
+      line << "[" << done << "/" << total << "] " << c.row << "  "
+           << (control ? "control" : witness_status_name(a.witness.status)) << ", accepted by "
+           << accepted_by << " of " << checks.size() << " protocols  (" << std::fixed
+           << std::setprecision(1) << a.seconds << " s)";
+      meter.done(line.str());
       if (--left[c.task] == 0) cache.forget(audit_trial_keys(task, plan, checks, shared));
     }
   };
@@ -419,6 +429,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     for (int n = 0; n < workers; ++n)
       threads.emplace_back(thread_body, n);
   }
+  meter.finish();
   const double audit_seconds = seconds_since(t_audit);
 
   // Phase 3: suites, reports, scores.

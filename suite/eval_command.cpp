@@ -33,6 +33,7 @@
 #include "sandbox/trial_cache.h"
 #include "sandbox/worker_pool.h"
 #include "suite/exit_codes.h"
+#include "suite/progress_meter.h"
 #include "suite/task_catalog.h"
 #include "suite/worker_paths.h"
 #include "timing/interrupt.h"
@@ -462,6 +463,7 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
   for (const auto& p : pairs)
     ++pairs_left[p.task->id];
   std::vector<std::optional<candidate_verdict>> verdicts(pairs.size());
+  progress_meter meter(out, progress_bar_wanted(out, o.no_progress), pairs.size());
   std::size_t committed = 0;
   std::mutex commit_m;
   auto commit_ready = [&] { // holds commit_m
@@ -484,10 +486,11 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
       if (v.detail.contains("speedup"))
         reason = "speedup " + std::to_string(v.detail["speedup"].get<double>()).substr(0, 5) +
                  " vs task kernel (" + v.detail.value("decision", std::string()) + "); " + reason;
-      out << std::left << std::setw(26) << p.task->id << " " << std::setw(15)
-          << (p.candidate.empty() ? "-" : p.candidate) << " " << std::setw(19)
-          << status_name(*v.status) << " " << reason << "\n"
-          << std::flush;
+      std::ostringstream line;
+      line << std::left << std::setw(26) << p.task->id << " " << std::setw(15)
+           << (p.candidate.empty() ? "-" : p.candidate) << " " << std::setw(19)
+           << status_name(*v.status) << " " << reason;
+      meter.done(line.str());
     }
   };
   auto runnable = [&](std::size_t i) { return i < pairs.size() && !pairs[i].source.empty(); };
@@ -509,6 +512,7 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
                           logs / ("worker-" + std::to_string(n) + ".log"), worker_limits());
     for (std::size_t i; (i = next++) < pairs.size();) {
       const auto& p = pairs[i];
+      meter.start(p.task->id + (p.candidate.empty() ? "" : " / " + p.candidate));
       scoped_phase pair_phase("eval.pair");
       // The CPU side of this pair and the next ones (inputs, oracles, references), on the
       // cache's pool while the GPU runs this one.
@@ -607,6 +611,7 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
     for (int n = 0; n < workers; ++n)
       threads.emplace_back(pair_thread, n);
   }
+  meter.finish();
   interrupted = stopped;
   if (std::string why; !torch_store.save(&why))
     err << "kernelgate: warning: the LibTorch reference times were not kept: " << why << "\n";

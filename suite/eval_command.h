@@ -27,6 +27,7 @@ struct eval_options {
   std::string scratch;               // trial tensors ("": /dev/shm, else <out>/work)
   std::string torch_time = "cached"; // cached | fresh | no
   std::optional<std::uint64_t> seed; // none: a secret seed from the OS
+  bool no_progress = false;          // one line per pair even on a terminal
 };
 
 // The folder of the task kernels (eval's default --baselines).

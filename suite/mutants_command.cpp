@@ -20,6 +20,7 @@
 #include "mutants/mutation_rules.h"
 #include "reports/result_writer.h"
 #include "suite/exit_codes.h"
+#include "suite/progress_meter.h"
 
 namespace kg {
 namespace fs = std::filesystem;
@@ -230,7 +231,9 @@ int run_mutants_generate_command(const mutants_options& o, std::ostream& out, st
   std::vector<mutant> all;
   nlohmann::json file_list = nlohmann::json::array();
   std::map<std::string, int> by_family, by_rule, by_task;
+  progress_meter meter(out, progress_bar_wanted(out, o.no_progress), files.size());
   for (const auto& [path, s] : files) {
+    meter.start(path);
     bool ok = false;
     const std::string text = read_text(s.file, ok);
     if (!ok) return bad_input(err, "cannot read '" + s.file.string() + "'");
@@ -241,12 +244,14 @@ int run_mutants_generate_command(const mutants_options& o, std::ostream& out, st
                          {"bytes", text.size()},
                          {"mutants", ms.size()}});
     by_task[s.task] += static_cast<int>(ms.size());
+    meter.done(path + "  " + std::to_string(ms.size()) + " mutants");
     for (auto& m : ms) {
       ++by_family[m.family];
       ++by_rule[m.rule];
       all.push_back(std::move(m));
     }
   }
+  meter.finish();
   std::set<std::string> ids;
   for (const auto& m : all)
     if (!ids.insert(m.id).second)

@@ -19,6 +19,7 @@ struct mutants_options {
   std::vector<std::string> kernels; // globs or folders, relative to root; empty: the defaults
   std::string root;                 // empty: default_source_root()
   std::string out;
+  bool no_progress = false; // one line per file even on a terminal
 };
 
 // $KERNELGATE_SOURCE_DIR when set and not empty, else the source tree kernelgate was built from.

@@ -21,6 +21,7 @@
 #include "sandbox/sass_equivalence.h"
 #include "suite/exit_codes.h"
 #include "suite/mutants_command.h"
+#include "suite/progress_meter.h"
 
 namespace kg {
 
@@ -103,9 +104,15 @@ int run_mutants_equivalence_command(const mutants_equivalence_options& o, std::o
   for (const auto& [p, s] : sources)
     paths.push_back(p);
   std::vector<std::optional<std::string>> original(paths.size());
+  std::size_t compiles = paths.size();
+  for (const auto& e : all)
+    compiles += e.status.empty();
+  progress_meter meter(out, progress_bar_wanted(out, o.no_progress), compiles);
   parallel_for(paths.size(), jobs, [&](std::size_t i) {
     const auto w = work / ("original-" + std::to_string(i));
+    meter.start(paths[i]);
     original[i] = compile_cubin_digest(sources[paths[i]], w);
+    meter.done("original " + paths[i] + (original[i] ? "  compiled" : "  does not compile"));
     if (original[i]) remove_tree(w);
   });
   std::map<std::string, const std::optional<std::string>*> digest_of;
@@ -126,12 +133,15 @@ int run_mutants_equivalence_command(const mutants_equivalence_options& o, std::o
   parallel_for(todo.size(), jobs, [&](std::size_t k) {
     const auto i = todo[k];
     const auto w = work / all[i].m.id;
+    meter.start(all[i].m.id);
     const auto d = compile_cubin_digest(mutated[i], w);
     all[i].status = !d                                 ? "compile_error"
                     : *d == **digest_of[all[i].m.path] ? "equivalent"
                                                        : "differs";
+    meter.done(all[i].m.id + "  " + all[i].m.task + "  " + all[i].m.family + "  " + all[i].status);
     remove_tree(w);
   });
+  meter.finish();
   const double mutant_seconds = seconds_since(t_mut);
   remove_tree(work);
 

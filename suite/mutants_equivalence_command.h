@@ -17,7 +17,8 @@ struct mutants_equivalence_options {
   std::string root;    // where the catalog's paths are; empty: default_source_root()
   std::string tasks;   // a regex: only mutants of matching tasks; empty: all
   std::string out;
-  int jobs = 0; // parallel compiles; 0: every core
+  int jobs = 0;             // parallel compiles; 0: every core
+  bool no_progress = false; // one line per compile even on a terminal
 };
 
 // Exit 0; 2 for a missing or malformed catalog, a source that does not match it, a bad regex or

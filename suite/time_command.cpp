@@ -19,6 +19,7 @@
 #include "reports/result_writer.h"
 #include "suite/exit_codes.h"
 #include "suite/gpu_hold.h"
+#include "suite/progress_meter.h"
 #include "suite/timed_layernorm.h"
 #include "timing/clock_policy.h"
 #include "timing/gpu_timer.h"
@@ -152,9 +153,19 @@ int run_time_command(const time_options& o, const std::vector<std::string>& args
     return exit_code::bad_input;
   }
   nlohmann::json summary = {{"status", "complete"}};
+  // Three phases with --vs (each kernel alone, then the ABBA pairs), one without.
+  progress_meter meter(out, progress_bar_wanted(out, o.no_progress), o.vs.empty() ? 1 : 3);
+  auto result_text = [](const std::string& name, const timing_result& r) {
+    std::ostringstream s;
+    print_result(s, name, r);
+    auto t = s.str();
+    if (!t.empty() && t.back() == '\n') t.pop_back();
+    return t;
+  };
   try {
     const timed_impl& impl = impls.at(o.impl);
     timed_layernorm problem(cfg, impl.expected);
+    meter.start("timing " + o.impl);
     const auto r = timer.measure_honest(problem.work(impl.launch));
     writer->append({{"type", "timing"},
                     {"id", "timing/" + o.impl},
@@ -167,7 +178,7 @@ int run_time_command(const time_options& o, const std::vector<std::string>& args
       err << "kernelgate: " << o.impl << ": " << r.status << ": " << r.status_reason << "\n";
       return exit_code::failures;
     }
-    print_result(out, o.impl, r);
+    meter.done(result_text(o.impl, r));
     summary[o.impl] = r.to_json(false);
     if (stop_requested()) { // SIGINT/SIGTERM: the samples so far are written, marked incomplete
       summary["status"] = "interrupted";
@@ -178,6 +189,7 @@ int run_time_command(const time_options& o, const std::vector<std::string>& args
     if (!o.vs.empty()) {
       const timed_impl& base = impls.at(o.vs);
       timed_layernorm base_problem(cfg, base.expected);
+      meter.start("timing " + o.vs);
       const auto rv = timer.measure_honest(base_problem.work(base.launch));
       writer->append(
           {{"type", "timing"}, {"id", "timing/" + o.vs}, {"impl", o.vs}, {"result", rv.to_json()}});
@@ -187,7 +199,8 @@ int run_time_command(const time_options& o, const std::vector<std::string>& args
         err << "kernelgate: " << o.vs << ": " << rv.status << ": " << rv.status_reason << "\n";
         return exit_code::failures;
       }
-      print_result(out, o.vs, rv);
+      meter.done(result_text(o.vs, rv));
+      meter.start("ABBA pairs " + o.impl + " / " + o.vs);
       // Both on input set 0 (the same seed: the same contents) in their first buffers.
       const auto cand_set = problem.staged(0, 0, timer.stream()),
                  base_set = base_problem.staged(0, 0, timer.stream());
@@ -197,10 +210,12 @@ int run_time_command(const time_options& o, const std::vector<std::string>& args
       po.min_effect = min_effect;
       // Baseline is --vs, candidate is --impl: the ratio says how --impl compares with it.
       const auto p = measure_paired(timer, other, work, po);
-      out << o.impl << " vs " << o.vs << ": time ratio " << fmt(p.ratio_ci.estimate, 4)
-          << ", 95% CI [" << fmt(p.ratio_ci.lo, 4) << ", " << fmt(p.ratio_ci.hi, 4) << "] over "
-          << p.ratios.size() << " ABBA pairs (" << p.pairs_discarded << " discarded), min effect "
-          << fmt(100 * min_effect, 1) << "%: " << decision_name(p.verdict) << "\n";
+      std::ostringstream line;
+      line << o.impl << " vs " << o.vs << ": time ratio " << fmt(p.ratio_ci.estimate, 4)
+           << ", 95% CI [" << fmt(p.ratio_ci.lo, 4) << ", " << fmt(p.ratio_ci.hi, 4) << "] over "
+           << p.ratios.size() << " ABBA pairs (" << p.pairs_discarded << " discarded), min effect "
+           << fmt(100 * min_effect, 1) << "%: " << decision_name(p.verdict);
+      meter.done(line.str());
       writer->append({{"type", "comparison"},
                       {"id", "comparison/" + o.impl + "/" + o.vs},
                       {"candidate", o.impl},

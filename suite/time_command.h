@@ -16,6 +16,7 @@ struct time_options {
   std::string dtype = "float16"; // float32 | float16
   double min_effect = 0.03;      // a fraction in [0, 1)
   std::string out;               // "": kg-out/time-<impl>
+  bool no_progress = false;      // plain lines even on a terminal
 };
 
 int run_time_command(const time_options& o, const std::vector<std::string>& argv, std::ostream& out,
