@@ -25,6 +25,7 @@
 #include "suite/fastp_command.h"
 #include "suite/mutants_command.h"
 #include "suite/mutants_equivalence_command.h"
+#include "suite/report_command.h"
 #include "suite/run_command.h"
 #include "suite/suite_command.h"
 #include "suite/time_command.h"
@@ -55,6 +56,7 @@ struct cli_values {
   mutants_options mutants;
   mutants_equivalence_options mutants_equivalence;
   audit_checker_options audit_checker;
+  report_options report;
   std::string validate_file;
 };
 
@@ -417,6 +419,20 @@ void declare_protocols(CLI::App& app, cli_values& v) {
   c->add_flag("--json", v.protocols_json, "print them as JSON");
 }
 
+void declare_report(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("report", "one self-contained HTML page of results (suite run, "
+                                         "compare, eval, fastp, audit): summary, environment, "
+                                         "tables and SVG plots");
+  auto& o = v.report;
+  c->add_option("results", o.results, "result.json files or run folders, shown in order")
+      ->type_name("RESULT...")
+      ->required();
+  add_optional_text(c, "--baseline", o.baseline, "RESULT",
+                    "a suite run each suite run is compared with (forest plot, decisions)");
+  add_text(c, "--html", o.html, "OUT.html", "the page written (temporary file + rename)")
+      ->required();
+}
+
 void declare_validate(CLI::App& app, cli_values& v) {
   auto* c = app.add_subcommand("validate", "check a result file against the result schema");
   add_text(c, "file", v.validate_file, "FILE", "a result.json")->required();
@@ -439,6 +455,7 @@ std::unique_ptr<CLI::App> make_app(cli_values& v) {
   declare_run(*app, v);
   declare_suite(*app, v);
   declare_compare(*app, v);
+  declare_report(*app, v);
   declare_mutants(*app, v);
   declare_protocols(*app, v);
   declare_validate(*app, v);
@@ -605,6 +622,7 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
   if (path == "fastp") return run_fastp_command(v.fastp, args, out, err);
   if (path == "run") return run_suite_command(v.run, args, out, err);
   if (path == "compare") return run_compare_command(v.compare, args, out, err);
+  if (path == "report") return run_report_command(v.report, out, err);
   if (path == "suite list") return run_suite_list_command(v.suite, out, err);
   if (path == "mutants generate") return run_mutants_generate_command(v.mutants, out, err);
   if (path == "mutants equivalence")
