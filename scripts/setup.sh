@@ -42,7 +42,10 @@ need nlohmann-json3-dev prefix_has share/cmake/nlohmann_json/nlohmann_jsonConfig
 need libeigen3-dev prefix_has share/eigen3/cmake/Eigen3Config.cmake
 need libssl-dev prefix_has include/openssl/evp.h
 need libcli11-dev prefix_has share/cmake/CLI11/CLI11Config.cmake
+need libsqlite3-dev prefix_has include/sqlite3.h
 need json-schema-test-suite prefix_has share/json-schema-test-suite/tests/draft7/type.json
+# The browser test (ctest report.html_in_chromium) loads the HTML reports in headless Chromium.
+if [ "$mode" = test ]; then need chromium command -v chromium >/dev/null; fi
 [ -n "$torch_prefix" ] || need libtorch-dev test -f /usr/include/torch/csrc/api/include/torch/torch.h
 if [ ${#missing[@]} -gt 0 ]; then
   echo "kernelgate: installing ${missing[*]}"
