@@ -403,7 +403,17 @@ suite_run_result load_suite_run(const fs::path& folder_or_file, const std::strin
   } catch (const json_input_error& e) {
     throw compare_input_error(label + ": " + std::string(e.what()));
   }
-  r.sha256 = sha256_hex(bytes);
+  auto checked = suite_run_from_document(doc, r.file, label);
+  checked.sha256 = sha256_hex(bytes);
+  return checked;
+}
+
+suite_run_result suite_run_from_document(const json& doc, const fs::path& file,
+                                         const std::string& label) {
+  suite_run_result r;
+  r.label = label;
+  r.file = file;
+  r.sha256 = sha256_hex(doc.dump());
   check_envelope(r, doc);
   r.environment = doc["environment"];
   r.config = doc["config"];

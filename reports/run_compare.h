@@ -41,6 +41,11 @@ struct suite_run_result {
 // names one workload id twice. Throws compare_input_error.
 suite_run_result load_suite_run(const std::filesystem::path& folder_or_file,
                                 const std::string& label);
+// The same checks on a document already in memory (a run rebuilt from the history database);
+// `file` names it in messages.
+suite_run_result suite_run_from_document(const nlohmann::json& doc,
+                                         const std::filesystem::path& file,
+                                         const std::string& label);
 
 struct environment_difference {
   std::string field;         // "environment.gpu.name", "config.clock_policy", ...
