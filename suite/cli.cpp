@@ -23,6 +23,7 @@
 #include "suite/eval_command.h"
 #include "suite/exit_codes.h"
 #include "suite/fastp_command.h"
+#include "suite/history_command.h"
 #include "suite/mutants_command.h"
 #include "suite/mutants_equivalence_command.h"
 #include "suite/report_command.h"
@@ -58,6 +59,9 @@ struct cli_values {
   audit_checker_options audit_checker;
   report_options report;
   std::string validate_file;
+  history_options history;
+  // --history of eval, audit and audit checker (run keeps its own in run_options).
+  std::optional<std::string> eval_history, audit_history, checker_history;
 };
 
 template <class T>
@@ -122,6 +126,11 @@ CLI::Option* add_optional_text(CLI::App* app, const std::string& name, std::opti
   return opt;
 }
 
+CLI::Option* add_history_option(CLI::App* app, std::optional<std::string>& target) {
+  return add_optional_text(app, "--history", target, "FILE.sqlite",
+                           "also append the run to this history database (kernelgate history)");
+}
+
 void declare_env(CLI::App& app, cli_values& v) {
   auto* c = app.add_subcommand("env", "the environment every result embeds");
   c->add_flag("--json", v.env_json, "print it as JSON");
@@ -138,6 +147,7 @@ void declare_audit(CLI::App& app, cli_values& v) {
   add_text(c, "--protocol", v.audit.protocol, "NAME", "the checker applied (kernelgate protocols)");
   add_text(c, "--out", v.audit_out, "DIR", "output folder")
       ->default_str("kg-out/audit-NAME-BACKEND");
+  add_history_option(c, v.audit_history);
   auto* k = c->add_subcommand("checker", "judge a checker -- an outside command or the built-in "
                                          "protocols -- on witnessed mutants and the correct "
                                          "kernels they came from");
@@ -174,6 +184,7 @@ void declare_audit(CLI::App& app, cli_values& v) {
            "output folder (verdicts.jsonl, kill_matrix.json, report*.mutation.json, "
            "summary.json; --protocol also witnesses.jsonl, input_suites.json)")
       ->required();
+  add_history_option(k, v.checker_history);
 }
 
 void declare_time(CLI::App& app, cli_values& v) {
@@ -236,6 +247,7 @@ void declare_eval(CLI::App& app, cli_values& v) {
            "also write KernelBench's eval_results.json layout");
   add_choice(c, "--torch-time", o.torch_time, {"cached", "fresh", "no"},
              "time the LibTorch reference on the GPU");
+  add_history_option(c, v.eval_history);
 }
 
 void declare_fastp(CLI::App& app, cli_values& v) {
@@ -328,10 +340,17 @@ void declare_compare(CLI::App& app, cli_values& v) {
                                           "SLOWER, SAME or AMBIGUOUS, gate changes, missing "
                                           "workloads");
   auto& o = v.compare;
-  add_text(c, "base", o.base, "BASE", "the earlier run: a kernelgate run folder or its result.json")
-      ->required();
-  add_text(c, "new", o.next, "NEW", "the run judged against BASE (folder or result.json)")
-      ->required();
+  // BASE NEW, or NEW alone with --baseline-from (checked when dispatching).
+  add_text(c, "base", o.base, "BASE",
+           "the earlier run: a kernelgate run folder or its result.json (required unless "
+           "--baseline-from)");
+  add_text(c, "new", o.next, "NEW", "the run judged against BASE (folder or result.json)");
+  add_optional_text(c, "--baseline-from", o.baseline_from, "FILE.sqlite",
+                    "instead of BASE: the last run of NEW's suite in this history that completed "
+                    "with every gate passing");
+  add_optional_text(c, "--baseline-rev", o.baseline_rev, "REV",
+                    "with --baseline-from: the last run of NEW's suite at this git revision "
+                    "(a prefix)");
   add_number<double>(
       c, "--min-effect", o.min_effect, "F", [](double x) { return x >= 0 && x < 1; },
       "a fraction in [0, 1)", "smallest change that counts (fraction)");
@@ -359,6 +378,7 @@ void declare_run(CLI::App& app, cli_values& v) {
   add_text(c, "--warm-from", o.warm_from, "RUN",
            "replay a finished run's serving warm-up models (a nightly against its baseline)");
   c->add_flag("--no-progress", o.no_progress, "one line per workload even on a terminal");
+  add_history_option(c, o.history);
   c->add_flag("--dry-run", o.list_only, "print the run order and expected time, run nothing");
   c->add_option("--override", o.overrides,
                 "ROLE=FILE.cu: your kernel for a role (gemv.qkv, gemv.o_proj, gemv.gate_up, "
@@ -414,6 +434,21 @@ void declare_mutants(CLI::App& app, cli_values& v) {
       ->required();
 }
 
+void declare_history(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("history", "the runs a history database holds: per workload the "
+                                          "trend of its metric, the runs SLOWER than the run "
+                                          "before, the builds");
+  auto& o = v.history;
+  add_text(c, "file", o.file, "FILE", "a history database (--history of run, eval, audit)")
+      ->required();
+  add_optional_text(c, "--workload", o.workload, "ID", "one workload's (or record's) every run");
+  add_optional_text(c, "--since", o.since, "DATE",
+                    "only runs created from then on (UTC: 2026-12-01 or 2026-12-01T08:00:00Z)");
+  c->add_flag("--json", o.json, "print it as JSON");
+  add_optional_text(c, "--append", o.append, "RESULT",
+                    "instead: append a finished run (a result.json or its folder) to FILE");
+}
+
 void declare_protocols(CLI::App& app, cli_values& v) {
   auto* c = app.add_subcommand("protocols", "the checking protocols and the peers they model");
   c->add_flag("--json", v.protocols_json, "print them as JSON");
@@ -455,6 +490,7 @@ std::unique_ptr<CLI::App> make_app(cli_values& v) {
   declare_run(*app, v);
   declare_suite(*app, v);
   declare_compare(*app, v);
+  declare_history(*app, v);
   declare_report(*app, v);
   declare_mutants(*app, v);
   declare_protocols(*app, v);
@@ -596,13 +632,40 @@ const CLI::App* find_command(const CLI::App& app, const std::string& path) {
   return a;
 }
 
+// The database a command appends its run to, when --history is given.
+const std::optional<std::string>* history_of(const std::string& path, const cli_values& v) {
+  if (path == "run" && !v.run.list_only) return &v.run.history;
+  if (path == "eval") return &v.eval_history;
+  if (path == "audit") return &v.audit_history;
+  if (path == "audit checker") return &v.checker_history;
+  return nullptr;
+}
+
+// A command that ran to the end (exit 0 or 1) has its result appended; an append that fails
+// turns the exit code into 2, the result file kept.
+template <class Append>
+int then_append(int rc, Append append) {
+  if (rc != exit_code::ok && rc != exit_code::failures) return rc;
+  const int h = append();
+  return h ? h : rc;
+}
+
 int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string>& args,
                std::ostream& out, std::ostream& err) {
   const std::string path = command_path(app);
+  if (const auto* h = history_of(path, v); h && *h)
+    if (const int rc = prepare_history(**h, err)) return rc;
+  if (path == "history") return run_history_command(v.history, out, err);
   if (path == "env") return cmd_env(v, out);
   if (path == "protocols") return cmd_protocols(v, out);
   if (path == "validate") return cmd_validate(v.validate_file, out, err);
-  if (path == "audit checker") return run_audit_checker_command(v.audit_checker, out, err);
+  if (path == "audit checker") {
+    const auto& o = v.audit_checker;
+    const std::string checker = o.cmd.empty() ? "protocol:" + o.protocol : o.cmd;
+    return then_append(run_audit_checker_command(o, out, err), [&] {
+      return append_audit_checker_to_history(v.checker_history, o.out, checker, args, out, err);
+    });
+  }
   if (path == "audit" && v.audit.name.empty()) {
     err << "kernelgate: audit: NAME is required (or: audit checker --cmd ... | --protocol ...)\n";
     return exit_code::bad_input;
@@ -612,12 +675,17 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
     v.audit.out = v.audit_out.empty() ? std::filesystem::path("kg-out") /
                                             ("audit-" + v.audit.name + "-" + v.audit.backend)
                                       : std::filesystem::path(v.audit_out);
-    return run_audit(v.audit, out, err);
+    return then_append(run_audit(v.audit, out, err), [&] {
+      return append_to_history_if_asked(v.audit_history, v.audit.out / "result.json", out, err);
+    });
   }
   if (path == "time") return run_time_command(v.time, args, out, err);
   if (path == "eval") {
     if (find_command(app, "eval")->count("--seed")) v.eval.seed = v.eval_seed;
-    return run_eval_command(v.eval, args, out, err);
+    return then_append(run_eval_command(v.eval, args, out, err), [&] {
+      return append_to_history_if_asked(
+          v.eval_history, std::filesystem::path(v.eval.out) / "result.json", out, err);
+    });
   }
   if (path == "fastp") return run_fastp_command(v.fastp, args, out, err);
   if (path == "run") return run_suite_command(v.run, args, out, err);

@@ -10,8 +10,10 @@
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
 #include "reports/run_compare.h"
+#include "reports/run_history.h"
 #include "reports/text_table.h"
 #include "suite/exit_codes.h"
+#include "suite/history_command.h"
 
 namespace kg {
 namespace {
@@ -79,7 +81,7 @@ std::string out_conflict(const compare_command_options& o) {
   std::error_code ec;
   const auto out = fs::weakly_canonical(*o.out, ec);
   for (const auto& [label, arg] : {std::pair{"BASE", o.base}, std::pair{"NEW", o.next}})
-    if (out == run_folder(arg))
+    if (!arg.empty() && out == run_folder(arg))
       return "--out '" + printable(o.out->string()) + "' is " + label +
              "'s folder: writing there would replace the run's result.json";
   return "";
@@ -198,10 +200,40 @@ int fail(std::ostream& err, const std::string& why) {
   return exit_code::bad_input;
 }
 
+// BASE NEW, or NEW alone with --baseline-from: "" or why the positionals do not fit.
+std::string positional_problem(compare_command_options& o) {
+  if (o.baseline_rev && !o.baseline_from) return "--baseline-rev needs --baseline-from FILE";
+  if (!o.baseline_from)
+    return o.next.empty() ? "BASE and NEW are required (or NEW with --baseline-from)" : "";
+  if (!o.next.empty()) return "with --baseline-from give NEW only, not BASE NEW";
+  if (o.base.empty()) return "NEW is required";
+  o.next = std::exchange(o.base, "");
+  return "";
+}
+
+// BASE rebuilt from the history: the run of NEW's suite that --baseline-from/--baseline-rev
+// name. Throws compare_input_error (a history_error is bad input the same way).
+suite_run_result history_base(const compare_command_options& o, const suite_run_result& next) {
+  const auto suite = next.config.value("suite", nlohmann::json());
+  if (!suite.is_string()) throw compare_input_error("NEW names no suite (config.suite)");
+  try {
+    const auto doc =
+        history_baseline(*o.baseline_from, suite.get<std::string>(), o.baseline_rev,
+                         next.created.is_string() ? next.created.get<std::string>() : "");
+    return suite_run_from_document(
+        doc, *o.baseline_from + "#run" + std::to_string(doc["history"]["run_id"].get<long>()),
+        "BASE");
+  } catch (const history_error& e) {
+    throw compare_input_error(e.what());
+  }
+}
+
 } // namespace
 
-int run_compare_command(const compare_command_options& o, const std::vector<std::string>& argv,
+int run_compare_command(const compare_command_options& given, const std::vector<std::string>& argv,
                         std::ostream& out, std::ostream& err) {
+  auto o = given;
+  if (const auto why = positional_problem(o); !why.empty()) return fail(err, why);
   if (const auto why = out_conflict(o); !why.empty()) return fail(err, why);
   // As every command with --out: an old result.json goes before any other check.
   if (o.out)
@@ -213,8 +245,8 @@ int run_compare_command(const compare_command_options& o, const std::vector<std:
   std::optional<suite_run_result> base, next;
   std::optional<run_comparison> c;
   try {
-    base = load_suite_run(o.base, "BASE");
     next = load_suite_run(o.next, "NEW");
+    base = o.baseline_from ? history_base(o, *next) : load_suite_run(o.base, "BASE");
     c = compare_runs(*base, *next, opt);
   } catch (const compare_input_error& e) {
     return fail(err, e.what());

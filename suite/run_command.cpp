@@ -18,6 +18,7 @@
 #include "reports/run_compare.h"
 #include "suite/exit_codes.h"
 #include "suite/gpu_hold.h"
+#include "suite/history_command.h"
 #include "suite/suite_catalog.h"
 #include "suite/suite_gpu.h"
 #include "suite/suite_runner.h"
@@ -291,7 +292,8 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
       << " workloads, " << failing << " failing a gate, " << std::fixed << std::setprecision(1)
       << wall << " s" << std::defaultfloat << (complete ? "" : " (interrupted)") << "\n"
       << "Wrote " << path.string() << "\n";
-  if (!complete) return exit_code::interrupted;
+  if (!complete) return exit_code::interrupted; // appended once resumed to the end
+  if (const int h = append_to_history_if_asked(o.history, path, out, err)) return h;
   return failing ? exit_code::failures : exit_code::ok;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@ struct run_options {
   std::string warm_from; // a finished run whose serving warm-up models this run replays
   bool no_progress = false;
   bool list_only = false; // --dry-run: print the run order and the expected time, run nothing
+  std::optional<std::string> history; // --history: the database the finished run is appended to
 };
 
 int run_suite_command(const run_options& o, const std::vector<std::string>& args, std::ostream& out,
