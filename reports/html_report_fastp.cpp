@@ -1,6 +1,7 @@
 // An evaluation (one row per task and candidate, a speedup plot) and a fast_p result (the curve
 // over p with its intervals, intended and aligned denominators, every exclusion and missing task).
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -12,7 +13,9 @@ namespace {
 
 std::string interval(const json& v) {
   if (!v.is_array() || v.size() != 2 || !v[0].is_number()) return "-";
-  return "[" + sig(v[0].get<double>(), 3) + ", " + sig(v[1].get<double>(), 3) + "]";
+  // A bound that is zero up to roundoff (a Wilson bound at 0 of n) reads as 0, not 5.55e-17.
+  auto bound = [](double x) { return sig(std::fabs(x) < 1e-12 ? 0.0 : x, 3); };
+  return "[" + bound(v[0].get<double>()) + ", " + bound(v[1].get<double>()) + "]";
 }
 
 std::string status_label(const std::string& s) {
@@ -76,7 +79,7 @@ std::string fastp_curve(const std::string& candidate, const std::vector<json>& p
   svg::canvas c(640, 320, "fast_p over p for " + candidate);
   svg::frame f;
   f.bottom = 48;
-  f.x = {0, pmax, 0, 0};
+  f.x = {-pmax * 0.03, pmax, 0, 0}; // the points at p = 0 clear of the y axis
   f.y = {0, 1, 0, 0};
   f.fit(c);
   f.draw_axes(c, svg::ticks(0, pmax, 6), svg::ticks(0, 1, 5), "p (speedup threshold, x)",
@@ -140,9 +143,10 @@ page_part eval_part(const json& doc) {
     rows.push_back(
         {"<code>" + text(r.value("task", json())) + "</code>", text(r.value("candidate", json())),
          status_label(r.value("status", std::string("?"))),
-         r.contains("speedup")
-             ? sig(r["speedup"].get<double>()) + "x " + interval(r.value("speedup_ci95", json()))
-             : "-",
+         r.contains("speedup") ? "<span class=\"nw\">" + sig(r["speedup"].get<double>()) +
+                                     "x</span><br><span class=\"muted nw\">" +
+                                     interval(r.value("speedup_ci95", json())) + "</span>"
+                               : "-",
          r.contains("baseline_us") ? sig(r["baseline_us"].get<double>()) + " us" : "-",
          r.contains("candidate_us") ? sig(r["candidate_us"].get<double>()) + " us" : "-",
          text(r.value("status_reason", json()))});
@@ -186,6 +190,15 @@ page_part fastp_part(const json& doc) {
     std::vector<json> points = by_candidate[name];
     std::sort(points.begin(), points.end(),
               [](const json& a, const json& b) { return a.value("p", 0.0) < b.value("p", 0.0); });
+    // The headline: fast_1 (faster than the baseline), the number people quote.
+    for (const auto& pt : points)
+      if (pt.value("p", 0.0) == 1.0 && p.verdict == "fast_p")
+        p.verdict = "fast_1 " + name + ": " + sig(pt["result"].value("fast_p_intended", 0.0), 3) +
+                    " intended, " +
+                    (pt["result"].value("fast_p_aligned", json()).is_number()
+                         ? sig(pt["result"]["fast_p_aligned"].get<double>(), 3)
+                         : std::string("-")) +
+                    " aligned";
     std::vector<std::vector<std::string>> rows;
     for (const auto& pt : points) {
       const json& r = pt["result"];

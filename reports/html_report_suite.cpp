@@ -38,9 +38,10 @@ std::string median_cell(const json& r) {
   if (r.contains("error")) return badge("error", "fail") + " " + text(r["error"]);
   const auto unit = r.value("metric", json::object()).value("unit", std::string());
   if (!r.contains("estimate") || !r["estimate"].is_number()) return "-";
-  std::string s = with_unit(r["estimate"].get<double>(), unit);
+  // The interval on its own line, unwrapped: a narrow column must not break a number.
+  std::string s = "<span class=\"nw\">" + with_unit(r["estimate"].get<double>(), unit) + "</span>";
   if (r.contains("ci95") && r["ci95"].is_array() && r["ci95"].size() == 2)
-    s += " <span class=\"muted\">[" + with_unit(r["ci95"][0].get<double>(), unit) + ", " +
+    s += "<br><span class=\"muted nw\">[" + with_unit(r["ci95"][0].get<double>(), unit) + ", " +
          with_unit(r["ci95"][1].get<double>(), unit) + "]</span>";
   return s;
 }
@@ -75,37 +76,32 @@ std::string workload_table(const std::vector<json>& records,
   std::vector<std::vector<std::string>> rows;
   for (const json* r : order) {
     const json metric = r->value("metric", json::object());
+    // The level is the id's first word; the id column carries it.
     std::vector<std::string> row = {"<code>" + esc(r->value("id", std::string())) + "</code>",
-                                    text(r->value("level", json())),
                                     text(metric.value("name", json())) +
                                         " <span class=\"muted\">(" +
                                         text(metric.value("direction", json())) + ")</span>",
-                                    median_cell(*r),
-                                    sol_cell(*r),
-                                    gates_cell(*r)};
+                                    median_cell(*r), sol_cell(*r), gates_cell(*r)};
     if (!cmp.empty()) {
       const auto it = cmp.find(r->value("id", std::string()));
       if (it == cmp.end()) {
         row.push_back("-");
-        row.push_back("-");
       } else {
+        // Decision and ratio in one cell: the table must fit a printed page.
         const json& c = it->second;
-        row.push_back(c.contains("ratio") && c["ratio"].is_number()
-                          ? sig(c["ratio"].get<double>()) + " [" +
-                                sig(c["ratio_ci95"][0].get<double>()) + ", " +
-                                sig(c["ratio_ci95"][1].get<double>()) + "]"
-                          : "-");
-        row.push_back(decision_label(c.value("decision", std::string())));
+        row.push_back(decision_label(c.value("decision", std::string())) +
+                      (c.contains("ratio") && c["ratio"].is_number()
+                           ? " <span class=\"nw\">" + sig(c["ratio"].get<double>()) +
+                                 "</span><br><span class=\"muted nw\">[" +
+                                 sig(c["ratio_ci95"][0].get<double>()) + ", " +
+                                 sig(c["ratio_ci95"][1].get<double>()) + "]</span>"
+                           : ""));
       }
     }
     rows.push_back(std::move(row));
   }
-  std::vector<std::string> head = {"workload",     "level",    "metric",
-                                   "median [95%]", "% of SOL", "gates"};
-  if (!cmp.empty()) {
-    head.push_back("ratio vs baseline [95%]");
-    head.push_back("decision");
-  }
+  std::vector<std::string> head = {"workload", "metric", "median [95%]", "% of SOL", "gates"};
+  if (!cmp.empty()) head.push_back("vs baseline: decision, ratio [95%]");
   return table(head, rows);
 }
 
@@ -190,7 +186,7 @@ std::string throughput_plot(const json& r) {
   xhi *= 1.08;
   yhi *= 1.1;
   const auto id = r.value("id", std::string());
-  svg::canvas c(320, 220, id + ": p99 inter-token latency vs offered load");
+  svg::canvas c(370, 220, id + ": p99 inter-token latency vs offered load");
   svg::frame f;
   f.left = 44;
   f.top = 30;
@@ -260,7 +256,9 @@ page_part suite_part(const json& doc, const std::optional<json>& comparison) {
   p.summary = "<p>suite <b>" + text(doc.value("config", json::object()).value("suite", json())) +
               "</b>: " + std::to_string(records.size()) + " workloads, status " +
               text(s.value("status", json())) + ", " +
-              (failing ? badge(std::to_string(failing) + " failing gates", "fail")
+              (failing ? badge(std::to_string(failing) +
+                                   (failing == 1 ? " workload" : " workloads") + " failing gates",
+                               "fail")
                        : badge("all gates pass", "pass")) +
               ", " + sig(s.value("wall_seconds", 0.0), 3) + " s</p>";
   if (comparison)

@@ -182,7 +182,7 @@ void frame::draw_axes(canvas& c, const std::vector<double>& xticks,
   c.line(x.r0, y.r0, x.r0, y.r1, "axis");
   c.text((x.r0 + x.r1) / 2, c.height() - 6, xtitle, "axis-title", "middle");
   c.vertical_text(14, (y.r0 + y.r1) / 2, ytitle, "axis-title");
-  c.text(x.r0, 16, title, "plot-title");
+  c.text(8, 16, title, "plot-title"); // from the left edge: a long id needs the whole width
 }
 
 } // namespace kg::svg
