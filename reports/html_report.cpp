@@ -7,6 +7,7 @@
 #include "reports/html_report_parts.h"
 #include "reports/json_input.h"
 #include "reports/run_compare.h"
+#include "reports/run_history.h"
 #include "reports/svg_plot.h"
 
 namespace kg {
@@ -156,6 +157,7 @@ table{border-collapse:collapse;width:100%;font-size:12.5px;margin:6px 0}
 th,td{border-bottom:1px solid var(--line);padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f6f8fa;position:sticky;top:0}
 td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
+.nw{white-space:nowrap}
 tr.bad td{background:#fff1f0}
 .bar{display:inline-block;width:90px;height:10px;background:#eaeef2;border-radius:2px;vertical-align:middle}
 .bar span{display:block;height:100%;background:var(--accent);border-radius:2px}
@@ -163,6 +165,7 @@ tr.bad td{background:#fff1f0}
 svg{max-width:100%;height:auto;font-family:system-ui,sans-serif}
 svg .grid{stroke:#eaeef2}svg .axis{stroke:#57606a}svg .tick{font-size:10px;fill:#57606a}
 svg .axis-title{font-size:11px;fill:#1b1f24}svg .plot-title{font-size:12px;font-weight:600;fill:#1b1f24}
+.plots svg .plot-title{font-size:11px}
 svg .label{font-size:10px;fill:#1b1f24}svg .one{stroke:#1b1f24;stroke-width:1}
 svg .band{fill:#0969da;fill-opacity:.12}svg .limit{stroke:#cf222e;stroke-dasharray:4 3}
 svg .ci{stroke:#57606a;stroke-width:1.5}svg .ci.SLOWER{stroke:#cf222e}svg .ci.FASTER{stroke:#1a7f37}
@@ -238,11 +241,12 @@ html::page_part part_of(const json& doc, const std::optional<json>& comparison) 
 }
 
 std::string article(const fs::path& path, const json& doc, const std::optional<json>& comparison,
-                    int index) {
+                    const std::optional<json>& history, int index) {
   const auto kind = doc["kind"].get<std::string>();
   html::page_part part;
   try {
     part = part_of(doc, comparison);
+    if (history && kind == "suite_run") part.body += html::trend_section(doc, *history);
   } catch (const json::exception& e) {
     // A well-formed file whose fields have other types than the schema's.
     throw report_error(result_file(path).string() + ": unexpected shape (" + e.what() + ")");
@@ -262,20 +266,32 @@ std::string article(const fs::path& path, const json& doc, const std::optional<j
 
 } // namespace
 
+// The whole history, as `kernelgate history --json` prints it.
+json history_of(const fs::path& file) {
+  try {
+    return history_report_json(run_history::open_existing(file).query({}));
+  } catch (const history_error& e) {
+    throw report_error(e.what());
+  }
+}
+
 std::string html_report(const std::vector<fs::path>& results,
-                        const std::optional<fs::path>& baseline) {
+                        const std::optional<fs::path>& baseline,
+                        const std::optional<fs::path>& history_file) {
   if (results.empty()) throw report_error("no result given");
   std::vector<json> docs;
   for (const auto& p : results)
     docs.push_back(load(p));
   if (baseline && load(*baseline)["kind"] != "suite_run")
     throw report_error(result_file(*baseline).string() + ": --baseline must be a suite run");
+  std::optional<json> history;
+  if (history_file) history = history_of(*history_file);
   std::string articles, toc;
   for (std::size_t i = 0; i < docs.size(); ++i) {
     std::optional<json> comparison;
     if (baseline && docs[i]["kind"] == "suite_run")
       comparison = compare_with(*baseline, results[i]);
-    articles += article(results[i], docs[i], comparison, static_cast<int>(i));
+    articles += article(results[i], docs[i], comparison, history, static_cast<int>(i));
     toc += "<li><a href=\"#r" + std::to_string(i) + "\">" +
            html::esc(kind_title(docs[i]["kind"].get<std::string>())) + ": " +
            html::esc(result_file(results[i]).string()) + "</a></li>";

@@ -21,8 +21,11 @@ struct report_error : std::runtime_error {
 
 // `results`: result.json files or run folders holding one. `baseline`: a suite run each suite run
 // of `results` is compared with (reports/run_compare.h decides; environments that differ are
-// compared anyway and the differences listed). Throws report_error.
+// compared anyway and the differences listed). `history`: a run history database
+// (reports/run_history.h) whose trends are drawn for each suite run's workloads. Throws
+// report_error.
 std::string html_report(const std::vector<std::filesystem::path>& results,
-                        const std::optional<std::filesystem::path>& baseline);
+                        const std::optional<std::filesystem::path>& baseline,
+                        const std::optional<std::filesystem::path>& history = std::nullopt);
 
 } // namespace kg

@@ -36,6 +36,10 @@ std::string compare_counts(const json& summary);
 std::string forest_plot(const std::vector<json>& records, double min_effect);
 std::string compare_table(const std::vector<json>& records);
 
+// The history's trend of each workload of a suite run (history: run_history's query as
+// history_report_json writes it).
+std::string trend_section(const json& doc, const json& history);
+
 // Per kind: the summary line items and the body.
 struct page_part {
   std::string verdict, verdict_class; // "PASS"/"pass", "FAIL"/"fail", or a neutral word

@@ -464,6 +464,8 @@ void declare_report(CLI::App& app, cli_values& v) {
       ->required();
   add_optional_text(c, "--baseline", o.baseline, "RESULT",
                     "a suite run each suite run is compared with (forest plot, decisions)");
+  add_optional_text(c, "--history", o.history, "FILE.sqlite",
+                    "a run history (kernelgate history): trend lines of each suite run's workloads");
   add_text(c, "--html", o.html, "OUT.html", "the page written (temporary file + rename)")
       ->required();
 }

@@ -13,11 +13,12 @@ namespace kg {
 int run_report_command(const report_options& o, std::ostream& out, std::ostream& err) {
   namespace fs = std::filesystem;
   std::vector<fs::path> results(o.results.begin(), o.results.end());
-  std::optional<fs::path> baseline;
+  std::optional<fs::path> baseline, history;
   if (o.baseline) baseline = fs::path(*o.baseline);
+  if (o.history) history = fs::path(*o.history);
   std::string page;
   try {
-    page = html_report(results, baseline);
+    page = html_report(results, baseline, history);
   } catch (const report_error& e) {
     err << "kernelgate: report: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;

@@ -12,7 +12,8 @@ namespace kg {
 struct report_options {
   std::vector<std::string> results; // result.json files or run folders
   std::optional<std::string> baseline;
-  std::string html; // the page written
+  std::optional<std::string> history; // a run history database: trend lines
+  std::string html;                   // the page written
 };
 
 // Exit 0 written, 2 bad input (a result missing, malformed or of an unknown kind; a baseline that

@@ -88,7 +88,10 @@ render() { # render NAME ARGS...
   "$kg" report "$@" --html "$work/$name.html" >/dev/null 2>"$work/$name.report.err" ||
     fail "$name: report exited $?: $(head -c 300 "$work/$name.report.err")"
 }
-render suite "$new" --baseline "$base"
+# The history (reports/run_history.h): BASE then NEW appended, trend lines drawn from it.
+"$kg" history "$work/history.sqlite" --append "$base" >/dev/null || fail "history --append BASE"
+"$kg" history "$work/history.sqlite" --append "$new" >/dev/null || fail "history --append NEW"
+render suite "$new" --baseline "$base" --history "$work/history.sqlite"
 render compare "$work/compare"
 render eval "$eval" "$work/fastp"
 render audit "$work/audit"
@@ -100,9 +103,9 @@ ids eval '[r["task"] for r in d["records"] if "task" in r] + d["config"].get("in
 ids audit 'list(d["summary"]["matrix"]) + sorted({p for r in d["summary"]["presets"].values() for p in r})' \
   "$work/audit/result.json"
 
-# Plots each page must draw: suite: forest, p99 strip, throughput search; compare: forest;
-# eval: speedups, fast_p curve; audit: two kill-matrix heat maps.
-for spec in suite:3 compare:1 eval:2 audit:2; do
+# Plots each page must draw: suite: forest, p99 strip, throughput search, a trend per workload
+# (7); compare: forest; eval: speedups, fast_p curve; audit: two kill-matrix heat maps.
+for spec in suite:10 compare:1 eval:2 audit:2; do
   name=${spec%%:*}
   [ -s "$work/$name.html" ] || continue
   browse "$work/$name.html" "$name"
@@ -126,6 +129,7 @@ bad_input "unknown kind" "kind 'time'" "$work/time.json" --html "$work/x.html"
 bad_input "missing file" "no_such.json" "$work/no_such.json" --html "$work/x.html"
 bad_input "unwritable --html" "cannot write" "$eval" --html "$work/no_such_dir/x.html"
 bad_input "baseline not a suite run" "--baseline" "$new" --baseline "$eval" --html "$work/x.html"
+bad_input "history missing" "no_such.sqlite" "$new" --history "$work/no_such.sqlite" --html "$work/x.html"
 [ -e "$work/x.html" ] && fail "a page was written despite bad input"
 
 if [ "$failures" -ne 0 ]; then
