@@ -29,9 +29,9 @@ std::string gates_cell(const json& r) {
     }
   }
   // The passing gates' names go into a tooltip: the cell stays one short line.
-  return bad + (passed
-                    ? "<span title=\"" + esc(ok) + "\">" + std::to_string(passed) + " pass</span>"
-                    : "");
+  return bad + (passed ? "<span class=\"nw\" title=\"" + esc(ok) + "\">" + std::to_string(passed) +
+                             " pass</span>"
+                       : "");
 }
 
 std::string median_cell(const json& r) {
@@ -52,9 +52,10 @@ std::string sol_cell(const json& r) {
     return "<span class=\"muted\">-</span>";
   const double f = r["sol"]["fraction"].get<double>();
   const double w = std::clamp(f, 0.0, 1.0) * 100;
-  return "<span class=\"bar\" title=\"bound " + esc(r["sol"].value("bound", json()).dump()) +
-         "\"><span" + (f > 1 ? " class=\"over\"" : "") + " style=\"width:" + svg::num(w) +
-         "%\"></span></span> " + sig(f * 100, 3) + "%";
+  return "<span class=\"nw\"><span class=\"bar\" title=\"bound " +
+         esc(r["sol"].value("bound", json()).dump()) + "\"><span" +
+         (f > 1 ? " class=\"over\"" : "") + " style=\"width:" + svg::num(w) +
+         "%\"></span></span> " + sig(f * 100, 3) + "%</span>";
 }
 
 int severity(const json& r, const std::map<std::string, json>& cmp) {
