@@ -439,7 +439,7 @@ void declare_history(CLI::App& app, cli_values& v) {
                                           "trend of its metric, the runs SLOWER than the run "
                                           "before, the builds");
   auto& o = v.history;
-  add_text(c, "file", o.file, "FILE", "a history database (--history of run, eval, audit)")
+  add_text(c, "file", o.file, "FILE", "a history database (run, eval and audit append to one)")
       ->required();
   add_optional_text(c, "--workload", o.workload, "ID", "one workload's (or record's) every run");
   add_optional_text(c, "--since", o.since, "DATE",

@@ -158,7 +158,7 @@ int run_history_command(const history_options& o, std::ostream& out, std::ostrea
       out << j.dump(2) << "\n";
       return exit_code::ok;
     }
-    out << "history " << o.file << ": " << h.run_count() << " runs, " << r.workloads.size()
+    out << "history " << o.file << ": " << h.run_count() << " runs in all, " << r.workloads.size()
         << (r.workloads.size() == 1 ? " workload" : " workloads")
         << (o.since ? " since " + *o.since : "") << "\n";
     if (o.workload)
