@@ -260,7 +260,10 @@ std::string article(const fs::path& path, const json& doc, const std::optional<j
          "</code></p><div class=\"summary\"><p>" +
          html::badge(part.verdict, std::string("verdict ") + part.verdict_class) + "</p>" +
          part.summary + "</div>" +
-         html::section("Environment", html::environment_block(doc.value("environment", json()))) +
+         // A compare result's environment is the comparing machine's, not the runs'.
+         html::section(kind == "compare" ? "Environment of the machine that compared"
+                                         : "Environment",
+                       html::environment_block(doc.value("environment", json()))) +
          part.body + "</article>";
 }
 

@@ -136,9 +136,10 @@ std::string compare_table(const std::vector<json>& records) {
     const json metric = r.value("metric", json::object());
     std::string ratio = "-";
     if (r.contains("ratio") && r["ratio"].is_number() && r["ratio_ci95"].is_array())
-      ratio = sig(r["ratio"].get<double>()) + " [" + sig(r["ratio_ci95"][0].get<double>()) + ", " +
-              sig(r["ratio_ci95"][1].get<double>()) + "]" +
-              (r.value("paired_by_sample_key", false) ? " paired" : "");
+      ratio = "<span class=\"nw\">" + sig(r["ratio"].get<double>()) +
+              "</span><br><span class=\"muted nw\">[" + sig(r["ratio_ci95"][0].get<double>()) +
+              ", " + sig(r["ratio_ci95"][1].get<double>()) + "]" +
+              (r.value("paired_by_sample_key", false) ? " paired" : "") + "</span>";
     std::string gates;
     for (const auto& g : r.value("gate_changes", json::array()))
       gates += text(g.value("name", json())) + " " + text(g.value("base", json())) + "&rarr;" +

@@ -9,7 +9,7 @@
 # Usage: report_browser.sh KERNELGATE FIXTURES_DIR SCRATCH_PARENT (the build tree)
 set -u
 kg=$1 fixtures=$2 parent=$3
-here=$(cd "$(dirname "$0")" && pwd)
+here=$(cd "${0%/*}" && pwd)
 chromium=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$chromium" ]; then
   echo "SKIPPED: no chromium on PATH (scripts/setup.sh test installs Debian chromium)"
