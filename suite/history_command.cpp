@@ -78,6 +78,12 @@ void print_trend(std::ostream& out, const workload_history& w) {
   out << t.render();
 }
 
+// An estimate, else an eval's or audit's verdict.
+std::string value_cell(const history_point& p, const std::string& unit) {
+  if (p.estimate) return with_unit(*p.estimate, unit);
+  return p.verdict.empty() ? "-" : p.verdict;
+}
+
 // Every workload in one line each: runs, first and last estimate, the last decision.
 void print_overview(std::ostream& out, const history_report& r) {
   text_table t({"workload", "runs", "first", "last", "last vs previous", "SLOWER runs"});
@@ -87,10 +93,8 @@ void print_overview(std::ostream& out, const history_report& r) {
       slower += p.decision == "SLOWER";
     const auto& a = w.points.front();
     const auto& b = w.points.back();
-    t.add_row({w.id, std::to_string(w.points.size()),
-               a.estimate ? with_unit(*a.estimate, w.unit) : "-",
-               b.estimate ? with_unit(*b.estimate, w.unit) : "-", decision_cell(b),
-               std::to_string(slower)});
+    t.add_row({w.id, std::to_string(w.points.size()), value_cell(a, w.unit), value_cell(b, w.unit),
+               decision_cell(b), std::to_string(slower)});
   }
   out << t.render();
 }
@@ -158,8 +162,9 @@ int run_history_command(const history_options& o, std::ostream& out, std::ostrea
       out << j.dump(2) << "\n";
       return exit_code::ok;
     }
-    out << "history " << o.file << ": " << h.run_count() << " runs in all, " << r.workloads.size()
-        << (r.workloads.size() == 1 ? " workload" : " workloads")
+    const auto runs = h.run_count();
+    out << "history " << o.file << ": " << runs << (runs == 1 ? " run" : " runs") << " in all, "
+        << r.workloads.size() << (r.workloads.size() == 1 ? " workload" : " workloads")
         << (o.since ? " since " + *o.since : "") << "\n";
     if (o.workload)
       for (const auto& w : r.workloads)

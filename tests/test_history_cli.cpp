@@ -97,4 +97,34 @@ TEST(history_cli, bad_input_is_exit_2_with_one_line) {
   EXPECT_FALSE(fs::exists(absent));
 }
 
+// The hook itself, on the one command that runs without a GPU: the CPU audit appends its result
+// once written; a database that cannot take it stops the audit before it runs.
+TEST(history_cli, an_audit_given_history_appends_its_run_and_a_bad_database_stops_it_first) {
+  const auto dir = scratch_dir("history-cli");
+  const auto db = (dir / "audits.sqlite").string();
+  auto r = run({"audit", "layernorm-affine", "--backend", "cpu", "--out", (dir / "audit").string(),
+                "--history", db});
+  ASSERT_EQ(r.rc, exit_code::ok) << r.err;
+  EXPECT_NE(r.out.find("Appended run 1 ("), std::string::npos) << r.out;
+  const auto written = json::parse(slurp(dir / "audit" / "result.json"));
+  r = run({"history", db, "--json"});
+  ASSERT_EQ(r.rc, exit_code::ok) << r.err;
+  const auto j = json::parse(r.out);
+  EXPECT_EQ(j["runs"], 1);
+  EXPECT_EQ(j["workloads"].size(), written["records"].size()); // one row per record
+  const auto& first = j["workloads"][0]["points"][0];
+  EXPECT_EQ(first["kind"], "audit");
+  EXPECT_EQ(first["series"], "layernorm-affine");
+  EXPECT_TRUE(first["verdict"] == "accepted" || first["verdict"] == "rejected") << first;
+
+  const auto junk = dir / "junk.sqlite";
+  std::ofstream(junk) << "not a database at all, just some text to fill a page\n";
+  r = run({"audit", "layernorm-affine", "--backend", "cpu", "--out", (dir / "audit2").string(),
+           "--history", junk.string()});
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("file is not a database"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "audit2" / "result.json")); // nothing ran
+}
+
 } // namespace
