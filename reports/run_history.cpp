@@ -327,6 +327,15 @@ std::optional<std::string> clock_of(const json& rec) {
   return kept.dump();
 }
 
+// `audit checker --protocol`'s row judged by several checkers: "kbv=killed strict=survived".
+std::optional<std::string> checks_verdict(const json& rec) {
+  if (!rec.contains("checks") || !rec["checks"].is_object()) return std::nullopt;
+  std::string all;
+  for (const auto& [name, check] : rec["checks"].items())
+    if (auto v = string_at(check, "verdict")) all += (all.empty() ? "" : " ") + name + "=" + *v;
+  return all.empty() ? std::nullopt : std::optional(all);
+}
+
 struct record_row {
   std::string id;
   std::optional<std::string> metric, unit, direction, samples, sample_keys, gates, verdict, error,
@@ -362,6 +371,7 @@ record_row row_of(const json& rec, std::size_t seq) {
   r.gates_pass = all_gates_pass(rec);
   r.verdict = string_at(rec, "verdict");
   if (!r.verdict) r.verdict = string_at(rec, "status");
+  if (!r.verdict) r.verdict = checks_verdict(rec);
   r.error = string_at(rec, "error");
   r.clock = clock_of(rec);
   return r;

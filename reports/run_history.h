@@ -84,9 +84,9 @@ class run_history {
 public:
   // Opens FILE for appending: created when absent, migrated to history_schema_version, WAL mode.
   static run_history open_for_append(const std::filesystem::path& file);
-  // Opens an existing FILE read only (history, compare --baseline-from): absent, not a history
-  // database, or a schema newer than this build is a history_error. An older schema is read as
-  // is, the columns it lacks read as absent.
+  // Opens an existing FILE to read it (history, compare --baseline-from): absent, empty, not a
+  // history database, or a schema newer than this build is a history_error. An older schema is
+  // migrated forward first (the queries read the current columns; the file must be writable).
   static run_history open_existing(const std::filesystem::path& file);
 
   run_history(run_history&&) noexcept;

@@ -163,12 +163,16 @@ TEST(run_history, eval_and_audit_records_keep_a_generic_summary) {
       {"created", "2026-12-01T01:00:00Z"},
       {"environment", json::object()},
       {"config", {{"checker", "./check.sh"}}},
-      {"records", {{{"row", "mutant:1f2e"}, {"task", "softmax"}, {"verdict", "killed"}}}},
+      {"records",
+       {{{"row", "mutant:1f2e"}, {"task", "softmax"}, {"verdict", "killed"}},
+        {{"row", "mutant:3c4d"},
+         {"task", "softmax"},
+         {"checks", {{"strict", {{"verdict", "killed"}}}, {"kbv", {{"verdict", "survived"}}}}}}}},
       {"summary", {{"valid", true}}}};
   EXPECT_FALSE(h.append(eval).previous_run); // decisions are for suite runs only
   h.append(audit);
   const auto r = h.query({});
-  ASSERT_EQ(r.workloads.size(), 3u);
+  ASSERT_EQ(r.workloads.size(), 4u);
   EXPECT_EQ(r.workloads[0].id, "eval/softmax/a");
   EXPECT_EQ(r.workloads[0].metric, "speedup");
   EXPECT_EQ(r.workloads[0].direction, "higher");
@@ -181,6 +185,9 @@ TEST(run_history, eval_and_audit_records_keep_a_generic_summary) {
   EXPECT_EQ(r.workloads[2].id, "mutant:1f2e");
   EXPECT_EQ(r.workloads[2].points[0].verdict, "killed");
   EXPECT_EQ(r.workloads[2].points[0].kind, "audit_checker");
+  // Several checkers' verdicts on one row (audit checker --protocol), names in order.
+  EXPECT_EQ(r.workloads[3].id, "mutant:3c4d");
+  EXPECT_EQ(r.workloads[3].points[0].verdict, "kbv=survived strict=killed");
 }
 
 TEST(run_history, a_version_1_database_is_migrated_and_its_runs_still_compare) {
