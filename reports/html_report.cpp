@@ -6,6 +6,7 @@
 
 #include "reports/html_report_parts.h"
 #include "reports/json_input.h"
+#include "reports/result_writer.h"
 #include "reports/run_compare.h"
 #include "reports/run_history.h"
 #include "reports/svg_plot.h"
@@ -186,6 +187,7 @@ const char* kind_title(const std::string& kind) {
   if (kind == "compare") return "comparison";
   if (kind == "eval") return "evaluation";
   if (kind == "fastp") return "fast_p";
+  if (kind == "audit_checker") return "checker audit";
   return "audit";
 }
 
@@ -194,7 +196,47 @@ fs::path result_file(const fs::path& p) {
   return fs::is_directory(p, ec) ? p / "result.json" : p;
 }
 
+json read_json(const fs::path& file) {
+  try {
+    return read_json_file_checked(file);
+  } catch (const json_input_error& e) {
+    throw report_error(e.what());
+  }
+}
+
+json read_lines(const fs::path& file) {
+  std::error_code ec;
+  if (!fs::exists(file, ec)) return json::array();
+  try {
+    return read_records(file);
+  } catch (const output_error& e) {
+    throw report_error(e.what());
+  }
+}
+
+// `audit checker` writes no result envelope: its folder's files (or its summary.json) make the
+// page. nullopt when `p` is not such a folder.
+std::optional<json> load_checker_folder(const fs::path& p) {
+  std::error_code ec;
+  const bool dir = fs::is_directory(p, ec);
+  if (dir && fs::exists(p / "result.json", ec)) return std::nullopt;
+  if (!dir && p.filename() != "summary.json") return std::nullopt;
+  const fs::path folder = dir ? p : p.parent_path();
+  if (!fs::exists(folder / "summary.json", ec) || !fs::exists(folder / "kill_matrix.json", ec))
+    return std::nullopt;
+  json summary = read_json(folder / "summary.json");
+  if (!summary.is_object() || summary.value("schema", json()) != "kernelgate.audit.checker/1")
+    return std::nullopt;
+  return json{{"kind", "audit_checker"},
+              {"folder", folder.string()},
+              {"summary", std::move(summary)},
+              {"kill_matrix", read_json(folder / "kill_matrix.json")},
+              {"verdicts", read_lines(folder / "verdicts.jsonl")},
+              {"witnesses", read_lines(folder / "witnesses.jsonl")}};
+}
+
 json load(const fs::path& p) {
+  if (auto folder = load_checker_folder(p)) return *folder;
   const fs::path file = result_file(p);
   json doc;
   try {
@@ -237,7 +279,13 @@ html::page_part part_of(const json& doc, const std::optional<json>& comparison) 
   if (kind == "compare") return html::compare_part(doc);
   if (kind == "eval") return html::eval_part(doc);
   if (kind == "fastp") return html::fastp_part(doc);
+  if (kind == "audit_checker") return html::audit_checker_part(doc);
   return html::audit_part(doc);
+}
+
+// What the page calls a result: its result.json, or a checker audit's folder.
+std::string shown(const fs::path& path, const json& doc) {
+  return doc.contains("folder") ? doc["folder"].get<std::string>() : result_file(path).string();
 }
 
 std::string article(const fs::path& path, const json& doc, const std::optional<json>& comparison,
@@ -249,28 +297,32 @@ std::string article(const fs::path& path, const json& doc, const std::optional<j
     if (history && kind == "suite_run") part.body += html::trend_section(doc, *history);
   } catch (const json::exception& e) {
     // A well-formed file whose fields have other types than the schema's.
-    throw report_error(result_file(path).string() + ": unexpected shape (" + e.what() + ")");
+    throw report_error(shown(path, doc) + ": unexpected shape (" + e.what() + ")");
   }
   const std::string id = "r" + std::to_string(index);
   return "<article id=\"" + id + "\"><h2>" + html::esc(kind_title(kind)) + ": <code>" +
-         html::esc(result_file(path).string()) + "</code></h2><p class=\"muted\">created " +
-         html::text(doc.value("created", json())) + ", finished " +
-         html::text(doc.value("finished", json())) + "; <code>" +
-         html::esc(doc.value("argv", json::array()).dump()) +
-         "</code></p><div class=\"summary\"><p>" +
+         html::esc(shown(path, doc)) + "</code></h2><p class=\"muted\">" +
+         (doc.contains("created")
+              ? "created " + html::text(doc["created"]) + ", finished " +
+                    html::text(doc.value("finished", json())) + "; <code>" +
+                    html::esc(doc.value("argv", json::array()).dump()) + "</code>"
+              : "from the folder's summary.json, kill_matrix.json, verdicts.jsonl") +
+         "</p><div class=\"summary\"><p>" +
          html::badge(part.verdict, std::string("verdict ") + part.verdict_class) + "</p>" +
          part.summary + "</div>" +
          // A compare result's environment is the comparing machine's, not the runs'.
          html::section(kind == "compare" ? "Environment of the machine that compared"
                                          : "Environment",
-                       html::environment_block(doc.value("environment", json()))) +
+                       doc.contains("environment")
+                           ? html::environment_block(doc["environment"])
+                           : "<p class=\"muted\">This result records no environment.</p>") +
          part.body + "</article>";
 }
 
 } // namespace
 
 // The whole history, as `kernelgate history --json` prints it.
-json history_of(const fs::path& file) {
+static json history_of(const fs::path& file) {
   try {
     return history_report_json(run_history::open_existing(file).query({}));
   } catch (const history_error& e) {
@@ -297,7 +349,7 @@ std::string html_report(const std::vector<fs::path>& results,
     articles += article(results[i], docs[i], comparison, history, static_cast<int>(i));
     toc += "<li><a href=\"#r" + std::to_string(i) + "\">" +
            html::esc(kind_title(docs[i]["kind"].get<std::string>())) + ": " +
-           html::esc(result_file(results[i]).string()) + "</a></li>";
+           html::esc(shown(results[i], docs[i])) + "</a></li>";
   }
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
          "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"

@@ -25,6 +25,8 @@ std::string kill_colour(double f) {
   return buf;
 }
 
+} // namespace
+
 // cells: row -> column -> {accepted, rejected, errors, missing, planned}.
 std::string heat_map(const std::string& title, const json& cells, const std::string& column_title) {
   std::vector<std::string> rows, cols;
@@ -47,7 +49,8 @@ std::string heat_map(const std::string& title, const json& cells, const std::str
   std::stable_sort(cols.begin(), cols.end(),
                    [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
   const double label_w = 210, cell_w = 104, cell_h = 30, top = 52;
-  svg::canvas c(label_w + cell_w * static_cast<double>(cols.size()) + 16,
+  // At least wide enough for the title and the note below the cells.
+  svg::canvas c(std::max(560.0, label_w + cell_w * static_cast<double>(cols.size()) + 16),
                 top + cell_h * static_cast<double>(rows.size()) + 34, title);
   c.text(8, 16, title, "plot-title");
   c.text(label_w + cell_w * static_cast<double>(cols.size()) / 2, 34, column_title, "axis-title",
@@ -84,6 +87,8 @@ std::string heat_map(const std::string& title, const json& cells, const std::str
          "tick");
   return c.str();
 }
+
+namespace {
 
 struct escape_group {
   int count = 0;

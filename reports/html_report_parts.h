@@ -40,6 +40,10 @@ std::string compare_table(const std::vector<json>& records);
 // history_report_json writes it).
 std::string trend_section(const json& doc, const json& history);
 
+// A kill matrix as a heat map: cells row -> column -> {accepted, rejected, errors, missing}; a
+// cell's colour and label are the fraction rejected (killed) of those decided, with counts.
+std::string heat_map(const std::string& title, const json& cells, const std::string& column_title);
+
 // Per kind: the summary line items and the body.
 struct page_part {
   std::string verdict, verdict_class; // "PASS"/"pass", "FAIL"/"fail", or a neutral word
@@ -52,5 +56,8 @@ page_part compare_part(const json& doc);
 page_part eval_part(const json& doc);
 page_part fastp_part(const json& doc);
 page_part audit_part(const json& doc);
+// `kernelgate audit checker`'s folder: {summary (summary.json), kill_matrix (kill_matrix.json),
+// verdicts (verdicts.jsonl lines), witnesses (witnesses.jsonl lines, --protocol only)}.
+page_part audit_checker_part(const json& folder);
 
 } // namespace kg::html

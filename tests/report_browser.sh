@@ -81,6 +81,25 @@ base=$fixtures/suite_base.json new=$fixtures/suite_new.json eval=$fixtures/eval_
 [ -s "$work/compare/result.json" ] || fail "compare wrote no result"
 "$kg" fastp "$eval" --out "$work/fastp" >/dev/null || fail "fastp exited $?"
 "$kg" audit layernorm-affine --backend cpu --out "$work/audit" >/dev/null || fail "audit exited $?"
+# A checker audit (`audit checker --cmd`, no GPU) of one small kernel's mutants: a checker that
+# only looks for the kernel's formula in the source, every third mutant unwitnessed.
+mkdir -p "$work/ck/k" "$work/ck/data/tasks"
+printf '%s\n' '__global__ void twice(const float* x, float* y, int n) {' \
+  '  int i = blockIdx.x * blockDim.x + threadIdx.x;' '  if (i < n) y[i] = x[i] * 2.0f;' '}' \
+  >"$work/ck/k/twice.cu"
+echo '{"id": "twice"}' >"$work/ck/data/tasks/twice.json"
+"$kg" mutants generate --root "$work/ck" --kernels 'k/*.cu' --out "$work/ck/catalog" >/dev/null ||
+  fail "mutants generate exited $?"
+python3 -c '
+import json, sys
+with open(sys.argv[2], "w") as w:
+    for i, line in enumerate(open(sys.argv[1])):
+        w.write(json.dumps({"id": json.loads(line)["id"],
+                            "status": "unwitnessed" if i % 3 == 0 else "witnessed"}) + "\n")' \
+  "$work/ck/catalog/catalog.jsonl" "$work/ck/witnesses.jsonl"
+"$kg" audit checker --cmd "grep -q 'x\[i\] \* 2.0f' {candidate}" --catalog "$work/ck/catalog" \
+  --witnesses "$work/ck/witnesses.jsonl" --root "$work/ck" --tasks-dir "$work/ck/data/tasks" \
+  --out "$work/ck/out" >/dev/null || fail "audit checker exited $?"
 
 render() { # render NAME ARGS...
   local name=$1
@@ -95,6 +114,7 @@ render suite "$new" --baseline "$base" --history "$work/history.sqlite"
 render compare "$work/compare"
 render eval "$eval" "$work/fastp"
 render audit "$work/audit"
+render checker "$work/ck/out"
 
 ids suite '[r["id"] for r in d["records"]]' "$base" "$new"
 ids compare '[r["workload"] for r in d["records"]]' "$work/compare/result.json"
@@ -102,10 +122,12 @@ ids eval '[r["task"] for r in d["records"] if "task" in r] + d["config"].get("in
   "$eval" "$work/fastp/result.json"
 ids audit 'list(d["summary"]["matrix"]) + sorted({p for r in d["summary"]["presets"].values() for p in r})' \
   "$work/audit/result.json"
+ids checker '[e["id"] for e in d["escapes"]] + list(d["families"])' "$work/ck/out/summary.json"
 
 # Plots each page must draw: suite: forest, p99 strip, throughput search, a trend per workload
-# (7); compare: forest; eval: speedups, fast_p curve; audit: two kill-matrix heat maps.
-for spec in suite:10 compare:1 eval:2 audit:2; do
+# (7); compare: forest; eval: speedups, fast_p curve; audit: two kill-matrix heat maps; checker
+# audit: its heat map.
+for spec in suite:10 compare:1 eval:2 audit:2 checker:1; do
   name=${spec%%:*}
   [ -s "$work/$name.html" ] || continue
   browse "$work/$name.html" "$name"
