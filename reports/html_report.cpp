@@ -177,7 +177,8 @@ svg .pt2{fill:#8250df}svg .mark{fill:#cf222e}
 svg .cell-label{font-size:10px;text-anchor:middle}
 .plots{display:flex;flex-wrap:wrap;gap:8px}
 article{margin-bottom:40px}
-@media print{body{max-width:none;padding:0;font-size:11px}th{position:static}
+@media print{*{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+body{max-width:none;padding:0;font-size:11px}th{position:static}
 .summary{background:none}section,svg,tr{break-inside:avoid}article{break-before:page}
 article:first-of-type{break-before:auto}a{color:inherit;text-decoration:none}}
 )css";
