@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "reports/html_report_parts.h"
 #include "reports/svg_plot.h"
@@ -106,17 +108,24 @@ std::string workload_table(const std::vector<json>& records,
   return table(head, rows);
 }
 
-double limit_of(const json& r) {
-  return r.value("params", json::object()).value("itl_limit_ms", 50.0);
+// The workload's p99 inter-token latency limit (params.itl_limit_ms); none drawn without one.
+std::optional<double> limit_of(const json& r) {
+  const json params = r.value("params", json::object());
+  if (params.contains("itl_limit_ms") && params["itl_limit_ms"].is_number())
+    return params["itl_limit_ms"].get<double>();
+  return std::nullopt;
 }
 
 // serving_p99 workloads: each trace's p99 ITL (one dot per arrival seed) at the workload's
 // offered load, one row per workload, against the limit.
 std::string p99_strip(const std::vector<const json*>& rows) {
-  double hi = 0, limit = 50;
+  double hi = 0;
+  std::set<double> limits;
   for (const json* r : rows) {
-    limit = limit_of(*r);
-    hi = std::max(hi, limit);
+    if (const auto l = limit_of(*r)) {
+      limits.insert(*l);
+      hi = std::max(hi, *l);
+    }
     for (const auto& t : (*r)["extra"]["repeats"])
       hi = std::max(hi, t.value("p99_itl_ms", 0.0));
   }
@@ -137,8 +146,12 @@ std::string p99_strip(const std::vector<const json*>& rows) {
     c.text(f.x(t), f.y.r1 + 18, svg::tick_label(t), "tick", "middle");
   }
   c.line(f.left, f.y.r1, c.width() - f.right, f.y.r1, "axis");
-  c.line(f.x(limit), f.top - 4, f.x(limit), f.y.r1, "limit");
-  c.text(f.x(limit), f.top - 8, "limit " + sig(limit) + " ms", "tick", "middle");
+  // One limit for all rows: a line through the plot; else each row gets its own mark below.
+  if (limits.size() == 1) {
+    const double limit = *limits.begin();
+    c.line(f.x(limit), f.top - 4, f.x(limit), f.y.r1, "limit");
+    c.text(f.x(limit), f.top - 8, "limit " + sig(limit) + " ms", "tick", "middle");
+  }
   c.text(8, 16,
          "Serving at a fixed offered load: p99 inter-token latency of each trace (dot = "
          "arrival seed, bar = median)",
@@ -154,9 +167,11 @@ std::string p99_strip(const std::vector<const json*>& rows) {
     if (r.contains("estimate") && r["estimate"].is_number())
       c.line(f.x(r["estimate"].get<double>()), y - 6, f.x(r["estimate"].get<double>()), y + 6,
              "one");
+    const auto limit = limit_of(r);
+    if (limit && limits.size() > 1) c.line(f.x(*limit), y - 7, f.x(*limit), y + 7, "limit");
     for (const auto& t : r["extra"]["repeats"]) {
       const double v = t.value("p99_itl_ms", 0.0);
-      c.circle(f.x(v), y, 3.2, v > limit ? "pt SLOWER" : "pt",
+      c.circle(f.x(v), y, 3.2, limit && v > *limit ? "pt SLOWER" : "pt",
                id + " seed " + t.value("arrival_seed", json()).dump() + ": p99 " + sig(v) +
                    " ms, mean batch " + sig(t.value("mean_batch", 0.0), 3));
     }
@@ -171,8 +186,8 @@ std::string throughput_plot(const json& r) {
   for (const auto& lp : r["extra"].value("load_points", json::array()))
     pts.emplace_back(lp.value("offered_rps", 0.0), lp.value("p99_itl_ms", 0.0));
   std::sort(pts.begin(), pts.end());
-  const double limit = limit_of(r);
-  double xhi = 0, yhi = limit;
+  const auto limit = limit_of(r);
+  double xhi = 0, yhi = limit.value_or(0);
   for (const auto& [x, y] : pts) {
     xhi = std::max(xhi, x);
     yhi = std::max(yhi, y);
@@ -197,17 +212,18 @@ std::string throughput_plot(const json& r) {
   f.fit(c);
   f.draw_axes(c, svg::ticks(0, xhi, 5), svg::ticks(0, yhi, 5), "offered load (requests/s)",
               "p99 ITL (ms)", id);
-  c.line(f.x.r0, f.y(limit), f.x.r1, f.y(limit), "limit");
+  if (limit) c.line(f.x.r0, f.y(*limit), f.x.r1, f.y(*limit), "limit");
   std::vector<std::pair<double, double>> px;
   for (const auto& [x, y] : pts)
     px.emplace_back(f.x(x), f.y(y));
   c.polyline(px, "series");
   for (const auto& [x, y] : pts)
-    c.circle(f.x(x), f.y(y), 2.8, y > limit ? "pt SLOWER" : "pt",
+    c.circle(f.x(x), f.y(y), 2.8, limit && y > *limit ? "pt SLOWER" : "pt",
              sig(x, 3) + " req/s: p99 " + sig(y, 3) + " ms");
   for (const auto& [x, tps] : crossings)
-    c.rect(f.x(x) - 3, f.y(limit) - 3, 6, 6, "mark",
-           "a repeat reached the limit at " + sig(x, 3) + " req/s: " + sig(tps, 4) + " tokens/s");
+    if (limit)
+      c.rect(f.x(x) - 3, f.y(*limit) - 3, 6, 6, "mark",
+             "a repeat reached the limit at " + sig(x, 3) + " req/s: " + sig(tps, 4) + " tokens/s");
   return c.str();
 }
 
