@@ -5,6 +5,7 @@
 
 #include "reports/html_report_parts.h"
 #include "reports/svg_plot.h"
+#include "stats/decision.h"
 
 namespace kg::html {
 namespace {
@@ -162,7 +163,9 @@ page_part compare_part(const json& doc) {
   std::vector<json> records;
   for (const auto& r : doc.value("records", json::array()))
     if (r.value("type", std::string()) == "compare_workload") records.push_back(r);
-  const double min_effect = doc.value("config", json::object()).value("min_effect", 0.03);
+  // Every compare result records its min_effect; an older one had compare's default.
+  const double min_effect =
+      doc.value("config", json::object()).value("min_effect", default_min_effect);
   page_part p;
   const auto verdict = summary.value("verdict", std::string("?"));
   p.verdict = verdict;
