@@ -185,6 +185,7 @@ void declare_audit(CLI::App& app, cli_values& v) {
            "summary.json; --protocol also witnesses.jsonl, input_suites.json)")
       ->required();
   add_history_option(k, v.checker_history);
+  k->add_flag("--no-progress", o.no_progress, "one line per candidate even on a terminal");
 }
 
 void declare_time(CLI::App& app, cli_values& v) {
@@ -205,6 +206,7 @@ void declare_time(CLI::App& app, cli_values& v) {
       c, "--min-effect", o.min_effect, "F", [](double x) { return x >= 0 && x < 1; },
       "a fraction in [0, 1)", "smallest speedup that counts (fraction)");
   add_text(c, "--out", o.out, "DIR", "output folder")->default_str("kg-out/time-IMPL");
+  c->add_flag("--no-progress", o.no_progress, "plain lines even on a terminal");
 }
 
 void declare_eval(CLI::App& app, cli_values& v) {
@@ -248,6 +250,7 @@ void declare_eval(CLI::App& app, cli_values& v) {
   add_choice(c, "--torch-time", o.torch_time, {"cached", "fresh", "no"},
              "time the LibTorch reference on the GPU");
   add_history_option(c, v.eval_history);
+  c->add_flag("--no-progress", o.no_progress, "one line per pair even on a terminal");
 }
 
 void declare_fastp(CLI::App& app, cli_values& v) {
@@ -419,6 +422,7 @@ void declare_mutants(CLI::App& app, cli_values& v) {
   add_text(gen, "--root", o.root, "DIR", "where globs start; catalog paths are relative to it")
       ->default_str("the source tree");
   add_text(gen, "--out", o.out, "DIR", "output folder (catalog.jsonl, summary.json)")->required();
+  gen->add_flag("--no-progress", o.no_progress, "one line per file even on a terminal");
   auto* eq = c->add_subcommand("equivalence", "mark the mutants whose cubin equals the "
                                               "original's (compiled with nvcc, no GPU)");
   auto& e = v.mutants_equivalence;
@@ -432,6 +436,7 @@ void declare_mutants(CLI::App& app, cli_values& v) {
       "parallel compiles (0: every core)");
   add_text(eq, "--out", e.out, "DIR", "output folder (equivalence.jsonl, summary.json)")
       ->required();
+  eq->add_flag("--no-progress", e.no_progress, "one line per compile even on a terminal");
 }
 
 void declare_history(CLI::App& app, cli_values& v) {
