@@ -174,6 +174,7 @@ svg .ci.AMBIGUOUS{stroke:#9a6700}
 svg .pt{fill:#0969da}svg .pt.SLOWER{fill:#cf222e}svg .pt.FASTER{fill:#1a7f37}svg .pt.AMBIGUOUS{fill:#9a6700}
 svg .series{fill:none;stroke:#0969da;stroke-width:1.5}svg .series2{fill:none;stroke:#8250df;stroke-width:1.5}
 svg .pt2{fill:#8250df}svg .mark{fill:#cf222e}
+svg .box{fill:#0969da;fill-opacity:.35}svg .whisker{stroke:#0969da;stroke-opacity:.6}
 svg .cell-label{font-size:10px;text-anchor:middle}
 .plots{display:flex;flex-wrap:wrap;gap:8px}
 article{margin-bottom:40px}

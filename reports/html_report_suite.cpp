@@ -116,23 +116,43 @@ std::optional<double> limit_of(const json& r) {
   return std::nullopt;
 }
 
+// A trace's inter-token latency distribution (extra.repeats[].itl_ms, runs since 2026-12-02).
+struct itl_quantiles {
+  double p50, p90, p99, max;
+};
+std::optional<itl_quantiles> itl_distribution(const json& trace) {
+  const json d = trace.value("itl_ms", json());
+  if (!d.is_object() || d.value("gaps", 0) < 1) return std::nullopt;
+  for (const char* k : {"p50", "p90", "p99", "max"})
+    if (!d.contains(k) || !d[k].is_number()) return std::nullopt;
+  return itl_quantiles{d["p50"].get<double>(), d["p90"].get<double>(), d["p99"].get<double>(),
+                       d["max"].get<double>()};
+}
+
 // serving_p99 workloads: each trace's p99 ITL (one dot per arrival seed) at the workload's
-// offered load, one row per workload, against the limit.
+// offered load, one row per workload, against the limit; where the record holds each trace's
+// distribution, a box from its p50 to p90 and a line on to its largest interval.
 std::string p99_strip(const std::vector<const json*>& rows) {
   double hi = 0;
   std::set<double> limits;
+  bool distributions = false;
   for (const json* r : rows) {
     if (const auto l = limit_of(*r)) {
       limits.insert(*l);
       hi = std::max(hi, *l);
     }
-    for (const auto& t : (*r)["extra"]["repeats"])
+    for (const auto& t : (*r)["extra"]["repeats"]) {
       hi = std::max(hi, t.value("p99_itl_ms", 0.0));
+      if (const auto d = itl_distribution(t)) {
+        hi = std::max(hi, d->max);
+        distributions = true;
+      }
+    }
   }
   hi *= 1.08;
-  const double row_h = 16;
+  const double row_h = distributions ? 26 : 16; // room for a box per trace
   svg::canvas c(1000, 70 + row_h * static_cast<double>(rows.size()) + 30,
-                "p99 inter-token latency per trace (one dot per arrival seed)");
+                "inter-token latency per trace (one dot per arrival seed)");
   svg::frame f;
   f.left = 330;
   f.top = 34;
@@ -153,11 +173,14 @@ std::string p99_strip(const std::vector<const json*>& rows) {
     c.text(f.x(limit), f.top - 8, "limit " + sig(limit) + " ms", "tick", "middle");
   }
   c.text(8, 16,
-         "Serving at a fixed offered load: p99 inter-token latency of each trace (dot = "
-         "arrival seed, bar = median)",
+         distributions ? "Inter-token latency per trace at a fixed load: dot p99 (one per "
+                         "arrival seed), box p50-p90, line to the largest; bar = median p99"
+                       : "Serving at a fixed offered load: p99 inter-token latency of each "
+                         "trace (dot = arrival seed, bar = median)",
          "plot-title");
-  c.text((f.left + c.width() - f.right) / 2, c.height() - 6, "p99 inter-token latency (ms)",
-         "axis-title", "middle");
+  c.text((f.left + c.width() - f.right) / 2, c.height() - 6,
+         distributions ? "inter-token latency (ms)" : "p99 inter-token latency (ms)", "axis-title",
+         "middle");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const json& r = *rows[i];
     const double y = f.y(static_cast<double>(i) + 0.5);
@@ -169,9 +192,20 @@ std::string p99_strip(const std::vector<const json*>& rows) {
              "one");
     const auto limit = limit_of(r);
     if (limit && limits.size() > 1) c.line(f.x(*limit), y - 7, f.x(*limit), y + 7, "limit");
-    for (const auto& t : r["extra"]["repeats"]) {
+    const auto& traces = r["extra"]["repeats"];
+    for (std::size_t j = 0; j < traces.size(); ++j) {
+      const auto& t = traces[j];
       const double v = t.value("p99_itl_ms", 0.0);
-      c.circle(f.x(v), y, 3.2, limit && v > *limit ? "pt SLOWER" : "pt",
+      // The traces of one workload one above the other, 4 px apart, centred on its row.
+      const double ty = y + 4.0 * (static_cast<double>(j) - (traces.size() - 1) / 2.0);
+      if (const auto d = itl_distribution(t)) {
+        c.line(f.x(d->p90), ty, f.x(d->max), ty, "whisker");
+        c.rect(f.x(d->p50), ty - 1.5, std::max(1.0, f.x(d->p90) - f.x(d->p50)), 3, "box",
+               id + " seed " + t.value("arrival_seed", json()).dump() + ": p50 " + sig(d->p50) +
+                   " ms, p90 " + sig(d->p90) + " ms, p99 " + sig(d->p99) + " ms, largest " +
+                   sig(d->max) + " ms");
+      }
+      c.circle(f.x(v), ty, 3.2, limit && v > *limit ? "pt SLOWER" : "pt",
                id + " seed " + t.value("arrival_seed", json()).dump() + ": p99 " + sig(v) +
                    " ms, mean batch " + sig(t.value("mean_batch", 0.0), 3));
     }

@@ -286,7 +286,14 @@ measured_workload run_serving_workload(suite_gpu_session::impl& s, const suite_w
   auto describe = [&](const batching_result& run) {
     prefill_gpu += stats.prefill_gpu_seconds;
     decode_gpu += stats.decode_gpu_seconds;
-    return nlohmann::json{{"p99_itl_ms", run.p99_itl_ms()},
+    const auto itl = run.itl_summary_ms();
+    return nlohmann::json{{"p99_itl_ms", itl.p99_ms},
+                          {"itl_ms",
+                           {{"gaps", itl.gaps},
+                            {"p50", itl.p50_ms},
+                            {"p90", itl.p90_ms},
+                            {"p99", itl.p99_ms},
+                            {"max", itl.max_ms}}},
                           {"tokens_per_second", run.tokens_per_second()},
                           {"mean_batch", run.mean_batch()},
                           {"max_batch_seen", run.max_batch_seen},

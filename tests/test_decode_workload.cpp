@@ -136,6 +136,26 @@ TEST(load_search, p99_inter_token_latency_excludes_the_first_token) {
   EXPECT_DOUBLE_EQ(p99_inter_token_ms({{1.0}}), 0.0); // a single token: no interval
 }
 
+TEST(load_search, the_inter_token_distribution_takes_nearest_ranks_over_every_sequence) {
+  // Gaps 1, 2, 3, 4 (first sequence) and 10 (second): sorted 1 2 3 4 10, n = 5. Nearest rank:
+  // p50 = the 3rd (ceil 2.5), p90 = the 5th (ceil 4.5), p99 = the 5th; max 10.
+  const auto s = summarize_inter_token_ms({{0, 1, 3, 6, 10}, {100, 110}, {7}});
+  EXPECT_EQ(s.gaps, 5u);
+  EXPECT_DOUBLE_EQ(s.p50_ms, 3.0);
+  EXPECT_DOUBLE_EQ(s.p90_ms, 10.0);
+  EXPECT_DOUBLE_EQ(s.p99_ms, 10.0);
+  EXPECT_DOUBLE_EQ(s.max_ms, 10.0);
+  // 20 gaps of 1..20 ms: p50 the 10th, p90 the 18th, p99 the 20th.
+  std::vector<double> t = {0};
+  for (int k = 1; k <= 20; ++k)
+    t.push_back(t.back() + k);
+  const auto u = summarize_inter_token_ms({t});
+  EXPECT_DOUBLE_EQ(u.p50_ms, 10.0);
+  EXPECT_DOUBLE_EQ(u.p90_ms, 18.0);
+  EXPECT_DOUBLE_EQ(u.p99_ms, 20.0);
+  EXPECT_EQ(summarize_inter_token_ms({{5}}).gaps, 0u);
+}
+
 TEST(arrivals, all_one_and_all_eight_mixes_and_their_mean_size) {
   arrival_options o;
   o.requests_per_second = 5.0;

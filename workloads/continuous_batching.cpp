@@ -34,11 +34,15 @@ std::vector<double> window_tokens_ms(const sequence_trace& s, double window_star
 }
 } // namespace
 
-double batching_result::p99_itl_ms() const {
+inter_token_summary batching_result::itl_summary_ms() const {
   std::vector<std::vector<double>> ms;
   for (const auto& s : sequences)
     ms.push_back(window_tokens_ms(s, window_start_seconds));
-  return p99_inter_token_ms(ms);
+  return summarize_inter_token_ms(ms);
+}
+
+double batching_result::p99_itl_ms() const {
+  return itl_summary_ms().p99_ms;
 }
 
 bool batching_result::has_inter_token_interval() const {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "workloads/arrivals.h"
+#include "workloads/load_search.h"
 
 namespace kg {
 
@@ -101,6 +102,7 @@ struct batching_result {
   // load is past saturation.
   double mean_batch() const;
   double p99_itl_ms() const;
+  inter_token_summary itl_summary_ms() const; // the same gaps' distribution
 };
 
 // Throws std::invalid_argument when a sequence could never fit (context + output tokens above

@@ -86,17 +86,30 @@ limit_crossing interpolate_limit(const load_point& lo, const load_point& hi, dou
   return c;
 }
 
-double p99_inter_token_ms(const std::vector<std::vector<double>>& token_times_ms) {
+inter_token_summary
+summarize_inter_token_ms(const std::vector<std::vector<double>>& token_times_ms) {
   std::vector<double> gaps;
   for (const auto& seq : token_times_ms)
     for (std::size_t k = 1; k < seq.size(); ++k)
       gaps.push_back(seq[k] - seq[k - 1]);
-  if (gaps.empty()) return 0.0;
+  inter_token_summary s;
+  if (gaps.empty()) return s;
   std::sort(gaps.begin(), gaps.end());
-  // Nearest rank: the smallest gap with at least 99% of the gaps at or below it.
-  const std::size_t rank =
-      static_cast<std::size_t>(std::ceil(0.99 * static_cast<double>(gaps.size())));
-  return gaps[std::max<std::size_t>(rank, 1) - 1];
+  // Nearest rank: the smallest gap with at least a share q of the gaps at or below it.
+  auto rank = [&](double q) {
+    const auto r = static_cast<std::size_t>(std::ceil(q * static_cast<double>(gaps.size())));
+    return gaps[std::max<std::size_t>(r, 1) - 1];
+  };
+  s.gaps = gaps.size();
+  s.p50_ms = rank(0.50);
+  s.p90_ms = rank(0.90);
+  s.p99_ms = rank(0.99);
+  s.max_ms = gaps.back();
+  return s;
+}
+
+double p99_inter_token_ms(const std::vector<std::vector<double>>& token_times_ms) {
+  return summarize_inter_token_ms(token_times_ms).p99_ms;
 }
 
 } // namespace kg

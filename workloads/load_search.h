@@ -3,6 +3,7 @@
 // The measurement is a callback, so the search logic is tested without a GPU.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <vector>
 
@@ -77,5 +78,15 @@ limit_crossing interpolate_limit(const load_point& lo, const load_point& hi, dou
 // p99 of inter-token intervals: per sequence, token times t0..tn give intervals t1-t0 ... (the
 // first token's latency, from arrival, is not an inter-token interval and is excluded).
 double p99_inter_token_ms(const std::vector<std::vector<double>>& token_times_ms);
+
+// The distribution of those intervals (the report draws it per trace): how many, and their 50th,
+// 90th and 99th percentiles by nearest rank (the smallest interval with at least that share of
+// the intervals at or below it) and the largest. All 0 without an interval.
+struct inter_token_summary {
+  std::size_t gaps = 0;
+  double p50_ms = 0, p90_ms = 0, p99_ms = 0, max_ms = 0;
+};
+inter_token_summary
+summarize_inter_token_ms(const std::vector<std::vector<double>>& token_times_ms);
 
 } // namespace kg
