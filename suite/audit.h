@@ -17,6 +17,7 @@ struct audit_request {
   std::string protocol = "sol";  // the checker applied to the 504-observation grid
   std::filesystem::path out;     // output folder
   std::vector<std::string> argv; // recorded in the result
+  bool no_progress = false;      // plain lines even on a terminal
 };
 
 std::span<const std::string_view> audit_names();

@@ -8,6 +8,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "base/sha256.h"
 #include "kernels/layernorm_backend.h"
 #include "mutants/outcome_matrix.h"
 #include "oracles/layernorm_oracle.h"
@@ -15,11 +16,11 @@
 #include "reports/environment.h"
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
-#include "base/sha256.h"
 #include "reports/text_table.h"
 #include "stats/proportion.h"
 #include "suite/audit.h"
 #include "suite/exit_codes.h"
+#include "suite/progress_meter.h"
 #include "timing/interrupt.h"
 
 namespace kg {
@@ -128,9 +129,11 @@ struct grid_run {
 // null nothing is recorded (the fp16 cross-check reruns the grid this way).
 void run_grid(layernorm_backend& backend, const protocol& checker,
               const std::vector<implementation>& impls, grid_run& run, result_writer* writer,
-              bool only_half) {
+              bool only_half, progress_meter* meter = nullptr) {
   for (const auto& cfg : layernorm_affine_grid()) {
     if (only_half && cfg.type != dtype::float16) continue;
+    if (meter) meter->start("grid " + config_key(cfg));
+    int observed = 0;
     const layernorm_inputs drawn = draw_layernorm_inputs(cfg);
     for (affine_regime regime : all_affine_regimes) {
       const layernorm_inputs in = select_regime(drawn, regime);
@@ -153,6 +156,7 @@ void run_grid(layernorm_backend& backend, const protocol& checker,
         else
           e.error = ref_error;
         run.verdicts[id] = e.verdict;
+        ++observed;
         outcome_matrix& m = impl.role == "extra_control" ? run.extra : run.matrix;
         m.resolve(impl.row, regime_name, e.verdict);
         if (!writer) continue;
@@ -181,14 +185,17 @@ void run_grid(layernorm_backend& backend, const protocol& checker,
         writer->append(std::move(rec));
       }
     }
+    if (meter)
+      meter->done("grid " + config_key(cfg) + ": " + std::to_string(observed) + " observations");
   }
 }
 
 // Which presets accept each implementation, with the inputs each preset generates.
 void run_presets(layernorm_backend& backend, const std::vector<implementation>& impls,
-                 outcome_matrix& matrix, result_writer& writer) {
+                 outcome_matrix& matrix, result_writer& writer, progress_meter& meter) {
   for (auto pname : protocol_names()) {
     const protocol p = *find_protocol(pname);
+    meter.start("preset " + std::string(pname));
     for (const auto& cfg : layernorm_affine_grid()) {
       auto shapes = [&](int variant) {
         // The tail-crossing variant crosses warp (32) and block (128) boundaries with odd sizes.
@@ -254,6 +261,9 @@ void run_presets(layernorm_backend& backend, const std::vector<implementation>& 
         writer.append(std::move(rec));
       }
     }
+    meter.done("preset " + std::string(pname) + ": " +
+               std::to_string(layernorm_affine_grid().size()) + " configurations x " +
+               std::to_string(impls.size()) + " implementations");
   }
 }
 
@@ -422,7 +432,10 @@ int run_layernorm_affine_audit(const audit_request& req, const protocol& checker
                {}};
   run.matrix.plan_every_cell(static_cast<int>(grid.size()));
   run.extra.plan_every_cell(static_cast<int>(grid.size()));
-  run_grid(*backend, checker, impls, run, writer.get(), false);
+  // Progress: each grid configuration, then each preset (the fp16 cross-check is quick).
+  progress_meter meter(out, progress_bar_wanted(out, req.no_progress),
+                       grid.size() + protocol_names().size());
+  run_grid(*backend, checker, impls, run, writer.get(), false, &meter);
 
   const nlohmann::json half_check = req.backend == "cpu" && !stop_requested()
                                         ? float16_path_check(*backend, checker, impls, run)
@@ -434,7 +447,8 @@ int run_layernorm_affine_audit(const audit_request& req, const protocol& checker
     all_rows.push_back(r);
   outcome_matrix presets(all_rows, preset_cols);
   presets.plan_every_cell(static_cast<int>(grid.size()));
-  if (!stop_requested()) run_presets(*backend, impls, presets, *writer);
+  if (!stop_requested()) run_presets(*backend, impls, presets, *writer, meter);
+  meter.finish();
 
   const nlohmann::json family =
       print_audit_tables(out, checker, *backend, run, presets, grid.size());

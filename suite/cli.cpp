@@ -145,6 +145,7 @@ void declare_audit(CLI::App& app, cli_values& v) {
   add_text(c, "name", v.audit.name, "NAME", "the audit (" + names + "); required but with checker");
   add_choice(c, "--backend", v.audit.backend, {"cpu", "cuda"}, "where the kernels run");
   add_text(c, "--protocol", v.audit.protocol, "NAME", "the checker applied (kernelgate protocols)");
+  c->add_flag("--no-progress", v.audit.no_progress, "plain lines even on a terminal");
   add_text(c, "--out", v.audit_out, "DIR", "output folder")
       ->default_str("kg-out/audit-NAME-BACKEND");
   add_history_option(c, v.audit_history);
@@ -469,8 +470,9 @@ void declare_report(CLI::App& app, cli_values& v) {
       ->required();
   add_optional_text(c, "--baseline", o.baseline, "RESULT",
                     "a suite run each suite run is compared with (forest plot, decisions)");
-  add_optional_text(c, "--history", o.history, "FILE.sqlite",
-                    "a run history (kernelgate history): trend lines of each suite run's workloads");
+  add_optional_text(
+      c, "--history", o.history, "FILE.sqlite",
+      "a run history (kernelgate history): trend lines of each suite run's workloads");
   add_text(c, "--html", o.html, "OUT.html", "the page written (temporary file + rename)")
       ->required();
 }
