@@ -9,6 +9,9 @@
 #                kernels/variants (WORKERS GPU workers, default kernelgate's: half the cores,
 #                1..8; the host time per phase in phases.log), then, with CMD=1, the
 #                example checker through --cmd on the witnessed mutants (CMD_JOBS at once)
+#                REPORTS=1 first (before the audit, a few minutes): an eval of tests/red_team and
+#                a smoke run, both with --history, then `fastp` and `report` on them (issue 22's
+#                real examples; the HTML pages travel in witnesses.tgz)
 #   PHASE=wait   waits for what PHASE=start began
 # At most 8 files come back: build.log, tests.log, audit.log, summary.json, kill_matrix.json,
 # input_suites.json, cmd_summary.json, witnesses.tgz.
@@ -29,6 +32,22 @@ if [ "$phase" = start ]; then
   checker="python3 $root/examples/kernelbench_checker/checker.py"
   setsid bash -c "
     cd '$root'
+    if [ '${REPORTS:-0}' = 1 ]; then
+      s=\$(date +%s)
+      h='$w/history.sqlite'
+      '$kg' eval --tasks data/tasks --candidates tests/red_team --timeout 15 --history \$h \
+        --out '$w/eval' --no-progress >'$w/reports.log' 2>&1
+      echo \"eval: exit \$? in \$(( \$(date +%s) - s )) s\" >>'$w/reports.log'
+      '$kg' fastp '$w/eval/result.json' --out '$w/fastp' >>'$w/reports.log' 2>&1
+      '$kg' report '$w/eval/result.json' '$w/fastp/result.json' --html '$w/report-eval.html' \
+        >>'$w/reports.log' 2>&1
+      s=\$(date +%s)
+      '$kg' run --suite smoke --history \$h --out '$w/smoke' --no-progress >>'$w/reports.log' 2>&1
+      echo \"smoke: exit \$? in \$(( \$(date +%s) - s )) s\" >>'$w/reports.log'
+      '$kg' report '$w/smoke' --history \$h --html '$w/report-smoke.html' >>'$w/reports.log' 2>&1
+      '$kg' history \$h >>'$w/reports.log' 2>&1
+      echo \"reports: exit \$?\" >>'$w/reports.log'
+    fi
     for t in kernels/tasks/*.cu; do
       id=\$(basename \$t .cu); d='$w'/cc/\$id; mkdir -p \$d
       $checker data/tasks/\$id.json \$t \$d >\$d.log 2>&1
@@ -56,7 +75,9 @@ for f in summary.json kill_matrix.json input_suites.json; do
 done
 cp "$w/cmd/summary.json" "$logs/cmd_summary.json" 2>/dev/null
 (cd "$w" && tar czf "$logs/witnesses.tgz" $(ls audit/witnesses.jsonl audit/verdicts.jsonl \
-  cmd/verdicts.jsonl phases.log 2>/dev/null)) 2>/dev/null
+  cmd/verdicts.jsonl phases.log reports.log report-eval.html report-smoke.html eval/result.json \
+  fastp/result.json 2>/dev/null)) 2>/dev/null
+[ -f "$w/reports.log" ] && grep -E "^(eval|smoke|reports):" "$w/reports.log"
 grep -c "^checker_controls .* exit 0$" "$w/audit.log" 2>/dev/null | sed 's/^/checker_controls accepted: /'
 tail -15 "$w/audit.log"
 [ -f "$w/done" ] || echo "still running: call again with PHASE=wait"
