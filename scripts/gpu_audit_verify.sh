@@ -2,16 +2,17 @@
 # On the GPU machine: issue 21's checker audit end to end. The audit of all mutants outlasts one
 # device call (10 minutes), so it runs in its own process session (setsid) and each call of this
 # script waits up to WAIT_S seconds for it (as gpu_nightly_pair.sh does).
-#   PHASE=start  builds kernelgate and the GPU tests, runs ctest -L gpu -R 'gpu_audit|example_
-#                checker' into tests.log, checks the example Python checker on the 44 task
-#                kernels (each must be accepted: checker_controls in audit.log), then starts
+#   PHASE=start  builds kernelgate, then in the background: with REPORTS=1 an eval of
+#                tests/red_team and a smoke run, both with --history, and `fastp` and `report`
+#                on them (issue 22's real examples; the pages travel in witnesses.tgz); then
 #                `mutants generate` + `audit checker --protocol all` over kernels/tasks and
 #                kernels/variants (WORKERS GPU workers, default kernelgate's: half the cores,
-#                1..8; the host time per phase in phases.log), then, with CMD=1, the
-#                example checker through --cmd on the witnessed mutants (CMD_JOBS at once)
-#                REPORTS=1 first (before the audit, a few minutes): an eval of tests/red_team and
-#                a smoke run, both with --history, then `fastp` and `report` on them (issue 22's
-#                real examples; the HTML pages travel in witnesses.tgz)
+#                1..8; the host time per phase in phases.log); then (TESTS=1, the default)
+#                builds the GPU tests and runs ctest -L gpu -R 'gpu_audit|example_checker'
+#                into tests.log; then the example Python checker on the 44 task kernels, 8 at
+#                a time (each must be accepted: checker_controls in audit.log); then, with
+#                CMD=1, that checker through --cmd on the witnessed mutants (CMD_JOBS at once).
+#                The audit goes first among the GPU jobs so that its wall time is its own.
 #   PHASE=wait   waits for what PHASE=start began
 # At most 8 files come back: build.log, tests.log, audit.log, summary.json, kill_matrix.json,
 # input_suites.json, cmd_summary.json, witnesses.tgz.
@@ -25,10 +26,10 @@ mkdir -p "$logs"
 t0=$SECONDS
 if [ "$phase" = start ]; then
   rm -rf "$w" && mkdir -p "$w"
-  BUILD_TARGET="kernelgate kg_gpu_tests" source "$root/scripts/gpu_build.sh" || exit 1
+  # Only the CLI before the audit: the GPU tests build and run after it, so the audit's wall
+  # time is its own.
+  BUILD_TARGET=kernelgate source "$root/scripts/gpu_build.sh" || exit 1
   kg="$BUILD_DIR/suite/kernelgate"
-  ctest -L gpu -R "gpu_audit|example_checker" --timeout 900 >"$logs/tests.log" 2>&1
-  grep -E "tests passed|tests failed|\(Failed\)|Skipped" "$logs/tests.log"
   checker="python3 $root/examples/kernelbench_checker/checker.py"
   setsid bash -c "
     cd '$root'
@@ -48,16 +49,25 @@ if [ "$phase" = start ]; then
       '$kg' history \$h >>'$w/reports.log' 2>&1
       echo \"reports: exit \$?\" >>'$w/reports.log'
     fi
-    for t in kernels/tasks/*.cu; do
-      id=\$(basename \$t .cu); d='$w'/cc/\$id; mkdir -p \$d
-      $checker data/tasks/\$id.json \$t \$d >\$d.log 2>&1
-      echo \"checker_controls \$id exit \$?\"
-    done >>'$w/audit.log' 2>&1
     s=\$(date +%s)
     '$kg' mutants generate --out '$w/catalog' >>'$w/audit.log' 2>&1
     KG_PHASE_LOG='$w/phases.log' '$kg' audit checker --protocol all --catalog '$w/catalog' \
       --workers ${WORKERS:-0} --out '$w/audit' >>'$w/audit.log' 2>&1
     echo \"audit: exit \$? in \$(( \$(date +%s) - s )) s (generate included)\" >>'$w/audit.log'
+    if [ '${TESTS:-1}' = 1 ]; then
+      s=\$(date +%s)
+      (cd '$BUILD_DIR' && cmake --build . --target kg_gpu_tests -j16 >'$w/tests.log' 2>&1 &&
+        ctest -L gpu -R 'gpu_audit|example_checker' --timeout 900 >>'$w/tests.log' 2>&1)
+      echo \"tests: exit \$? in \$(( \$(date +%s) - s )) s\" >>'$w/audit.log'
+    fi
+    # The example checker on every task's own kernel, 8 at a time: each must be accepted.
+    for t in kernels/tasks/*.cu; do
+      ( id=\$(basename \$t .cu); d='$w'/cc/\$id; mkdir -p \$d
+        $checker data/tasks/\$id.json \$t \$d >\$d.log 2>&1
+        echo \"checker_controls \$id exit \$?\" ) &
+      while [ \$(jobs -r | wc -l) -ge 8 ]; do sleep 1; done
+    done >>'$w/audit.log' 2>&1
+    wait
     if [ '${CMD:-0}' = 1 ]; then
       s=\$(date +%s)
       '$kg' audit checker --cmd '$checker {task} {candidate} {workdir}' --catalog '$w/catalog' \
@@ -69,7 +79,7 @@ if [ "$phase" = start ]; then
 fi
 [ -d "$w" ] || { echo "nothing started on this machine (PHASE=start first)"; exit 1; }
 while [ ! -f "$w/done" ] && [ $((SECONDS - t0)) -lt "$wait_s" ]; do sleep 5; done
-cp "$w/audit.log" "$logs/" 2>/dev/null
+cp "$w/audit.log" "$w/tests.log" "$logs/" 2>/dev/null
 for f in summary.json kill_matrix.json input_suites.json; do
   cp "$w/audit/$f" "$logs/" 2>/dev/null
 done
@@ -78,6 +88,7 @@ cp "$w/cmd/summary.json" "$logs/cmd_summary.json" 2>/dev/null
   cmd/verdicts.jsonl phases.log reports.log report-eval.html report-smoke.html eval/result.json \
   fastp/result.json 2>/dev/null)) 2>/dev/null
 [ -f "$w/reports.log" ] && grep -E "^(eval|smoke|reports):" "$w/reports.log"
+grep -E "tests passed|tests failed|\(Failed\)|Skipped" "$w/tests.log" 2>/dev/null
 grep -c "^checker_controls .* exit 0$" "$w/audit.log" 2>/dev/null | sed 's/^/checker_controls accepted: /'
 tail -15 "$w/audit.log"
 [ -f "$w/done" ] || echo "still running: call again with PHASE=wait"
