@@ -156,6 +156,7 @@ dl.env{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:6p
 dl.env dt{font-weight:600}dl.env dd{margin:0}
 table{border-collapse:collapse;width:100%;font-size:12.5px;margin:6px 0}
 th,td{border-bottom:1px solid var(--line);padding:3px 6px;text-align:left;vertical-align:top}
+td:last-child{overflow-wrap:anywhere}
 th{background:#f6f8fa;position:sticky;top:0}
 td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 .nw{white-space:nowrap}

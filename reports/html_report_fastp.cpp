@@ -163,74 +163,143 @@ page_part eval_part(const json& doc) {
   return p;
 }
 
-page_part fastp_part(const json& doc) {
-  std::map<std::string, std::vector<json>> by_candidate;
+namespace {
+
+std::string candidate_name(const json& c) {
+  return c.value("candidate", json()).is_string() ? c["candidate"].get<std::string>()
+                                                  : std::string("(KernelBench run)");
+}
+
+// The fast_p records of one candidate, by p.
+std::vector<json> points_of(const json& doc, const std::string& name) {
+  std::vector<json> points;
   for (const auto& r : doc.value("records", json::array()))
-    if (r.value("type", std::string()) == "fast_p")
-      by_candidate[r.value("candidate", json()).is_string() ? r["candidate"].get<std::string>()
-                                                            : "(KernelBench run)"]
-          .push_back(r);
+    if (r.value("type", std::string()) == "fast_p" &&
+        (r.value("candidate", json()).is_string() ? r["candidate"].get<std::string>()
+                                                  : std::string("(KernelBench run)")) == name)
+      points.push_back(r);
+  std::sort(points.begin(), points.end(),
+            [](const json& a, const json& b) { return a.value("p", 0.0) < b.value("p", 0.0); });
+  return points;
+}
+
+const json* at_p(const std::vector<json>& points, double p) {
+  for (const auto& pt : points)
+    if (pt.value("p", 0.0) == p) return &pt;
+  return nullptr;
+}
+
+// fast_1 (faster than the baseline), the number people quote, intended and aligned.
+std::string fast_1_text(const std::vector<json>& points) {
+  const json* pt = at_p(points, 1.0);
+  if (!pt) return "-";
+  const json& r = (*pt)["result"];
+  return sig(r.value("fast_p_intended", 0.0), 3) + " intended, " +
+         (r.value("fast_p_aligned", json()).is_number() ? sig(r["fast_p_aligned"].get<double>(), 3)
+                                                        : std::string("-")) +
+         " aligned";
+}
+
+// One row per candidate: the counts behind both denominators and fast_1 with its interval.
+std::string candidates_table(const json& doc, const json& candidates) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : candidates) {
+    const json t = c.value("tasks", json::object());
+    const auto name = candidate_name(c);
+    const auto points = points_of(doc, name);
+    const json* one = at_p(points, 1.0);
+    std::string f1 = "-";
+    if (one)
+      f1 = text((*one)["result"].value("fast_p_intended", json())) + " " +
+           interval((*one)["result"].value("ci95_intended", json())) + " / " +
+           text((*one)["result"].value("fast_p_aligned", json())) + " " +
+           interval((*one)["result"].value("ci95_aligned", json()));
+    rows.push_back({"<code>" + esc(name) + "</code>", text(t.value("intended", json())),
+                    text(t.value("aligned", json())), text(t.value("correct", json())),
+                    text(t.value("incorrect", json())), text(t.value("missing", json())),
+                    text(t.value("excluded", json())), f1,
+                    text(c.value("geomean_speedup", json::object()).value("value", json()))});
+  }
+  return table({"candidate", "intended", "aligned", "correct", "incorrect", "missing", "excluded",
+                "fast_1 intended / aligned [bootstrap 95%]", "geomean speedup"},
+               rows);
+}
+
+// A candidate's fast_p curve, its table over p, and every exclusion and missing task.
+std::string candidate_section(const json& doc, const json& c) {
+  const auto name = candidate_name(c);
+  const auto points = points_of(doc, name);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& pt : points) {
+    const json& r = pt["result"];
+    const json na = r.value("noise_aware", json::object());
+    rows.push_back({sig(pt.value("p", 0.0), 3), text(r.value("fast", json())),
+                    text(r.value("fast_p_intended", json())) + " " +
+                        interval(r.value("ci95_intended", json())),
+                    text(r.value("fast_p_aligned", json())) + " " +
+                        interval(r.value("ci95_aligned", json())),
+                    interval(r.value("wilson95_intended", json())) + " / " +
+                        interval(r.value("wilson95_aligned", json())),
+                    na.value("available", false) ? text(na.value("fast", json())) : "-",
+                    std::to_string(r.value("near_ties", json::array()).size())});
+  }
+  std::vector<std::vector<std::string>> excluded;
+  for (const auto& e : c.value("exclusions", json::array()))
+    excluded.push_back({"<code>" + text(e.value("task", json())) + "</code>",
+                        badge("excluded from aligned", "warn"), text(e.value("reason", json()))});
+  for (const auto& m : c.value("missing", json::array()))
+    excluded.push_back({"<code>" + text(m.value("task", json())) + "</code>",
+                        badge("missing (not fast)", "none"), text(m.value("note", json()))});
+  return section(
+      "fast_p of " + name,
+      fastp_curve(name, points) +
+          table({"p", "fast", "fast_p intended [bootstrap 95%]", "fast_p aligned [bootstrap 95%]",
+                 "Wilson 95% intended / aligned", "noise-aware fast", "near-ties"},
+                rows) +
+          "<h3>Exclusions and missing tasks</h3>" +
+          (excluded.empty() ? "<p>None.</p>" : table({"task", "kind", "reason"}, excluded)),
+      "fastp");
+}
+
+} // namespace
+
+page_part fastp_part(const json& doc) {
   const json summary = doc.value("summary", json::object());
+  const json candidates = summary.value("candidates", json::array());
   page_part p;
   p.verdict = "fast_p";
   p.verdict_class = "none";
-  std::string body;
-  for (const auto& c : summary.value("candidates", json::array())) {
-    const json t = c.value("tasks", json::object());
-    const auto name = c.value("candidate", json()).is_string() ? c["candidate"].get<std::string>()
-                                                               : std::string("(KernelBench run)");
-    p.summary +=
-        "<p>candidate <b>" + esc(name) + "</b>: " + text(t.value("intended", json())) +
-        " intended tasks (denominator of fast_p intended), " + text(t.value("aligned", json())) +
-        " aligned (with a baseline: KernelBench's denominator); " +
-        text(t.value("correct", json())) + " correct, " + text(t.value("incorrect", json())) +
-        " incorrect, " + text(t.value("missing", json())) + " missing, " +
-        text(t.value("excluded", json())) + " excluded; geomean speedup " +
-        text(c.value("geomean_speedup", json::object()).value("value", json())) + "</p>";
-    std::vector<json> points = by_candidate[name];
-    std::sort(points.begin(), points.end(),
-              [](const json& a, const json& b) { return a.value("p", 0.0) < b.value("p", 0.0); });
-    // The headline: fast_1 (faster than the baseline), the number people quote.
-    for (const auto& pt : points)
-      if (pt.value("p", 0.0) == 1.0 && p.verdict == "fast_p")
-        p.verdict = "fast_1 " + name + ": " + sig(pt["result"].value("fast_p_intended", 0.0), 3) +
-                    " intended, " +
-                    (pt["result"].value("fast_p_aligned", json()).is_number()
-                         ? sig(pt["result"]["fast_p_aligned"].get<double>(), 3)
-                         : std::string("-")) +
-                    " aligned";
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& pt : points) {
-      const json& r = pt["result"];
-      const json na = r.value("noise_aware", json::object());
-      rows.push_back({sig(pt.value("p", 0.0), 3), text(r.value("fast", json())),
-                      text(r.value("fast_p_intended", json())) + " " +
-                          interval(r.value("ci95_intended", json())),
-                      text(r.value("fast_p_aligned", json())) + " " +
-                          interval(r.value("ci95_aligned", json())),
-                      interval(r.value("wilson95_intended", json())) + " / " +
-                          interval(r.value("wilson95_aligned", json())),
-                      na.value("available", false) ? text(na.value("fast", json())) : "-",
-                      std::to_string(r.value("near_ties", json::array()).size())});
+  // One candidate: its fast_1 is the headline. Several (an eval of a red team, of many models):
+  // the best fast_1 over them, and a table first; curves only for candidates with a correct
+  // task, since every other curve is zero at every p (the table says so).
+  std::size_t without_correct = 0;
+  double best = -1;
+  for (const auto& c : candidates) {
+    const auto name = candidate_name(c);
+    const auto points = points_of(doc, name);
+    const json* one = at_p(points, 1.0);
+    const double f1 = one ? (*one)["result"].value("fast_p_intended", 0.0) : -1;
+    if (candidates.size() == 1 && one) p.verdict = "fast_1 " + name + ": " + fast_1_text(points);
+    if (candidates.size() > 1 && one && f1 > best) {
+      best = f1;
+      p.verdict = "fast_1, best of " + std::to_string(candidates.size()) + " candidates: " + name +
+                  ": " + fast_1_text(points);
     }
-    std::vector<std::vector<std::string>> excluded;
-    for (const auto& e : c.value("exclusions", json::array()))
-      excluded.push_back({"<code>" + text(e.value("task", json())) + "</code>",
-                          badge("excluded from aligned", "warn"), text(e.value("reason", json()))});
-    for (const auto& m : c.value("missing", json::array()))
-      excluded.push_back({"<code>" + text(m.value("task", json())) + "</code>",
-                          badge("missing (not fast)", "none"), text(m.value("note", json()))});
-    body += section(
-        "fast_p of " + name,
-        fastp_curve(name, points) +
-            table({"p", "fast", "fast_p intended [bootstrap 95%]", "fast_p aligned [bootstrap 95%]",
-                   "Wilson 95% intended / aligned", "noise-aware fast", "near-ties"},
-                  rows) +
-            "<h3>Exclusions and missing tasks</h3>" +
-            (excluded.empty() ? "<p>None.</p>" : table({"task", "kind", "reason"}, excluded)),
-        "fastp");
+    const bool any_correct = c.value("tasks", json::object()).value("correct", 0) > 0;
+    if (candidates.size() == 1 || any_correct)
+      p.body += candidate_section(doc, c);
+    else
+      ++without_correct;
   }
-  p.body = body;
+  p.summary = candidates_table(doc, candidates) +
+              "<p class=\"muted\">intended: every task meant (fast_p's denominator); aligned: "
+              "tasks with a baseline (KernelBench's denominator). Missing tasks count as not "
+              "fast, not as measured failures.</p>";
+  if (without_correct > 0)
+    p.body += "<p class=\"muted\">" + std::to_string(without_correct) +
+              (without_correct == 1 ? " candidate has" : " candidates have") +
+              " no correct task: fast_p is 0 at every p, so no curve is drawn; its row above "
+              "holds its counts.</p>";
   return p;
 }
 

@@ -150,11 +150,17 @@ std::string p99_strip(const std::vector<const json*>& rows) {
     }
   }
   hi *= 1.08;
-  const double row_h = distributions ? 26 : 16; // room for a box per trace
+  // With distributions each trace gets its own labelled sub-row: drawn 4 px apart they hid
+  // one another (seen in the H200 smoke report of 2026-12-02).
+  std::size_t most_traces = 1;
+  for (const json* r : rows)
+    most_traces = std::max<std::size_t>(most_traces, (*r)["extra"]["repeats"].size());
+  const double trace_h = 13;
+  const double row_h = distributions ? trace_h * static_cast<double>(most_traces) + 12 : 16;
   svg::canvas c(1000, 70 + row_h * static_cast<double>(rows.size()) + 30,
                 "inter-token latency per trace (one dot per arrival seed)");
   svg::frame f;
-  f.left = 330;
+  f.left = distributions ? 430 : 330; // the seeds' labels sit between the id and the axis
   f.top = 34;
   f.x = {0, hi, 0, 0};
   f.fit(c);
@@ -186,7 +192,8 @@ std::string p99_strip(const std::vector<const json*>& rows) {
     const double y = f.y(static_cast<double>(i) + 0.5);
     const auto id = r.value("id", std::string());
     const double rps = r["extra"].value("offered_rps", 0.0);
-    c.text(f.left - 8, y + 3.5, id + " @ " + sig(rps, 3) + " req/s", "label", "end");
+    c.text(f.left - (distributions ? 90 : 8), y + 3.5, id + " @ " + sig(rps, 3) + " req/s",
+           "label", "end");
     if (r.contains("estimate") && r["estimate"].is_number())
       c.line(f.x(r["estimate"].get<double>()), y - 6, f.x(r["estimate"].get<double>()), y + 6,
              "one");
@@ -196,11 +203,13 @@ std::string p99_strip(const std::vector<const json*>& rows) {
     for (std::size_t j = 0; j < traces.size(); ++j) {
       const auto& t = traces[j];
       const double v = t.value("p99_itl_ms", 0.0);
-      // The traces of one workload one above the other, 4 px apart, centred on its row.
-      const double ty = y + 4.0 * (static_cast<double>(j) - (traces.size() - 1) / 2.0);
+      // The traces of one workload one above the other, centred on its row.
+      const double spacing = distributions ? trace_h : 4.0;
+      const double ty = y + spacing * (static_cast<double>(j) - (traces.size() - 1) / 2.0);
       if (const auto d = itl_distribution(t)) {
+        c.text(f.left - 6, ty + 3, "seed " + t.value("arrival_seed", json()).dump(), "tick", "end");
         c.line(f.x(d->p90), ty, f.x(d->max), ty, "whisker");
-        c.rect(f.x(d->p50), ty - 1.5, std::max(1.0, f.x(d->p90) - f.x(d->p50)), 3, "box",
+        c.rect(f.x(d->p50), ty - 3.5, std::max(1.5, f.x(d->p90) - f.x(d->p50)), 7, "box",
                id + " seed " + t.value("arrival_seed", json()).dump() + ": p50 " + sig(d->p50) +
                    " ms, p90 " + sig(d->p90) + " ms, p99 " + sig(d->p99) + " ms, largest " +
                    sig(d->max) + " ms");

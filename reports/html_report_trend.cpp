@@ -115,7 +115,8 @@ std::string trend_section(const json& doc, const json& history) {
   const std::string body =
       trends.empty()
           ? "<p>The history holds no run of suite " + esc(suite) + " with these workloads.</p>"
-          : "<p class=\"muted\">" + std::to_string(runs.size()) + " runs of suite " + esc(suite) +
+          : "<p class=\"muted\">" + std::to_string(runs.size()) +
+                (runs.size() == 1 ? " run" : " runs") + " of suite " + esc(suite) +
                 " in the history; each workload's median and 95% interval per run of suite " +
                 esc(suite) +
                 ", the dot coloured by the decision against the run before (red: SLOWER); "

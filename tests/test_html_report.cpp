@@ -1,6 +1,7 @@
 // The HTML report's page without a browser (ctest report.html_in_chromium loads it in one):
 // strings from results escaped, nothing to fetch, and bad input as one-line report_errors.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <string>
@@ -63,6 +64,52 @@ TEST(html_report, bad_input_is_one_line_naming_the_file) {
     EXPECT_NE(got.find(want), std::string::npos) << got;
     EXPECT_EQ(got.find('\n'), std::string::npos) << got;
   }
+}
+
+// A fastp result of several candidates (an eval of a red team): a row per candidate with its
+// counts, a curve only for a candidate with a correct task, the others named in one line, and
+// the best fast_1 as the headline. Hand-made: a 1/2 fast at p = 1, b and c nothing correct.
+TEST(html_report, fastp_of_many_candidates_leads_with_a_table) {
+  auto candidate = [](const std::string& name, int correct, double f1) {
+    return std::make_pair(
+        nlohmann::json{{"candidate", name},
+                       {"tasks",
+                        {{"intended", 2},
+                         {"aligned", 2},
+                         {"correct", correct},
+                         {"incorrect", 2 - correct},
+                         {"missing", 0},
+                         {"excluded", 0}}},
+                       {"geomean_speedup", {{"value", nullptr}}},
+                       {"exclusions", nlohmann::json::array()},
+                       {"missing", nlohmann::json::array()}},
+        nlohmann::json{{"type", "fast_p"},
+                       {"candidate", name},
+                       {"id", "fast_p/" + name + "/p=1"},
+                       {"p", 1.0},
+                       {"result",
+                        {{"fast", f1 * 2},
+                         {"fast_p_intended", f1},
+                         {"fast_p_aligned", f1},
+                         {"ci95_intended", {0.0, 1.0}},
+                         {"ci95_aligned", {0.0, 1.0}}}}});
+  };
+  nlohmann::json doc = {{"schema", "kernelgate.result/1"},
+                        {"kind", "fastp"},
+                        {"summary", {{"candidates", nlohmann::json::array()}}},
+                        {"records", nlohmann::json::array()}};
+  for (const auto& [c, r] : {candidate("cand_a", 1, 0.5), candidate("cand_b", 0, 0.0),
+                             candidate("cand_c", 0, 0.0)}) {
+    doc["summary"]["candidates"].push_back(c);
+    doc["records"].push_back(r);
+  }
+  const auto page = html_report({write("fastp_many.json", doc.dump())}, std::nullopt, std::nullopt);
+  for (const char* name : {"cand_a", "cand_b", "cand_c"})
+    EXPECT_NE(page.find(std::string("<code>") + name + "</code>"), std::string::npos) << name;
+  EXPECT_NE(page.find("fast_p of cand_a"), std::string::npos);
+  EXPECT_EQ(page.find("fast_p of cand_b"), std::string::npos);
+  EXPECT_NE(page.find("2 candidates have no correct task"), std::string::npos);
+  EXPECT_NE(page.find("best of 3 candidates: cand_a: 0.5 intended"), std::string::npos);
 }
 
 } // namespace
