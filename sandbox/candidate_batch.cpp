@@ -1,9 +1,14 @@
 #include "sandbox/candidate_batch.h"
 
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
 #include <fstream>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace kg {
 
@@ -81,60 +86,108 @@ std::optional<std::string> batch_translation_unit(const std::vector<std::string>
 
 std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs::path>>& groups,
                                                const fs::path& batch_dir,
-                                               const compile_options& opt, std::size_t batch_size) {
-  struct batch {
+                                               const compile_options& opt, std::size_t batch_size,
+                                               const compiled_callback& on_compiled) {
+  // One queue of jobs that every compile thread takes from: no barrier between the batches and
+  // the sources compiled alone. A job is one source (a group of one: the audit's controls, which
+  // gate each task's judging, so they go first) or a batch (then largest first, the longest
+  // compiles started while there are still short ones to fill the cores at the end). A batch's
+  // text is made by the thread that compiles it; a batch that cannot share a unit or does not
+  // compile puts its members back at the queue's front, each a job of its own.
+  struct job {
     std::vector<std::size_t> members; // indices into the flat result list
-    fs::path file;
+    std::size_t batch = 0;            // the batch file's number (members.size() > 1)
+    std::uintmax_t bytes = 0;
   };
   std::vector<fs::path> flat;
-  std::vector<batch> batches;
-  std::vector<std::size_t> alone; // compiled one call each
-  fs::create_directories(batch_dir);
+  std::deque<job> singles;
+  std::vector<job> batches;
   for (const auto& g : groups) {
-    for (std::size_t from = 0; from < g.size(); from += batch_size) {
-      const std::size_t to = std::min(g.size(), from + batch_size);
-      batch b;
-      std::vector<std::string> texts;
+    for (std::size_t from = 0; from < g.size(); from += std::max<std::size_t>(batch_size, 1)) {
+      const std::size_t to = std::min(g.size(), from + std::max<std::size_t>(batch_size, 1));
+      job j;
       for (std::size_t i = from; i < to; ++i) {
-        b.members.push_back(flat.size());
+        j.members.push_back(flat.size());
         flat.push_back(g[i]);
-        texts.push_back(read_text(g[i]));
+        std::error_code ec;
+        const auto n = fs::file_size(g[i], ec);
+        j.bytes += ec ? 0 : n;
       }
-      const auto tu = b.members.size() > 1 ? batch_translation_unit(texts) : std::nullopt;
-      if (!tu) {
-        alone.insert(alone.end(), b.members.begin(), b.members.end());
-        continue;
+      if (j.members.size() == 1) {
+        singles.push_back(std::move(j));
+      } else {
+        j.batch = batches.size();
+        batches.push_back(std::move(j));
       }
-      b.file = batch_dir / ("batch-" + std::to_string(batches.size()) + ".cu");
-      std::ofstream(b.file, std::ios::binary) << *tu;
-      batches.push_back(std::move(b));
     }
   }
+  std::stable_sort(batches.begin(), batches.end(), [](const job& a, const job& b) {
+    return a.members.size() != b.members.size() ? a.members.size() > b.members.size()
+                                                : a.bytes > b.bytes;
+  });
+  std::deque<job> queue = std::move(singles);
+  for (auto& b : batches)
+    queue.push_back(std::move(b));
+  if (!queue.empty()) fs::create_directories(batch_dir);
+
   std::vector<compile_result> out(flat.size());
-  std::vector<fs::path> batch_files;
-  for (const auto& b : batches)
-    batch_files.push_back(b.file);
-  const auto compiled = compile_candidates(batch_files, opt);
-  for (std::size_t k = 0; k < batches.size(); ++k) {
-    const auto& b = batches[k];
-    if (!compiled[k].ok) {
-      alone.insert(alone.end(), b.members.begin(), b.members.end());
-      continue;
+  std::mutex m;
+  std::condition_variable cv;
+  std::size_t running = 0; // jobs taken and not finished (a batch may put members back)
+  auto finish = [&](std::size_t i, compile_result r) {
+    out[i] = std::move(r);
+    if (on_compiled) on_compiled(i, out[i]);
+  };
+  auto body = [&] {
+    std::unique_lock<std::mutex> l(m);
+    for (;;) {
+      cv.wait(l, [&] { return !queue.empty() || running == 0; });
+      if (queue.empty()) return;
+      job j = std::move(queue.front());
+      queue.pop_front();
+      ++running;
+      l.unlock();
+      std::vector<job> back; // the members of a batch that did not make it, each alone
+      if (j.members.size() == 1) {
+        finish(j.members[0], compile_candidate(flat[j.members[0]], opt));
+      } else {
+        std::vector<std::string> texts;
+        for (const auto i : j.members)
+          texts.push_back(read_text(flat[i]));
+        std::optional<compile_result> r;
+        if (const auto tu = batch_translation_unit(texts)) {
+          const auto file = batch_dir / ("batch-" + std::to_string(j.batch) + ".cu");
+          std::ofstream(file, std::ios::binary) << *tu;
+          r = compile_candidate(file, opt);
+        }
+        if (r && r->ok) {
+          for (std::size_t k = 0; k < j.members.size(); ++k) {
+            auto each = *r;
+            each.source = flat[j.members[k]];
+            each.symbol = "kg_run_" + std::to_string(k);
+            each.seconds = r->seconds / static_cast<double>(j.members.size());
+            finish(j.members[k], std::move(each));
+          }
+        } else {
+          for (const auto i : j.members)
+            back.push_back({{i}, 0, 0});
+        }
+      }
+      l.lock();
+      for (auto it = back.rbegin(); it != back.rend(); ++it)
+        queue.push_front(std::move(*it));
+      --running;
+      cv.notify_all();
     }
-    for (std::size_t j = 0; j < b.members.size(); ++j) {
-      auto r = compiled[k];
-      r.source = flat[b.members[j]];
-      r.symbol = "kg_run_" + std::to_string(j);
-      r.seconds = compiled[k].seconds / static_cast<double>(b.members.size());
-      out[b.members[j]] = std::move(r);
-    }
+  };
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t threads =
+      std::min<std::size_t>(flat.size(), opt.jobs > 0 ? static_cast<std::size_t>(opt.jobs) : cores);
+  {
+    std::vector<std::jthread> pool;
+    for (std::size_t k = 0; k < threads; ++k)
+      pool.emplace_back(body);
   }
-  std::vector<fs::path> alone_files;
-  for (const auto i : alone)
-    alone_files.push_back(flat[i]);
-  const auto singles = compile_candidates(alone_files, opt);
-  for (std::size_t j = 0; j < alone.size(); ++j)
-    out[alone[j]] = singles[j];
   return out;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,13 +24,20 @@ namespace kg {
 std::optional<std::string> batch_translation_unit(const std::vector<std::string>& sources,
                                                   std::string* why = nullptr);
 
+// Called once per source as its result is known, from the compile thread that made it, with the
+// source's index in the flat result list (groups in order); calls may come from several threads
+// at once.
+using compiled_callback = std::function<void(std::size_t, const compile_result&)>;
+
 // Compiles each group's sources (files of one origin) in batches of at most `batch_size`, the
 // batch files written under `batch_dir`; returns one result per source, groups in order. A
 // member of a batch that compiled has the batch's object and its own symbol; the others are
-// compiled alone.
+// compiled alone. One queue feeds opt.jobs threads: the groups of one first (in order), then the
+// batches largest first; a batch that fails puts its members back at the queue's front, one
+// compile each, so no thread waits for the slowest batch before the single compiles start.
 std::vector<compile_result>
 compile_in_batches(const std::vector<std::vector<std::filesystem::path>>& groups,
                    const std::filesystem::path& batch_dir, const compile_options& opt,
-                   std::size_t batch_size = 24);
+                   std::size_t batch_size = 24, const compiled_callback& on_compiled = {});
 
 } // namespace kg

@@ -4,6 +4,7 @@
 // compiled alone.
 #include <dlfcn.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -90,4 +91,58 @@ TEST(candidate_batch, a_broken_member_is_compiled_alone_and_the_others_share_one
     EXPECT_NE(::dlsym(h, s), nullptr) << s;
   EXPECT_EQ(::dlsym(h, "kg_run"), nullptr);
   ::dlclose(h);
+}
+
+TEST(candidate_batch, one_queue_sources_alone_first_then_batches_largest_first_then_fallbacks) {
+  const auto dir = kg::test::scratch_dir("candidate-batch") / "queue";
+  fs::create_directories(dir);
+  auto file = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return dir / name;
+  };
+  // Flat order: a (alone), b0 b1 (a batch of two), c0 c1 c2 (a batch of three, c1 broken), d.
+  const std::vector<std::vector<fs::path>> groups = {
+      {file("a.cu", kernel("6.0f"))},
+      {file("b0.cu", kernel("7.0f")), file("b1.cu", kernel("8.0f"))},
+      {file("c0.cu", kernel("9.0f")), file("c1.cu", kernel("9.0f +")),
+       file("c2.cu", kernel("10.0f"))},
+      {file("d.cu", kernel("11.0f"))}};
+  compile_options opt;
+  opt.cache_dir = dir / "cache";
+  opt.jobs = 1; // one thread: the callback's order is the queue's
+  std::vector<std::size_t> order;
+  std::vector<std::string> symbols(7);
+  const auto r = compile_in_batches(groups, dir / "batches", opt, 4,
+                                    [&](std::size_t i, const compile_result& c) {
+                                      order.push_back(i);
+                                      symbols.at(i) = c.symbol;
+                                    });
+  ASSERT_EQ(r.size(), 7u);
+  // The sources alone (the audit's controls) first; the batch of three before the batch of two;
+  // the failed batch's members at once, each alone, before the next batch.
+  EXPECT_EQ(order, (std::vector<std::size_t>{0, 6, 3, 4, 5, 1, 2}));
+  const std::vector<std::string> names = {"a.cu",  "b0.cu", "b1.cu", "c0.cu",
+                                          "c1.cu", "c2.cu", "d.cu"};
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(r[i].source, dir / names[i]) << i;
+    EXPECT_EQ(r[i].symbol, symbols[i]) << i;
+    EXPECT_EQ(r[i].ok, i != 4) << i << r[i].log;
+  }
+  for (const std::size_t i : {0u, 3u, 5u, 6u})
+    EXPECT_EQ(r[i].symbol, "kg_run") << i;
+  EXPECT_NE(r[3].shared_object, r[5].shared_object);
+  EXPECT_EQ(r[1].shared_object, r[2].shared_object);
+  EXPECT_EQ(r[1].symbol, "kg_run_0");
+  EXPECT_EQ(r[2].symbol, "kg_run_1");
+  // Again on two threads, from the cache: the same results, each callback once.
+  opt.jobs = 2;
+  std::atomic<int> calls{0};
+  const auto again = compile_in_batches(groups, dir / "batches", opt, 4,
+                                        [&](std::size_t, const compile_result&) { ++calls; });
+  EXPECT_EQ(calls, 7);
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(again[i].ok, r[i].ok) << i;
+    EXPECT_EQ(again[i].symbol, r[i].symbol) << i;
+    EXPECT_EQ(again[i].shared_object, r[i].shared_object) << i;
+  }
 }
