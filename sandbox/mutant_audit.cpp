@@ -12,6 +12,7 @@
 #include "reports/remove_tree.h"
 #include "sandbox/process.h"
 #include "sandbox/sandbox_internal.h"
+#include "timing/phase_log.h"
 
 namespace kg {
 
@@ -158,7 +159,10 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
   for (std::size_t i = 0; i < plan.size(); ++i) {
     data.push_back(cache.take(plan[i].key));
     files.push_back(cache.files(plan[i].key));
-    if (plan[i].rule->peer) reference[i] = peer_reference(task, *data.back());
+    if (plan[i].rule->peer) {
+      scoped_phase phase("audit.peer_reference");
+      reference[i] = peer_reference(task, *data.back());
+    }
   }
 
   std::vector<trial_outcome> outcome(plan.size());
@@ -208,6 +212,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
           fault = "kg_run modified input '" + task.inputs[k].name + "' in place";
       const auto trial_dir = opt.work_dir / ("t" + std::to_string(i));
       if (fault.empty()) {
+        scoped_phase phase("audit.judge"); // this process's reading and judging of the outputs
         const auto outs = read_outputs(task, plan[i].key, trial_dir);
         if (!outs) {
           fault = "the worker wrote no output";
