@@ -34,6 +34,7 @@
 #include "suite/task_catalog.h"
 #include "suite/worker_paths.h"
 #include "timing/interrupt.h"
+#include "timing/phase_log.h"
 #include "workloads/witness_plan.h"
 
 namespace kg {
@@ -136,6 +137,43 @@ void print_table(std::ostream& out, const kill_matrix& km, const std::vector<pro
 
 } // namespace
 
+std::vector<std::size_t> audit_judging_order(const std::vector<std::string>& task,
+                                             const std::vector<bool>& control, std::size_t lead) {
+  // Per task, in order of first appearance: its controls and its mutants.
+  std::vector<std::vector<std::size_t>> controls, mutants;
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < task.size(); ++i) {
+    const auto [it, added] = index.emplace(task[i], controls.size());
+    if (added) {
+      controls.emplace_back();
+      mutants.emplace_back();
+    }
+    (control[i] ? controls : mutants)[it->second].push_back(i);
+  }
+  std::vector<std::size_t> first(controls.size()); // where each task's mutants start
+  std::size_t n = 0;
+  for (std::size_t t = 0; t < controls.size(); ++t) {
+    first[t] = n;
+    n += mutants[t].size();
+  }
+  std::vector<std::size_t> order;
+  order.reserve(task.size());
+  std::size_t next = 0; // the first task whose controls are not placed yet
+  auto controls_up_to = [&](std::size_t s) {
+    for (; next < controls.size() && first[next] <= s; ++next)
+      order.insert(order.end(), controls[next].begin(), controls[next].end());
+  };
+  std::size_t s = 0; // mutants placed
+  for (std::size_t t = 0; t < controls.size(); ++t)
+    for (const auto i : mutants[t]) {
+      controls_up_to(s + lead);
+      order.push_back(i);
+      ++s;
+    }
+  controls_up_to(static_cast<std::size_t>(-1));
+  return order;
+}
+
 int run_audit_protocols_command(const audit_checker_options& o, std::ostream& out,
                                 std::ostream& err) {
   const auto t_start = std::chrono::steady_clock::now();
@@ -217,6 +255,24 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     const bool ac = a.row.rfind("control:", 0) == 0, bc = b.row.rfind("control:", 0) == 0;
     return a.task != b.task ? a.task < b.task : ac > bc;
   });
+  // Then each task's controls moved ahead of the mutants before them (audit_judging_order): two
+  // rounds of the workers' candidates between a control and its task's first mutant, so the
+  // workers never wait at a task's start for its control. Compiled in this order too.
+  const int workers = o.workers > 0 ? o.workers : default_workers();
+  {
+    std::vector<std::string> task_of;
+    std::vector<bool> control_of;
+    for (const auto& c : work) {
+      task_of.push_back(c.task);
+      control_of.push_back(c.row.rfind("control:", 0) == 0);
+    }
+    std::vector<candidate> ordered;
+    ordered.reserve(work.size());
+    for (const auto i :
+         audit_judging_order(task_of, control_of, 2 * static_cast<std::size_t>(workers)))
+      ordered.push_back(std::move(work[i]));
+    work = std::move(ordered);
+  }
   std::vector<std::string> columns;
   for (const auto& p : protocols)
     columns.push_back(p.name);
@@ -304,7 +360,6 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   int worker_runs = 0, crashes = 0, timeouts = 0, hangs = 0, sanitized_count = 0,
       killed_by_sanitizer = 0;
   const fs::path sanitizer = find_compute_sanitizer();
-  const int workers = o.workers > 0 ? o.workers : default_workers();
   const std::size_t memory_budget = [] {
     const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
     return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * page / 8
@@ -329,11 +384,12 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       const auto& task = tasks.at(c.task);
       const auto* plan = plans.at(c.task).get();
       meter.start(c.row);
-      // The next task's trials, computed on the cache's pool while this one runs -- unless the
-      // trials held already pass an eighth of the machine's memory (a 16M-element task's plan and
-      // protocols hold gigabytes; their files sit in memory-backed scratch too).
+      // The next task's trials (the task of the next control in the order), computed on the
+      // cache's pool while this one runs -- unless the trials held already pass an eighth of the
+      // machine's memory (a 16M-element task's plan and protocols hold gigabytes; their files sit
+      // in memory-backed scratch too).
       for (std::size_t j = i + 1; j < work.size() && cache.resident_bytes() < memory_budget; ++j)
-        if (work[j].task != c.task) {
+        if (work[j].task != c.task && work[j].row.rfind("control:", 0) == 0) {
           for (const auto& k : audit_trial_keys(tasks.at(work[j].task),
                                                 plans.at(work[j].task).get(), checks, shared))
             cache.prefetch(k);
@@ -345,7 +401,11 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       so.work_dir = scratch / "runs" / std::to_string(i);
       if (!control) {
         std::unique_lock<std::mutex> l(mu);
-        controls_done.wait(l, [&] { return controls_left[c.task] == 0 || stopped; });
+        auto ready = [&] { return controls_left[c.task] == 0 || stopped; };
+        if (!ready()) {
+          scoped_phase phase("audit.wait_control"); // (logged only when there is a wait)
+          controls_done.wait(l, ready);
+        }
         if (stopped) continue;
         if (const auto it = slowest_control_call.find(c.task); it != slowest_control_call.end())
           so.trial_limit_seconds =

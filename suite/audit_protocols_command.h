@@ -13,7 +13,10 @@
 // protocol table of escape rates on the terminal.
 #pragma once
 
+#include <cstddef>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "suite/audit_checker_command.h"
 
@@ -24,5 +27,15 @@ namespace kg {
 // 3 no GPU; 130 interrupted (what was measured is kept).
 int run_audit_protocols_command(const audit_checker_options& o, std::ostream& out,
                                 std::ostream& err);
+
+// The order the audit judges its candidates in, as indices into `task` / `control` (the
+// candidates in task order, each task's controls before its mutants). A task's mutants wait for
+// its controls (their slowest call sets the mutants' per-call limit), so each task's controls are
+// moved ahead of the mutants of the tasks before it: `lead` mutants of earlier tasks come between
+// a control and its task's first mutant (fewer only at the start), and the workers finishing a
+// task find the next one's controls already run. lead 0 keeps the order given; a task's mutants
+// keep their order and stay after its controls.
+std::vector<std::size_t> audit_judging_order(const std::vector<std::string>& task,
+                                             const std::vector<bool>& control, std::size_t lead);
 
 } // namespace kg

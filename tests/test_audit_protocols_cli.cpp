@@ -9,8 +9,10 @@
 // the witness plan; a mutant that hangs is cut by the per-call limit its control set, as the
 // real worker's watchdog cuts it (exit 6), and is decided as the crashing one is.
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +28,7 @@
 #include "sandbox/mutant_audit.h"
 #include "sandbox/trial_cache.h"
 #include "scratch_dir.h"
+#include "suite/audit_protocols_command.h"
 #include "suite/exit_codes.h"
 #include "suite/task_catalog.h"
 #include "workloads/witness_plan.h"
@@ -87,7 +90,7 @@ std::vector<nlohmann::json> jsonl(const fs::path& f) {
 }
 
 struct audit_fixture {
-  fs::path root, catalog, out;
+  fs::path root, catalog, out, phases;
   kg::test::run_result r;
   std::size_t relu_mutants = 0, abs_mutants = 0, exp_mutants = 0, silu_mutants = 0;
 };
@@ -121,11 +124,15 @@ const audit_fixture& fx() {
     ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
     ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
     ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
+    // (Read at this process's first phase: the fixture runs before any other here.)
+    x.phases = base / "phases.log";
+    ::setenv("KG_PHASE_LOG", x.phases.c_str(), 1);
     x.r = run({"audit", "checker", "--protocol", "all", "--catalog", x.catalog.string(), "--root",
                x.root.string(), "--workers", "2", "--timeout", "20", "--out", x.out.string()});
     ::unsetenv("KERNELGATE_FAKE_DEVICE");
     ::unsetenv("KERNELGATE_WORKER");
     ::unsetenv("KERNELGATE_CACHE");
+    ::unsetenv("KG_PHASE_LOG");
     return x;
   }();
   return f;
@@ -267,6 +274,10 @@ TEST(audit_protocols_cli, outputs_carry_phases_suites_and_a_report_per_protocol)
   // No witnessed mutant (the controls fail everywhere): no suite to suggest.
   std::ifstream si(f.out / "input_suites.json");
   EXPECT_EQ(nlohmann::json::parse(si), nlohmann::json::object());
+  // The parent's judging of each trial's outputs is a phase of its own (timing/phase_log.h).
+  const auto phases = kg::test::slurp(f.phases);
+  EXPECT_NE(phases.find(" audit.judge "), std::string::npos) << phases.substr(0, 2000);
+  EXPECT_NE(phases.find(" audit.peer_reference "), std::string::npos);
   // Nothing left in the scratch folder (memory-backed where it can be).
   EXPECT_FALSE(fs::exists(f.out / "work"));
   EXPECT_FALSE(fs::exists("/dev/shm/kernelgate-audit-" + std::to_string(::getpid())));
@@ -322,4 +333,68 @@ TEST(audit_protocols_cli, the_sanitizer_pass_reports_the_tool_that_found_a_hazar
   EXPECT_FALSE(none.found);
   EXPECT_FALSE(sanitize_candidate(t, compiled, w, opt, "").ran);
   EXPECT_FALSE(fs::exists(opt.work_dir));
+}
+
+TEST(audit_protocols_cli, the_judging_order_runs_each_tasks_controls_ahead_of_its_mutants) {
+  // A: a control, 5 mutants; B: 2 controls, 3 mutants; C: a control, no mutant; D: a control, 2.
+  const std::vector<std::string> task = {"A", "A", "A", "A", "A", "A", "B", "B",
+                                         "B", "B", "B", "C", "D", "D", "D"};
+  std::vector<bool> control(task.size(), false);
+  for (const std::size_t i : {0u, 6u, 7u, 11u, 12u})
+    control[i] = true;
+  std::vector<std::size_t> given(task.size());
+  for (std::size_t i = 0; i < given.size(); ++i)
+    given[i] = i;
+  EXPECT_EQ(audit_judging_order(task, control, 0), given);
+  // Lead 2: B's controls two mutants of A before B's first; C's and D's two before D's first.
+  EXPECT_EQ(audit_judging_order(task, control, 2),
+            (std::vector<std::size_t>{0, 1, 2, 3, 6, 7, 4, 5, 8, 11, 12, 9, 10, 13, 14}));
+  // A lead past every mutant: every control first.
+  EXPECT_EQ(audit_judging_order(task, control, 100),
+            (std::vector<std::size_t>{0, 6, 7, 11, 12, 1, 2, 3, 4, 5, 8, 9, 10, 13, 14}));
+  // Any catalog: a permutation, a task's controls before its mutants, its mutants in order, and
+  // `lead` mutants of earlier tasks (all there are, at the start) between the two.
+  std::uint32_t seed = 20261202;
+  auto next = [&] { return (seed = seed * 1664525u + 1013904223u) >> 8; };
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::string> t;
+    std::vector<bool> c;
+    const int tasks = 1 + next() % 6;
+    for (int k = 0; k < tasks; ++k) {
+      const int nc = 1 + next() % 2, nm = next() % 7;
+      for (int j = 0; j < nc + nm; ++j) {
+        t.push_back(std::to_string(k));
+        c.push_back(j < nc);
+      }
+    }
+    const std::size_t lead = next() % 5;
+    const auto order = audit_judging_order(t, c, lead);
+    ASSERT_EQ(order.size(), t.size());
+    std::vector<std::size_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (std::size_t i = 0; i < sorted.size(); ++i)
+      ASSERT_EQ(sorted[i], i);
+    std::map<std::string, std::size_t> first_mutant, last_mutant_index, mutants_at_control;
+    std::size_t mutants_so_far = 0;
+    for (std::size_t p = 0; p < order.size(); ++p) {
+      const auto i = order[p];
+      if (c[i]) {
+        EXPECT_FALSE(first_mutant.count(t[i])) << "a control after its task's mutant";
+        mutants_at_control[t[i]] = mutants_so_far;
+        continue;
+      }
+      if (!first_mutant.count(t[i])) {
+        first_mutant[t[i]] = p;
+        ASSERT_TRUE(mutants_at_control.count(t[i]));
+        // Mutants placed since the control: lead, or every one before the task's first.
+        EXPECT_EQ(mutants_so_far - mutants_at_control[t[i]], std::min(lead, mutants_so_far))
+            << t[i];
+      }
+      if (last_mutant_index.count(t[i])) {
+        EXPECT_GT(i, last_mutant_index[t[i]]);
+      }
+      last_mutant_index[t[i]] = i;
+      ++mutants_so_far;
+    }
+  }
 }
