@@ -8,11 +8,11 @@
 #include <dlfcn.h>
 
 #include "base/rng.h"
-#include "kernels/task_torch_refs.h"
 #include "oracles/device_allclose.h"
 #include "oracles/device_check.h"
 #include "oracles/device_equal.h"
 #include "sandbox/worker_session.h"
+#include "sandbox/worker_torch.h"
 #include "timing/paired.h"
 #include "timing/phase_log.h"
 #include "workloads/tensor.h"
@@ -146,11 +146,13 @@ nlohmann::json rerun_set(kg_run_fn run, const timing_data& td, buffer_set& b, in
 // The task's LibTorch reference on buffer set b, as KernelBench times its baseline (eager,
 // outputs from LibTorch's caching allocator), with the same timer. One untimed call first:
 // LibTorch's lazy CUDA start-up is not the op's time. What LibTorch keeps on the device
-// afterwards belongs to the session, not to a candidate: the leak check re-baselines.
+// afterwards belongs to the session, not to a candidate: the leak check re-baselines. In kg_worker
+// the first reference also loads LibTorch (sandbox/worker_torch.h), inside the "worker.torch"
+// phase and before the untimed call.
 nlohmann::json time_torch_reference(const nlohmann::json& r, buffer_set& b, gpu_timer& timer,
                                     worker_session& session) {
-  const auto ref = make_torch_cuda_reference(r.at("op").get<std::string>(), r.at("params"),
-                                             b.tin.data(), static_cast<int>(b.tin.size()));
+  const auto ref = worker_torch_reference(r.at("op").get<std::string>(), r.at("params"),
+                                          b.tin.data(), static_cast<int>(b.tin.size()));
   if (!ref.run) return {{"status", "UNAVAILABLE"}, {"status_reason", ref.error}};
   session.rebaseline = true;
   try {
