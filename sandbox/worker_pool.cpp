@@ -1,9 +1,13 @@
 #include "sandbox/worker_pool.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -25,22 +29,117 @@ int high_fd(int fd) {
   return h;
 }
 
+// Whether child `pid` has ended (a zombie; or gone already), without reaping it: while it is a
+// zombie its id cannot be reused, so killing its group afterwards cannot hit a stranger's.
+bool has_ended(int pid) {
+  siginfo_t si{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+    return errno == ECHILD;
+  return si.si_pid == pid;
+}
+
+// Kills what is left of `pid`'s group, then reaps it (blocking). Its waitpid status.
+int kill_and_reap(int pid) {
+  ::kill(-pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
 // Reaps `pid` (waiting up to `grace` for it to end by itself), then kills what is left of its
 // group.
 process_result reap(int pid, std::chrono::milliseconds grace) {
-  process_result r;
-  int status = 0;
   const auto end = clock_type::now() + grace;
-  pid_t w = 0;
-  while ((w = ::waitpid(pid, &status, WNOHANG)) == 0 && clock_type::now() < end)
+  while (!has_ended(pid) && clock_type::now() < end)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  ::kill(-pid, SIGKILL);
-  if (w == 0) ::waitpid(pid, &status, 0);
-  describe_status(status, r);
+  process_result r;
+  describe_status(kill_and_reap(pid), r);
   return r;
 }
 
 } // namespace
+
+// The status waitpid will report for child `pid`, as soon as it is known: a zombie's, or that of
+// one still tearing down (the kernel sets a task's exit code as it begins to exit, before it closes
+// its files and releases its GPU context: /proc/PID/stat's 52nd field, Linux 3.5+). Nothing while
+// it runs -- nor for an exit code of 0, which the field cannot tell from "still running".
+std::optional<int> exit_status_now(int pid) {
+  siginfo_t si{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+      si.si_pid == pid) {
+    if (si.si_code == CLD_EXITED) return (si.si_status & 0xff) << 8;
+    return si.si_status | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+  }
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), {});
+  const auto paren = stat.rfind(')'); // the name (field 2) may hold spaces and parentheses
+  if (paren == std::string::npos) return std::nullopt;
+  std::istringstream fields(stat.substr(paren + 1));
+  std::string field;
+  for (int k = 3; k <= 52 && fields >> field; ++k)
+    if (k == 52) {
+      const int code = std::atoi(field.c_str());
+      if (code != 0) return code;
+    }
+  return std::nullopt;
+}
+
+// Ended workers whose teardown (the process's exit, its CUDA context's release) goes on beside
+// the next candidate: a thread polls each until it has ended, then kills what is left of its group
+// and reaps it; one still there at its deadline is killed. Its destructor waits for every one
+// (each until its deadline at most): no zombie and no process outlives the worker_process.
+struct worker_process::reaper {
+  struct entry {
+    int pid;
+    clock_type::time_point deadline;
+  };
+  std::mutex m;
+  std::condition_variable_any cv;
+  std::vector<entry> pending;
+  std::jthread thread; // last: stopped and joined before the members it uses go
+
+  void add(int pid, std::chrono::milliseconds grace) {
+    {
+      std::lock_guard<std::mutex> l(m);
+      pending.push_back({pid, clock_type::now() + grace});
+    }
+    if (!thread.joinable()) thread = std::jthread([this](std::stop_token st) { loop(st); });
+    cv.notify_one();
+  }
+
+  void loop(std::stop_token st) {
+    std::unique_lock<std::mutex> l(m);
+    for (;;) {
+      if (pending.empty()) {
+        if (st.stop_requested()) return; // only once every one is reaped
+        cv.wait(l, st, [&] { return !pending.empty(); });
+        continue;
+      }
+      const auto now = clock_type::now();
+      std::vector<entry> look = pending;
+      l.unlock();
+      std::vector<int> done;
+      for (const auto& e : look)
+        if (has_ended(e.pid) || now >= e.deadline) {
+          (void)kill_and_reap(e.pid);
+          done.push_back(e.pid);
+        }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      l.lock();
+      std::erase_if(pending, [&](const entry& e) {
+        return std::find(done.begin(), done.end(), e.pid) != done.end();
+      });
+    }
+  }
+
+  ~reaper() {
+    if (!thread.joinable()) return;
+    thread.request_stop();
+    cv.notify_all();
+    thread.join();
+  }
+};
 
 std::string worker_outcome::describe() const {
   if (timed_out) return "timed out after " + std::to_string(seconds) + " s";
@@ -89,6 +188,7 @@ void worker_process::stop() {
   request_fd_ = reply_fd_ = -1;
   if (pid_ > 0) (void)reap(pid_, std::chrono::milliseconds(2000));
   pid_ = -1;
+  reaper_.reset(); // waits for the ended workers still tearing down
 }
 
 worker_outcome worker_process::run(const std::filesystem::path& manifest, double timeout_seconds) {
@@ -123,15 +223,11 @@ worker_outcome worker_process::run(const std::filesystem::path& manifest, double
   o.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
   if (o.timed_out) {
     ::kill(-pid_, SIGKILL);
-    o.died = reap(pid_, std::chrono::milliseconds(0));
-    pid_ = -1;
-    ended();
+    ended(status_of_ended::killed, &o.died);
     return o;
   }
   if (eof) { // it ended without answering: crashed, killed, or exited on its own
-    o.died = reap(pid_, std::chrono::milliseconds(2000));
-    pid_ = -1;
-    ended();
+    ended(status_of_ended::wait, &o.died);
     return o;
   }
   o.replied = true;
@@ -140,7 +236,7 @@ worker_outcome worker_process::run(const std::filesystem::path& manifest, double
   return o;
 }
 
-void worker_process::ended() {
+void worker_process::ended(status_of_ended need, process_result* died) {
   const int old = pid_;
   pid_ = -1;
   for (int* fd : {&request_fd_, &reply_fd_})
@@ -148,12 +244,42 @@ void worker_process::ended() {
       ::close(*fd); // end of requests: a live worker exits
       *fd = -1;
     }
-  if (prestart_) try {
-      start(); // (its context comes up while the old one is torn down and reaped)
-    } catch (const std::exception&) {
-      pid_ = -1; // started again at the next run, where a failure is reported
+  const auto grace = std::chrono::milliseconds(need == status_of_ended::killed ? 0 : 2000);
+  if (!prestart_) { // gone before run() returns (inside the caller's GPU gate)
+    if (old > 0) {
+      const auto r = reap(old, grace);
+      if (died) *died = r;
     }
-  if (old > 0) (void)reap(old, std::chrono::milliseconds(2000));
+    return;
+  }
+  try {
+    start(); // (its context comes up while the old one is torn down and reaped)
+  } catch (const std::exception&) {
+    pid_ = -1; // started again at the next run, where a failure is reported
+  }
+  if (old <= 0) return;
+  if (died && need == status_of_ended::wait) {
+    // Its exit code is set before it closes the reply pipe that told us it ended, so this seldom
+    // waits; an exit code of 0 (or a worker that closed its pipe and lives on) waits as before.
+    const auto end = clock_type::now() + grace;
+    std::optional<int> status;
+    while (!(status = exit_status_now(old)) && clock_type::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!status) {
+      *died = reap(old, std::chrono::milliseconds(0));
+      return;
+    }
+    *died = {};
+    describe_status(*status, *died);
+  } else if (died) { // killed: its own end if it came first, else the SIGKILL sent
+    *died = {};
+    if (const auto status = exit_status_now(old))
+      describe_status(*status, *died);
+    else
+      died->signal = SIGKILL;
+  }
+  if (!reaper_) reaper_ = std::make_unique<reaper>();
+  reaper_->add(old, grace);
 }
 
 std::string worker_process::last_log(std::size_t max_bytes) const {

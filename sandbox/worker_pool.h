@@ -7,7 +7,9 @@
 
 #include <condition_variable>
 #include <filesystem>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +31,11 @@ struct worker_outcome {
   bool ok() const { return replied && code == 0; }
 };
 
+// The status waitpid will report for child `pid` once it is known, without reaping it: a
+// zombie's, or that of a process still tearing down (the kernel sets it as the process begins to
+// exit: /proc/PID/stat, field 52). nullopt while it runs, and for an exit code of 0.
+std::optional<int> exit_status_now(int pid);
+
 class worker_process {
 public:
   // `argv`: the serve command without its two fd arguments (added here). `log`: the worker's
@@ -44,15 +51,26 @@ public:
   // What the worker logged during the last run() (at most `max_bytes`, the end of it).
   std::string last_log(std::size_t max_bytes = 600) const;
   int starts() const { return starts_; }
+  // The live worker's process id (-1: none; tests read /proc/PID/exe).
+  int pid() const { return pid_; }
   // Start the next worker as soon as one ends (a crash, a hang, a recycle), so its process and
-  // CUDA context are set up while the caller judges what the last one wrote. Only where nothing
-  // is timed: a context coming up beside a timed kernel would disturb it (the audit, not eval).
+  // CUDA context are set up while the caller judges what the last one wrote; and leave the ended
+  // one's teardown to a background reaper instead of waiting for it in run() (its exit status,
+  // when the outcome needs it, is read as soon as the kernel sets it). Only where nothing is
+  // timed: a context coming up or going down beside a timed kernel would disturb it (the audit,
+  // not eval; without prestart, run() returns only once the ended worker is gone, inside the
+  // caller's GPU gate).
   void set_prestart(bool on) { prestart_ = on; }
 
 private:
+  struct reaper; // worker_pool.cpp
+  enum class status_of_ended { not_needed, wait, killed };
   void start();
-  void stop();  // kills the group and reaps the process
-  void ended(); // after a worker ended: its fds closed, a successor started (prestart), reaped
+  void stop(); // kills the group and reaps the process (and waits for the reaper)
+  // After a worker ended: its fds closed, a successor started (prestart), reaped (prestart: in the
+  // background). `died` gets its status when `need` says so: `wait` for it (it ended by itself),
+  // or `killed` (SIGKILL sent: that unless it had ended already).
+  void ended(status_of_ended need = status_of_ended::not_needed, process_result* died = nullptr);
   std::vector<std::string> argv_;
   std::filesystem::path log_;
   process_limits limits_;
@@ -60,6 +78,7 @@ private:
   std::uintmax_t log_from_ = 0;
   int starts_ = 0;
   bool prestart_ = false;
+  std::unique_ptr<reaper> reaper_; // ended workers still tearing down (prestart only)
 };
 
 // Shared for correctness runs (several workers may check outputs at once), exclusive for timing
