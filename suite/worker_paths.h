@@ -8,8 +8,14 @@
 
 namespace kg {
 
-// $KERNELGATE_WORKER when set (the CPU tests' stand-in), else this executable.
+// $KERNELGATE_WORKER when set (the CPU tests' stand-in; taken as it is), else
+// worker_binary_beside(this executable).
 std::filesystem::path worker_binary();
+
+// The slim worker `kg_worker` in `self`'s folder when it is there and executable (no LibTorch or
+// cuBLAS to load at every worker start: sandbox/worker_main.cpp), else `self` (run as `self
+// worker`). Both take the same arguments.
+std::filesystem::path worker_binary_beside(const std::filesystem::path& self);
 
 // /dev/shm/<prefix>-<pid> when /dev/shm is writable and has `min_free_bytes` free (tens of MB per
 // trial never touch a disk; a container's default /dev/shm of 64 MB would fill and cut outputs

@@ -1,21 +1,27 @@
-// An ended worker's teardown leaves the critical path when workers are prestarted
-// (sandbox/worker_pool.h), and no process outlives its worker_process.
+// The slim worker `kg_worker` (sandbox/worker_main.cpp): the sandbox starts it when it sits beside
+// kernelgate and falls back to `kernelgate worker` otherwise (suite/worker_paths.h); and an ended
+// worker's teardown leaves the critical path when workers are prestarted (sandbox/worker_pool.h).
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include "sandbox/process.h"
+#include "sandbox/sandbox.h"
 #include "sandbox/worker_pool.h"
+#include "sandbox/worker_torch.h"
 #include "scratch_dir.h"
+#include "suite/worker_paths.h"
 
 using namespace kg;
 namespace fs = std::filesystem;
@@ -30,7 +36,111 @@ fs::path scratch(const std::string& name) {
   return d;
 }
 
+// The executable process `pid` runs, once it has exec'd (a fresh fork shows its parent's).
+fs::path exe_of(int pid) {
+  const fs::path self = fs::read_symlink("/proc/self/exe");
+  const auto end = clock_type::now() + 10s;
+  std::error_code ec;
+  fs::path exe;
+  do {
+    exe = fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
+    if (!ec && exe != self) return exe;
+    std::this_thread::sleep_for(2ms);
+  } while (clock_type::now() < end);
+  return exe;
+}
+
+// A manifest every worker answers at once: its candidate does not exist (code 3 on a GPU machine)
+// or there is no CUDA device (code 5); either way the worker replies and recycles.
+fs::path missing_candidate_manifest(const fs::path& d) {
+  const fs::path m = d / "m.json";
+  std::ofstream(m) << R"({"shared_object": ")" << (d / "missing.so").string() << R"(", "result": ")"
+                   << (d / "result.json").string() << R"(", "trials": []})"
+                   << "\n";
+  return m;
+}
+
+void expect_worker_answers(worker_process& w, const fs::path& manifest) {
+  const auto o = w.run(manifest, 60);
+  EXPECT_TRUE(o.replied) << o.describe() << "\n" << w.last_log();
+  EXPECT_TRUE(o.code == 3 || o.code == 5) << o.code << "\n" << w.last_log();
+}
+
 } // namespace
+
+TEST(worker_binary, the_slim_worker_is_built_beside_kernelgate_and_chosen) {
+  EXPECT_EQ(fs::path(KG_WORKER_BIN).parent_path(), fs::path(KG_KERNELGATE_BIN).parent_path());
+  EXPECT_EQ(worker_binary_beside(KG_KERNELGATE_BIN), fs::path(KG_WORKER_BIN));
+}
+
+TEST(worker_binary, falls_back_to_the_binary_itself_without_an_executable_kg_worker) {
+  const auto d = scratch("beside");
+  const fs::path self = d / "kernelgate";
+  std::ofstream(self) << "#!/bin/sh\n";
+  EXPECT_EQ(worker_binary_beside(self), self); // none
+  std::ofstream(d / "kg_worker") << "#!/bin/sh\n";
+  fs::permissions(d / "kg_worker", fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(worker_binary_beside(self), self); // not executable
+  fs::create_directory(d / "dir");
+  EXPECT_EQ(worker_binary_beside(d / "dir" / "kernelgate"), d / "dir" / "kernelgate");
+  fs::permissions(d / "kg_worker", fs::perms::owner_all);
+  EXPECT_EQ(worker_binary_beside(self), d / "kg_worker");
+}
+
+TEST(worker_binary, kg_worker_takes_kernelgate_workers_arguments) {
+  const auto d = scratch("args");
+  EXPECT_EQ(run_process({KG_WORKER_BIN}, d / "log").exit_code, 2);
+  EXPECT_EQ(run_process({KG_WORKER_BIN, "worker", "--serve", "x", "4"}, d / "log").exit_code, 2);
+  // A manifest that is not there: code 2, with or without the leading "worker".
+  EXPECT_EQ(run_process({KG_WORKER_BIN, "worker", (d / "none.json").string()}, d / "log").exit_code,
+            2);
+  EXPECT_EQ(run_process({KG_WORKER_BIN, (d / "none.json").string()}, d / "log").exit_code, 2);
+}
+
+// What the sandbox does (worker_command of worker_binary's choice): the process that serves is
+// kg_worker itself, and it answers the pool's protocol.
+TEST(worker_binary, the_sandbox_launches_kg_worker_when_it_is_there) {
+  const auto d = scratch("launch-slim");
+  worker_process w(worker_command(worker_binary_beside(KG_KERNELGATE_BIN)), d / "w.log",
+                   worker_limits());
+  w.set_prestart(true);
+  expect_worker_answers(w, missing_candidate_manifest(d));
+  ASSERT_GT(w.pid(), 0); // the successor, prestarted after the recycle
+  EXPECT_EQ(exe_of(w.pid()), fs::canonical(KG_WORKER_BIN));
+  expect_worker_answers(w, missing_candidate_manifest(d));
+}
+
+// Without kg_worker beside it (here: a link to kernelgate in a folder of its own), the full
+// binary serves as `kernelgate worker --serve`.
+TEST(worker_binary, the_sandbox_falls_back_to_kernelgate_worker) {
+  const auto d = scratch("launch-full");
+  fs::create_symlink(KG_KERNELGATE_BIN, d / "kernelgate");
+  const auto exe = worker_binary_beside(d / "kernelgate");
+  ASSERT_EQ(exe, d / "kernelgate");
+  worker_process w(worker_command(exe), d / "w.log", worker_limits());
+  w.set_prestart(true);
+  expect_worker_answers(w, missing_candidate_manifest(d));
+  ASSERT_GT(w.pid(), 0);
+  EXPECT_EQ(exe_of(w.pid()), fs::canonical(KG_KERNELGATE_BIN));
+}
+
+// kg_worker's LibTorch reference: the plugin beside it loads (every symbol resolved) and answers
+// through its one entry point; it never runs here (no GPU, or a CPU-only LibTorch).
+TEST(worker_binary, the_libtorch_plugin_loads_and_answers) {
+  const fs::path plugin = fs::path(KG_WORKER_BIN).parent_path() / KG_WORKER_TORCH_PLUGIN;
+  void* h = ::dlopen(plugin.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << ::dlerror();
+  const auto fn = reinterpret_cast<worker_torch_plugin_fn>(::dlsym(h, worker_torch_plugin_symbol));
+  ASSERT_NE(fn, nullptr);
+  const nlohmann::json params = nlohmann::json::object();
+  torch_cuda_reference r;
+  const std::string op = "no_such_op";
+  fn(op.data(), op.size(), &params, nullptr, 0, &r);
+  EXPECT_FALSE(r.run);
+  EXPECT_NE(r.error.find("no LibTorch reference for op 'no_such_op'"), std::string::npos)
+      << r.error;
+  // (kept loaded: LibTorch does not expect to be unloaded)
+}
 
 TEST(exit_status_now, reads_an_ended_childs_status_without_reaping_it_and_nothing_while_it_runs) {
   const pid_t live = ::fork();
