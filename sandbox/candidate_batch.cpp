@@ -86,8 +86,8 @@ std::optional<std::string> batch_translation_unit(const std::vector<std::string>
 
 std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs::path>>& groups,
                                                const fs::path& batch_dir,
-                                               const compile_options& opt, std::size_t batch_size,
-                                               const compiled_callback& on_compiled) {
+                                               const compile_options& opt,
+                                               const batch_options& bo) {
   // One queue of jobs that every compile thread takes from: no barrier between the batches and
   // the sources compiled alone. A job is one source (a group of one: the audit's controls, which
   // gate each task's judging, so they go first) or a batch (then largest first, the longest
@@ -99,12 +99,14 @@ std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs:
     std::size_t batch = 0;            // the batch file's number (members.size() > 1)
     std::uintmax_t bytes = 0;
   };
+  const std::size_t batch_size = std::max<std::size_t>(bo.batch_size, 1);
+  const auto& on_compiled = bo.on_compiled;
   std::vector<fs::path> flat;
   std::deque<job> singles;
   std::vector<job> batches;
   for (const auto& g : groups) {
-    for (std::size_t from = 0; from < g.size(); from += std::max<std::size_t>(batch_size, 1)) {
-      const std::size_t to = std::min(g.size(), from + std::max<std::size_t>(batch_size, 1));
+    for (std::size_t from = 0; from < g.size(); from += batch_size) {
+      const std::size_t to = std::min(g.size(), from + batch_size);
       job j;
       for (std::size_t i = from; i < to; ++i) {
         j.members.push_back(flat.size());
@@ -113,7 +115,8 @@ std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs:
         const auto n = fs::file_size(g[i], ec);
         j.bytes += ec ? 0 : n;
       }
-      if (j.members.size() == 1) {
+      if (j.members.size() == 1 || bo.as_given) {
+        if (j.members.size() > 1) j.batch = batches.size() + singles.size();
         singles.push_back(std::move(j));
       } else {
         j.batch = batches.size();
@@ -142,7 +145,7 @@ std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs:
     std::unique_lock<std::mutex> l(m);
     for (;;) {
       cv.wait(l, [&] { return !queue.empty() || running == 0; });
-      if (queue.empty()) return;
+      if (queue.empty() || (bo.cancel && *bo.cancel)) return;
       job j = std::move(queue.front());
       queue.pop_front();
       ++running;
@@ -189,6 +192,16 @@ std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs:
       pool.emplace_back(body);
   }
   return out;
+}
+
+std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs::path>>& groups,
+                                               const fs::path& batch_dir,
+                                               const compile_options& opt, std::size_t batch_size,
+                                               const compiled_callback& on_compiled) {
+  batch_options bo;
+  bo.batch_size = batch_size;
+  bo.on_compiled = on_compiled;
+  return compile_in_batches(groups, batch_dir, opt, bo);
 }
 
 } // namespace kg

@@ -8,6 +8,7 @@
 // its batch a second pass and never another member its verdict.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -29,12 +30,27 @@ std::optional<std::string> batch_translation_unit(const std::vector<std::string>
 // at once.
 using compiled_callback = std::function<void(std::size_t, const compile_result&)>;
 
+// How compile_in_batches orders and ends its work.
+struct batch_options {
+  std::size_t batch_size = 24;
+  // The jobs in the groups' order (each group's batches in turn), not the groups of one first and
+  // then the batches largest first: for a caller that uses each result as soon as it is known.
+  bool as_given = false;
+  compiled_callback on_compiled;
+  const std::atomic<bool>* cancel = nullptr; // once set, no job is started (results left empty)
+};
+
 // Compiles each group's sources (files of one origin) in batches of at most `batch_size`, the
 // batch files written under `batch_dir`; returns one result per source, groups in order. A
 // member of a batch that compiled has the batch's object and its own symbol; the others are
 // compiled alone. One queue feeds opt.jobs threads: the groups of one first (in order), then the
-// batches largest first; a batch that fails puts its members back at the queue's front, one
-// compile each, so no thread waits for the slowest batch before the single compiles start.
+// batches largest first (b.as_given: each group's jobs in the groups' order); a batch that fails
+// puts its members back at the queue's front, one compile each, so no thread waits for the slowest
+// batch before the single compiles start.
+std::vector<compile_result>
+compile_in_batches(const std::vector<std::vector<std::filesystem::path>>& groups,
+                   const std::filesystem::path& batch_dir, const compile_options& opt,
+                   const batch_options& b);
 std::vector<compile_result>
 compile_in_batches(const std::vector<std::vector<std::filesystem::path>>& groups,
                    const std::filesystem::path& batch_dir, const compile_options& opt,

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iomanip>
 #include <map>
@@ -278,23 +279,31 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     columns.push_back(p.name);
   kill_matrix km(rows, columns);
 
-  // Phase 1: compile.
+  // Phase 1: compile, in the judging order with the controls first, while phase 2 judges each
+  // candidate as soon as it is compiled. The judging starts once every control is compiled: a
+  // correct kernel that does not compile is bad input, found before anything runs.
   const auto t_compile = std::chrono::steady_clock::now();
-  // Each control alone (the same binary eval builds); the mutants of one file in batches.
+  // Each control alone (the same binary eval builds); the mutants of one file in batches, each
+  // file's group where its first mutant comes in the order.
+  std::vector<std::vector<std::size_t>> group_members;
+  std::size_t n_controls = 0;
+  for (std::size_t i = 0; i < work.size(); ++i)
+    if (work[i].row.rfind("control:", 0) == 0) {
+      group_members.push_back({i});
+      ++n_controls;
+    }
+  std::map<std::string, std::size_t> group_of_origin;
+  for (std::size_t i = 0; i < work.size(); ++i) {
+    if (work[i].row.rfind("control:", 0) == 0) continue;
+    const auto [it, added] = group_of_origin.emplace(work[i].origin, group_members.size());
+    if (added) group_members.emplace_back();
+    group_members[it->second].push_back(i);
+  }
   std::vector<std::vector<fs::path>> groups;
   std::vector<std::size_t> order; // work index per result, in the groups' flat order
-  std::map<std::string, std::vector<std::size_t>> by_origin;
-  for (std::size_t i = 0; i < work.size(); ++i) {
-    if (work[i].row.rfind("control:", 0) == 0) {
-      groups.push_back({work[i].source});
-      order.push_back(i);
-    } else {
-      by_origin[work[i].origin].push_back(i);
-    }
-  }
-  for (const auto& [origin, idx] : by_origin) {
+  for (const auto& g : group_members) {
     groups.emplace_back();
-    for (const auto i : idx) {
+    for (const auto i : g) {
       groups.back().push_back(work[i].source);
       order.push_back(i);
     }
@@ -304,24 +313,81 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   out << "kernelgate audit checker: compiling " << work.size() << " candidates ("
       << in.sources.size() << " controls, " << protocols.size() << " protocols)\n"
       << std::flush;
-  const auto flat = compile_in_batches(groups, scratch / "batches", copt);
   std::vector<compile_result> compiled(work.size());
-  for (std::size_t j = 0; j < flat.size(); ++j)
-    compiled[order[j]] = flat[j];
-  int compile_failures = 0;
-  for (std::size_t i = 0; i < work.size(); ++i) {
+  for (std::size_t i = 0; i < work.size(); ++i)
     work[i].compiled = &compiled[i];
-    if (compiled[i].ok) continue;
-    if (work[i].row.rfind("control:", 0) == 0)
+  // Guards the compile's results as they come and phase 2's shared state.
+  std::mutex mu;
+  std::condition_variable compiled_cv;
+  std::vector<char> is_compiled(work.size(), 0); // compiled[i] holds its result
+  std::size_t controls_compiled = 0;
+  int compile_failures = 0;
+  bool compile_finished = false, compile_line_shown = false;
+  double compile_seconds = 0;
+  std::exception_ptr compile_fault;
+  progress_meter* meter_now = nullptr; // phase 2's, once it is drawn
+  std::atomic<bool> cancel_compile{false};
+  auto compile_line = [&] {
+    std::ostringstream s;
+    s << "compile: " << work.size() << " in " << static_cast<long>(compile_seconds + 0.5) << " s ("
+      << compile_failures << " mutants do not compile)";
+    return s.str();
+  };
+  batch_options bo;
+  bo.as_given = true;
+  bo.cancel = &cancel_compile;
+  bo.on_compiled = [&](std::size_t j, const compile_result& r) {
+    const std::size_t i = order[j];
+    std::lock_guard<std::mutex> l(mu);
+    compiled[i] = r;
+    is_compiled[i] = 1;
+    if (work[i].row.rfind("control:", 0) == 0) {
+      ++controls_compiled;
+    } else if (!r.ok) {
+      ++compile_failures;
+      km.set_status(work[i].row, witness_status::compile_error);
+    }
+    compiled_cv.notify_all();
+  };
+  std::jthread compiler([&] {
+    std::exception_ptr fault;
+    try {
+      compile_in_batches(groups, scratch / "batches", copt, bo);
+    } catch (...) {
+      fault = std::current_exception();
+    }
+    std::lock_guard<std::mutex> l(mu);
+    compile_fault = fault;
+    compile_seconds = seconds_since(t_compile);
+    compile_finished = true;
+    if (meter_now) {
+      meter_now->note(compile_line());
+      compile_line_shown = true;
+    }
+    compiled_cv.notify_all();
+  });
+  // Whatever way this function ends, the compile starts nothing more (then `compiler` joins).
+  struct cancel_on_exit {
+    std::atomic<bool>& cancel;
+    ~cancel_on_exit() { cancel = true; }
+  } cancel_guard{cancel_compile};
+  {
+    std::unique_lock<std::mutex> l(mu);
+    compiled_cv.wait(l, [&] { return controls_compiled == n_controls || compile_finished; });
+    if (compile_fault) {
+      cancel_compile = true;
+      l.unlock();
+      compiler.join();
+      std::rethrow_exception(compile_fault);
+    }
+  }
+  for (std::size_t i = 0; i < work.size(); ++i)
+    if (work[i].row.rfind("control:", 0) == 0 && !compiled[i].ok) {
+      cancel_compile = true;
+      compiler.join();
       return bad_input(err, "a correct kernel does not compile: " + work[i].row.substr(8) + ": " +
                                 one_line_of(compiled[i].log));
-    ++compile_failures;
-    km.set_status(work[i].row, witness_status::compile_error);
-  }
-  const double compile_seconds = seconds_since(t_compile);
-  out << "compile: " << work.size() << " in " << static_cast<long>(compile_seconds + 0.5) << " s ("
-      << compile_failures << " mutants do not compile)\n"
-      << std::flush;
+    }
 
   // Phase 2: witness and protocols, on the GPU.
   const auto t_audit = std::chrono::steady_clock::now();
@@ -335,28 +401,28 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   shared.timeout_seconds = o.timeout > 0 ? o.timeout : 30;
   shared.cache = &cache;
   shared.gate = &gate;
-  std::map<std::string, int> left; // candidates of each task not yet done
+  // Candidates of each task not yet done (or found not to compile).
+  std::map<std::string, int> left;
   // A task's mutants wait for its controls: their slowest call sets the mutants' per-call limit.
   std::map<std::string, int> controls_left;
   std::map<std::string, double> slowest_control_call;
   std::condition_variable controls_done;
-  for (const auto& c : work)
-    if (c.compiled->ok) {
-      ++left[c.task];
-      if (c.row.rfind("control:", 0) == 0) ++controls_left[c.task];
-    }
+  for (const auto& c : work) {
+    ++left[c.task];
+    if (c.row.rfind("control:", 0) == 0) ++controls_left[c.task]; // (each compiled: above)
+  }
   std::map<std::string, std::vector<std::vector<bool>>> control_kills; // task -> per control
   std::map<std::string, witness_record> witnessed;                     // mutant id -> record
   std::vector<nlohmann::json> witness_lines; // as streamed; rewritten at the end (below)
-  std::mutex mu;
   std::ofstream wstream(dir / "witnesses.jsonl", std::ios::trunc),
       vstream(dir / "verdicts.jsonl", std::ios::trunc);
   if (!wstream || !vstream) return bad_input(err, "cannot write into '" + dir.string() + "'");
   std::atomic<std::size_t> next{0};
   std::atomic<bool> stopped{false};
-  std::size_t done = 0, total = 0;
-  for (const auto& c : work)
-    total += c.compiled->ok ? 1 : 0;
+  // The meter's items: every candidate (a mutant that does not compile is a line of its own, as
+  // the compile may still be running when the judging starts).
+  std::size_t done = 0, shown = 0;
+  const std::size_t total = work.size();
   int worker_runs = 0, crashes = 0, timeouts = 0, hangs = 0, sanitized_count = 0,
       killed_by_sanitizer = 0;
   const fs::path sanitizer = find_compute_sanitizer();
@@ -367,6 +433,22 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   }();
   fs::create_directories(dir / "workers");
   progress_meter meter(out, progress_bar_wanted(out, o.no_progress), total);
+  struct forget_meter { // (should this function end before the compile does)
+    std::mutex& m;
+    progress_meter*& p;
+    ~forget_meter() {
+      std::lock_guard<std::mutex> l(m);
+      p = nullptr;
+    }
+  } meter_guard{mu, meter_now};
+  {
+    std::lock_guard<std::mutex> l(mu);
+    meter_now = &meter;
+    if (compile_finished) {
+      meter.note(compile_line());
+      compile_line_shown = true;
+    }
+  }
   auto thread_body = [&](int n) {
     worker_process worker(worker_command(shared.self_exe),
                           dir / "workers" / ("worker-" + std::to_string(n) + ".log"),
@@ -374,15 +456,34 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     worker.set_prestart(true); // (crashes and hangs are common here: each costs a restart)
     for (std::size_t i; (i = next++) < work.size();) {
       const auto& c = work[i];
-      if (!c.compiled->ok) continue;
+      bool have = false; // its compile's result
+      {
+        std::unique_lock<std::mutex> l(mu);
+        if (!is_compiled[i] && !compile_finished && !stopped) {
+          scoped_phase phase("audit.wait_compile"); // (logged only when there is a wait)
+          while (!is_compiled[i] && !compile_finished && !stopped && !stop_requested())
+            compiled_cv.wait_for(l, std::chrono::seconds(1));
+        }
+        have = is_compiled[i];
+      }
       if (stopped || stop_requested()) {
         std::lock_guard<std::mutex> l(mu);
         stopped = true;
         controls_done.notify_all(); // (mutants waiting for a control that will not run now)
+        compiled_cv.notify_all();
         continue;
       }
+      if (!have) continue; // the compile ended without it (its fault is rethrown below)
       const auto& task = tasks.at(c.task);
       const auto* plan = plans.at(c.task).get();
+      if (!c.compiled->ok) { // a mutant (a control that does not compile ends the run above)
+        std::lock_guard<std::mutex> l(mu);
+        std::ostringstream line;
+        line << "[" << ++shown << "/" << total << "] " << c.row << "  does not compile";
+        meter.done(line.str());
+        if (--left[c.task] == 0) cache.forget(audit_trial_keys(task, plan, checks, shared));
+        continue;
+      }
       meter.start(c.row);
       // The next task's trials (the task of the next control in the order), computed on the
       // cache's pool while this one runs -- unless the trials held already pass an eighth of the
@@ -472,11 +573,12 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
               << "\n"
               << std::flush;
       ++done;
+      ++shown;
       int accepted_by = 0;
       for (const auto& ch : a.checks)
         accepted_by += ch.verdict == kill_verdict::survived;
       std::ostringstream line;
-      line << "[" << done << "/" << total << "] " << c.row << "  "
+      line << "[" << shown << "/" << total << "] " << c.row << "  "
            << (control ? "control" : witness_status_name(a.witness.status)) << ", accepted by "
            << accepted_by << " of " << checks.size() << " protocols  (" << std::fixed
            << std::setprecision(1) << a.seconds << " s)";
@@ -489,6 +591,10 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     for (int n = 0; n < workers; ++n)
       threads.emplace_back(thread_body, n);
   }
+  cancel_compile = true; // (all compiled by now, unless interrupted)
+  compiler.join();
+  if (compile_fault) std::rethrow_exception(compile_fault);
+  if (!compile_line_shown) meter.note(compile_line());
   meter.finish();
   const double audit_seconds = seconds_since(t_audit);
 
@@ -626,7 +732,8 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       << protocols.size() << " protocols " << static_cast<long>(audit_seconds + 0.5) << " s, total "
       << static_cast<long>(seconds_since(t_start) + 0.5) << " s\n";
   if (stopped) {
-    out << "interrupted: " << done << " of " << total << " candidates audited (kept)\n";
+    out << "interrupted: " << done << " of " << total - compile_failures
+        << " candidates audited (kept)\n";
     return exit_code::interrupted;
   }
   if (invalid.empty()) {

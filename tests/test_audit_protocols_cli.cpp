@@ -274,6 +274,18 @@ TEST(audit_protocols_cli, outputs_carry_phases_suites_and_a_report_per_protocol)
   // No witnessed mutant (the controls fail everywhere): no suite to suggest.
   std::ifstream si(f.out / "input_suites.json");
   EXPECT_EQ(nlohmann::json::parse(si), nlohmann::json::object());
+  // The compile runs while the judging starts: its line comes when it ends, and each mutant that
+  // does not compile is an item line of its own.
+  const auto at = f.r.out.find("compile: ");
+  ASSERT_NE(at, std::string::npos) << f.r.out;
+  const int failed = std::stoi(f.r.out.substr(f.r.out.find(" s (", at) + 4));
+  std::size_t lines = 0;
+  for (std::size_t p = 0; (p = f.r.out.find("  does not compile\n", p)) != std::string::npos; ++p)
+    ++lines;
+  EXPECT_EQ(lines, static_cast<std::size_t>(failed)) << f.r.out;
+  EXPECT_EQ(s.at("candidates_run").get<std::size_t>() + lines,
+            4 + f.relu_mutants + f.abs_mutants + f.exp_mutants + f.silu_mutants -
+                s.at("witness_statuses").value("compile_error", 0) + failed);
   // The parent's judging of each trial's outputs is a phase of its own (timing/phase_log.h).
   const auto phases = kg::test::slurp(f.phases);
   EXPECT_NE(phases.find(" audit.judge "), std::string::npos) << phases.substr(0, 2000);
@@ -397,4 +409,29 @@ TEST(audit_protocols_cli, the_judging_order_runs_each_tasks_controls_ahead_of_it
       ++mutants_so_far;
     }
   }
+}
+
+TEST(audit_protocols_cli, a_control_that_does_not_compile_is_bad_input_before_any_run) {
+  const auto& f = fx();
+  const auto base = kg::test::scratch_dir("audit-protocols") / "broken-control";
+  fs::create_directories(base / "root");
+  fs::copy(f.root, base / "root", fs::copy_options::recursive);
+  // The mutants still apply (the error is past every one of them); none of them compiles either.
+  std::ofstream(base / "root/kernels/tasks/abs_fp32.cu", std::ios::app) << "\n#error broken\n";
+  ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
+  ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
+  ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
+  const auto r = run({"audit", "checker", "--protocol", "all", "--catalog", f.catalog.string(),
+                      "--root", (base / "root").string(), "--tasks", "abs_fp32", "--workers", "2",
+                      "--out", (base / "out").string()});
+  ::unsetenv("KERNELGATE_FAKE_DEVICE");
+  ::unsetenv("KERNELGATE_WORKER");
+  ::unsetenv("KERNELGATE_CACHE");
+  EXPECT_EQ(r.rc, exit_code::bad_input) << r.out << r.err;
+  EXPECT_NE(r.err.find("a correct kernel does not compile: kernels/tasks/abs_fp32.cu"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(base / "out/verdicts.jsonl"));
+  EXPECT_FALSE(fs::exists(base / "out/workers"));
 }

@@ -146,3 +146,51 @@ TEST(candidate_batch, one_queue_sources_alone_first_then_batches_largest_first_t
     EXPECT_EQ(again[i].shared_object, r[i].shared_object) << i;
   }
 }
+
+TEST(candidate_batch, as_given_keeps_the_groups_order_and_a_cancel_starts_nothing_more) {
+  const auto dir = kg::test::scratch_dir("candidate-batch") / "as-given";
+  fs::create_directories(dir);
+  auto file = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return dir / name;
+  };
+  // Flat order: b0 b1 (a batch), a (alone), c0 c1 c2 (a batch, c1 broken), d (alone).
+  const std::vector<std::vector<fs::path>> groups = {
+      {file("b0.cu", kernel("12.0f")), file("b1.cu", kernel("13.0f"))},
+      {file("a.cu", kernel("14.0f"))},
+      {file("c0.cu", kernel("15.0f")), file("c1.cu", kernel("15.0f +")),
+       file("c2.cu", kernel("16.0f"))},
+      {file("d.cu", kernel("17.0f"))}};
+  compile_options opt;
+  opt.cache_dir = dir / "cache";
+  opt.jobs = 1;
+  batch_options bo;
+  bo.batch_size = 4;
+  bo.as_given = true;
+  std::vector<std::size_t> order;
+  bo.on_compiled = [&](std::size_t i, const compile_result&) { order.push_back(i); };
+  const auto r = compile_in_batches(groups, dir / "batches", opt, bo);
+  // The groups in order; the failed batch's members alone, before the group after it.
+  EXPECT_EQ(order, (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6}));
+  ASSERT_EQ(r.size(), 7u);
+  for (std::size_t i = 0; i < r.size(); ++i)
+    EXPECT_EQ(r[i].ok, i != 4) << i << r[i].log;
+  EXPECT_EQ(r[1].symbol, "kg_run_1");
+  EXPECT_EQ(r[3].symbol, "kg_run");
+  // Cancelled at the first result: no other job starts; the others' results stay empty.
+  std::atomic<bool> cancel{false};
+  bo.cancel = &cancel;
+  order.clear();
+  bo.on_compiled = [&](std::size_t i, const compile_result&) {
+    order.push_back(i);
+    cancel = true;
+  };
+  const auto cut = compile_in_batches(groups, dir / "batches", opt, bo);
+  EXPECT_EQ(order, (std::vector<std::size_t>{0, 1})); // (the batch's members come together)
+  ASSERT_EQ(cut.size(), 7u);
+  EXPECT_TRUE(cut[0].ok && cut[1].ok);
+  for (std::size_t i = 2; i < cut.size(); ++i) {
+    EXPECT_FALSE(cut[i].ok) << i;
+    EXPECT_TRUE(cut[i].key.empty()) << i;
+  }
+}
