@@ -435,3 +435,50 @@ TEST(audit_protocols_cli, a_control_that_does_not_compile_is_bad_input_before_an
   EXPECT_FALSE(fs::exists(base / "out/verdicts.jsonl"));
   EXPECT_FALSE(fs::exists(base / "out/workers"));
 }
+
+TEST(audit_protocols_cli, a_mutant_that_does_not_compile_is_a_line_and_a_status_of_its_own) {
+  const auto& f = fx();
+  const auto base = kg::test::scratch_dir("audit-protocols") / "broken-mutant";
+  fs::create_directories(base / "catalog");
+  // The catalog with one abs_fp32 mutant's replacement broken: its batch fails, so each member
+  // is compiled alone, while the judging of the others has started.
+  std::string broken;
+  {
+    std::ofstream c(base / "catalog/catalog.jsonl");
+    for (auto m : jsonl(f.catalog / "catalog.jsonl")) {
+      if (broken.empty() && m.at("task") == "abs_fp32") {
+        broken = m.at("id");
+        m["replacement"] = m.at("original").get<std::string>() + " @@";
+      }
+      c << m.dump() << "\n";
+    }
+  }
+  ASSERT_FALSE(broken.empty());
+  ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
+  ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
+  ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
+  const auto r = run({"audit", "checker", "--protocol", "all", "--catalog",
+                      (base / "catalog").string(), "--root", f.root.string(), "--tasks", "abs_fp32",
+                      "--workers", "2", "--out", (base / "out").string()});
+  ::unsetenv("KERNELGATE_FAKE_DEVICE");
+  ::unsetenv("KERNELGATE_WORKER");
+  ::unsetenv("KERNELGATE_CACHE");
+  EXPECT_EQ(r.rc, exit_code::failures) << r.out << r.err;
+  EXPECT_NE(r.out.find("] " + broken + "  does not compile\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(1 mutants do not compile)"), std::string::npos) << r.out;
+  std::ifstream in(base / "out/kill_matrix.json");
+  const auto km = kill_matrix::from_json(nlohmann::json::parse(in));
+  std::size_t judged = 0;
+  for (const auto& row : km.rows()) {
+    if (row.id == broken) {
+      EXPECT_EQ(row.status, witness_status::compile_error);
+      continue;
+    }
+    if (row.task != "abs_fp32" || row.status == witness_status::compile_error) continue;
+    ++judged; // every other one has its verdicts (the control included)
+    for (const auto& c : km.checkers())
+      EXPECT_EQ(km.at(row.id, c), kill_verdict::killed) << row.id << " " << c;
+  }
+  EXPECT_EQ(jsonl(base / "out/verdicts.jsonl").size(), judged);
+  EXPECT_EQ(judged, f.abs_mutants); // (the control and the mutants but the broken one)
+}
