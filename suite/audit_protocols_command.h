@@ -1,10 +1,11 @@
 // `kernelgate audit checker --protocol NAME[,NAME...]|all`: the built-in protocols audited on the
 // GPU over a mutant catalog, end to end, in three timed phases:
 //   compile  every mutant and every correct kernel it came from (the controls), in parallel,
-//            through the candidate compiler's content-hash cache;
+//            through the candidate compiler's content-hash cache, in the audit's order;
 //   audit    each candidate once on the GPU (sandbox/mutant_audit.h): the task's witness plan
 //            against the fp64 oracle (witnessed / unwitnessed, the input that shows it) and each
-//            protocol's own trials, judged by its own rule -- on several workers at once;
+//            protocol's own trials, judged by its own rule -- on several workers at once, each
+//            candidate as soon as it is compiled (once every control is: the two overlap);
 //   report   the kill matrix (a column per protocol), a mutation-testing report per protocol,
 //            the smallest input suite per task that kills every witnessed mutant (chosen on the
 //            development split, scored on the held-out one), and the scores.
