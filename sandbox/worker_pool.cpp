@@ -38,8 +38,13 @@ bool has_ended(int pid) {
   return si.si_pid == pid;
 }
 
-// Kills what is left of `pid`'s group, then reaps it (blocking). Its waitpid status.
+// Kills what is left of `pid`'s group, then reaps it (blocking). Its waitpid status (0 when it is
+// no child of ours any more: reaped elsewhere, its id maybe another's, so nothing is killed).
 int kill_and_reap(int pid) {
+  siginfo_t si{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG | WNOWAIT) != 0 &&
+      errno == ECHILD)
+    return 0;
   ::kill(-pid, SIGKILL);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
