@@ -17,6 +17,7 @@
 #include "kernels/layernorm_affine_cuda.h"
 #include "oracles/device_allclose.h"
 #include "oracles/device_equal.h"
+#include "oracles/device_fingerprint.h"
 #include "reports/json_schema.h"
 #include "reports/remove_tree.h"
 #include "reports/result_schema.h"
@@ -435,6 +436,39 @@ TEST(gpu_timing, device_equal_finds_a_single_changed_byte) {
     EXPECT_EQ(at == 0, device_equal(static_cast<char*>(a.get()) + 1,
                                     static_cast<char*>(b.get()) + 1, bytes.size() - 1, s.get()))
         << "byte " << at;
+  }
+}
+
+// The audit worker's kept-input check (oracles/device_fingerprint.h): the device's fingerprint is
+// the host's (whose known answer test_fingerprint.cpp checks) for lengths with and without a
+// tail, and the differ flag is set by one changed byte and clear on equal buffers.
+TEST(gpu_timing, device_fingerprint_matches_the_host) {
+  KG_REQUIRE_GPU();
+  std::vector<unsigned char> bytes(3'000'000 * 16 + 5);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+  device_buffer a(bytes.size()), b(bytes.size()), out(sizeof(fingerprint_result));
+  KG_CUDA_CHECK(cudaMemcpy(a.get(), bytes.data(), a.size(), cudaMemcpyHostToDevice));
+  KG_CUDA_CHECK(cudaMemcpy(b.get(), bytes.data(), b.size(), cudaMemcpyHostToDevice));
+  cuda_stream s;
+  auto run = [&](std::size_t n, const void* other) {
+    launch_fingerprint(a.get(), other, n, static_cast<fingerprint_result*>(out.get()), s.get());
+    fingerprint_result r;
+    KG_CUDA_CHECK(cudaMemcpyAsync(&r, out.get(), sizeof r, cudaMemcpyDeviceToHost, s.get()));
+    KG_CUDA_CHECK(cudaStreamSynchronize(s.get()));
+    return r;
+  };
+  for (const std::size_t n : {std::size_t{16}, std::size_t{7}, std::size_t{4096 + 9}, bytes.size()}) {
+    const auto r = run(n, b.get());
+    EXPECT_EQ(r.fingerprint, host_fingerprint(bytes.data(), n)) << n << " bytes";
+    EXPECT_EQ(r.differ, 0u) << n << " bytes";
+  }
+  for (const std::size_t at : {std::size_t{0}, std::size_t{1'234'567}, bytes.size() - 1}) {
+    auto changed = bytes;
+    changed[at] ^= 0x10;
+    KG_CUDA_CHECK(cudaMemcpy(b.get(), changed.data(), b.size(), cudaMemcpyHostToDevice));
+    EXPECT_EQ(run(bytes.size(), b.get()).differ, 1u) << "byte " << at;
+    EXPECT_EQ(run(bytes.size(), nullptr).differ, 0u) << "no second buffer";
   }
 }
 
