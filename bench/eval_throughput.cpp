@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     std::cerr << "kg_bench_eval_throughput: no GPU: " << dev.reason << "\n";
     return 3;
   }
-  ::setenv("KERNELGATE_WORKER", KG_KERNELGATE_BIN, 1);
+  ::setenv("KERNELGATE_WORKER", KG_WORKER_BIN, 1); // the slim worker, as kernelgate picks it
   const fs::path root = fs::temp_directory_path() / "kg-bench-eval";
   remove_tree(root);
   // DIR/<task>/copy<k>.cu: candidate copy<k> of the task.

@@ -167,9 +167,15 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
 
   std::vector<trial_outcome> outcome(plan.size());
   std::vector<bool> decided(groups, false); // a check that already rejected: its trials skipped
-  std::size_t start = 0;
+  // Two stages: first each check's first trial and the whole witness plan, then the checks' other
+  // trials -- only for the checks the first stage did not decide. Most mutants are wrong on
+  // every input, so most checks reject at their first trial and the rest is never run.
+  std::vector<bool> later(plan.size(), false);
+  for (std::size_t i = 1; i < plan.size(); ++i)
+    later[i] = plan[i].group != witness_group && plan[i].group == plan[i - 1].group;
+  bool second_stage = false;
   const fs::path result_file = opt.work_dir / "worker_result.json";
-  while (start < plan.size() && a.worker_runs < opt.max_runs && a.timeouts < opt.max_timeouts) {
+  while (a.worker_runs < opt.max_runs && a.timeouts < opt.max_timeouts) {
     std::vector<std::size_t> sent; // global trial index per manifest entry
     nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
                                {"result", result_file.string()},
@@ -177,14 +183,20 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
                                {"fresh", true},
                                {"trials", nlohmann::json::array()}};
     if (opt.trial_limit_seconds > 0) manifest["trial_limit_seconds"] = opt.trial_limit_seconds;
-    for (std::size_t i = start; i < plan.size(); ++i) {
+    if (opt.resident_bytes > 0) manifest["resident_bytes"] = opt.resident_bytes;
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      if (outcome[i].ran || (later[i] && !second_stage)) continue;
       if (plan[i].group != witness_group && decided[plan[i].group]) continue;
       manifest["trials"].push_back(trial_entry(task, plan[i].key, *data[i], files[i],
                                                opt.work_dir / ("t" + std::to_string(i)),
                                                plan[i].busy));
       sent.push_back(i);
     }
-    if (sent.empty()) break;
+    if (sent.empty()) {
+      if (second_stage) break;
+      second_stage = true;
+      continue;
+    }
     const auto manifest_file = opt.work_dir / "manifest.json";
     std::ofstream(manifest_file) << manifest.dump() << "\n";
     fs::remove(result_file);
@@ -235,7 +247,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
       }
       if (out.wrong && plan[i].group != witness_group) decided[plan[i].group] = true;
     }
-    if (o.ok() && n == sent.size()) break;
+    if (o.ok() && n == sent.size()) continue; // (the next stage, or nothing left to send)
     // The run ended early: the trial it was on failed (a crash or a hang), the next run resumes
     // after it in a fresh worker.
     if (n >= sent.size()) break; // (replied with every trial, yet not ok: nothing left to run)
@@ -264,7 +276,6 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     }
     if (o.timed_out) ++a.timeouts;
     if (o.trial_hung()) ++a.hangs;
-    start = i + 1;
   }
 
   // The witness plan's record.

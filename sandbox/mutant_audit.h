@@ -2,7 +2,10 @@
 // control) -- in as few worker runs as it allows: one manifest carries the task's witness plan
 // (mutants/witness.h: every configuration against the fp64 oracle) and every audited protocol's
 // own trials (oracles/protocol.h: its inputs, its trial count), each then judged by its own rule
-// (the protocols first: see audit_candidate).
+// (the protocols first: see audit_candidate). It goes in two stages: each protocol's first trial
+// with the whole witness plan, then the other trials of the protocols not yet decided -- a mutant
+// wrong everywhere is rejected by every protocol at its first trial and costs about half the
+// trials.
 // A worker run costs a process, a CUDA context and the candidate's load; most candidates of a
 // task are small, so one run for seven judgements is what makes thousands of mutants fit in
 // minutes.
@@ -78,6 +81,9 @@ struct mutant_audit_options {
   trial_cache* cache = nullptr;     // required: the task's trials, shared by its candidates
   worker_process* worker = nullptr; // required: a long-lived worker
   gpu_gate* gate = nullptr;         // shared while checking (nullptr: nothing else on the GPU)
+  // > 0: the worker keeps the task's inputs on the device across candidates and reuses its
+  // buffers, within this many bytes (the manifest's "resident_bytes"); 0: every trial allocates.
+  std::size_t resident_bytes = 0;
 };
 
 // Every trial audit_candidate will take from the cache for this task (what a caller prefetches

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -22,6 +23,8 @@
 #include <nlohmann/json.hpp>
 
 #include "oracles/device_equal.h"
+#include "oracles/device_fingerprint.h"
+#include "sandbox/resident_inputs.h"
 #include "sandbox/worker_session.h"
 #include "timing/phase_log.h"
 #include "timing/timing_kernels.h"
@@ -29,13 +32,17 @@
 
 namespace kg {
 
+worker_session::worker_session() = default;
+worker_session::~worker_session() = default;
+
 void check_cuda(cudaError_t e, const char* call) {
   if (e != cudaSuccess)
     throw cuda_failure{std::string(call) + ": " + cudaGetErrorName(e) + ": " +
                        cudaGetErrorString(e)};
 }
 
-device_tensor::device_tensor(int dtype_code, const std::vector<std::int64_t>& shape) {
+kg_tensor describe_tensor(int dtype_code, const std::vector<std::int64_t>& shape) {
+  kg_tensor t{};
   t.dtype = dtype_code;
   t.ndim = static_cast<std::int32_t>(shape.size());
   std::int64_t n = 1;
@@ -44,7 +51,19 @@ device_tensor::device_tensor(int dtype_code, const std::vector<std::int64_t>& sh
     t.strides[k] = n;
     n *= shape[k];
   }
-  bytes = static_cast<std::size_t>(n) * dtype_size(static_cast<dtype>(dtype_code));
+  return t;
+}
+
+std::size_t tensor_bytes(const kg_tensor& t) {
+  std::size_t n = 1;
+  for (int k = 0; k < t.ndim; ++k)
+    n *= static_cast<std::size_t>(t.shape[k]);
+  return n * dtype_size(static_cast<dtype>(t.dtype));
+}
+
+device_tensor::device_tensor(int dtype_code, const std::vector<std::int64_t>& shape) {
+  t = describe_tensor(dtype_code, shape);
+  bytes = tensor_bytes(t);
   check_cuda(cudaMalloc(&ptr, bytes ? bytes : 1), "cudaMalloc");
   t.data = ptr;
 }
@@ -75,13 +94,17 @@ void upload_file(device_tensor& d, const std::string& file, pinned_buffer& stagi
   check_cuda(cudaMemcpy(d.ptr, p, d.bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
 }
 
+void write_bytes(const void* p, std::size_t n, const std::string& file) {
+  std::ofstream f(file, std::ios::binary);
+  f.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
+  f.close();
+  if (!f) throw harness_failure{"cannot write output file " + file + " (is its scratch full?)"};
+}
+
 void download_file(const device_tensor& d, const std::string& file, pinned_buffer& staging) {
   auto* p = static_cast<char*>(staging.reserve(d.bytes));
   check_cuda(cudaMemcpy(p, d.ptr, d.bytes, cudaMemcpyDeviceToHost), "cudaMemcpy D2H");
-  std::ofstream f(file, std::ios::binary);
-  f.write(p, static_cast<std::streamsize>(d.bytes));
-  f.close();
-  if (!f) throw harness_failure{"cannot write output file " + file + " (is its scratch full?)"};
+  write_bytes(p, d.bytes, file);
 }
 
 namespace {
@@ -155,6 +178,187 @@ private:
   std::jthread thread_; // last: stopped and joined before the members it reads go
 };
 
+// What one call did.
+struct call_record {
+  int rc = 0;
+  double seconds = 0;
+  int threads_before = 0, threads_after = 0;
+};
+
+using call_fn = std::function<void(std::vector<kg_tensor>&, std::vector<kg_tensor>&)>;
+
+// A trial on buffers of its own: each input read from its file into a new buffer with a pristine
+// copy beside it, outputs filled with NaN, everything freed (and scrubbed) after. Returns, per
+// input, whether the call changed it.
+nlohmann::json fresh_trial(const nlohmann::json& trial, worker_session& s, const call_fn& call) {
+  std::optional<scoped_phase> phase(std::in_place, "worker.trial_setup");
+  std::vector<device_tensor> in, pristine, out;
+  for (const auto& x : trial.at("inputs")) {
+    const auto shape = x.at("shape").get<std::vector<std::int64_t>>();
+    in.emplace_back(x.at("dtype").get<int>(), shape);
+    pristine.emplace_back(x.at("dtype").get<int>(), shape);
+    upload_file(in.back(), x.at("file"), s.staging);
+    check(cudaMemcpy(pristine.back().ptr, in.back().ptr, in.back().bytes,
+                     cudaMemcpyDeviceToDevice),
+          "cudaMemcpy D2D");
+  }
+  for (const auto& x : trial.at("outputs")) {
+    out.emplace_back(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
+    // NaN for every float dtype (0xffff.. is a NaN pattern); 0xff.. = -1 for integers.
+    check(cudaMemset(out.back().ptr, 0xff, out.back().bytes), "cudaMemset");
+  }
+  std::vector<kg_tensor> tin, tout;
+  for (auto& d : in)
+    tin.push_back(d.t);
+  for (auto& d : out)
+    tout.push_back(d.t);
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before)");
+  phase.emplace("worker.trial_call");
+  call(tin, tout);
+  phase.emplace("worker.trial_outputs");
+  nlohmann::json modified = nlohmann::json::array();
+  for (std::size_t k = 0; k < in.size(); ++k)
+    modified.push_back(!device_equal(in[k].ptr, pristine[k].ptr, in[k].bytes, s.stream));
+  std::size_t k = 0;
+  for (const auto& x : trial.at("outputs")) {
+    download_file(out[k], x.at("file"), s.staging);
+    ++k;
+  }
+  phase.emplace("worker.trial_free");
+  return modified;
+}
+
+// A trial on the session's resident state (sandbox/resident_inputs.h): each input copied on the
+// device from its kept copy (uploaded once per worker), outputs from the pool (scrubbed, so NaN
+// as above), every check and copy back queued behind one synchronization. Returns what
+// fresh_trial returns.
+nlohmann::json resident_trial(const nlohmann::json& trial, worker_session& s, std::size_t budget,
+                              const call_fn& call) {
+  std::optional<scoped_phase> phase(std::in_place, "worker.trial_setup");
+  if (!s.resident) s.resident = std::make_unique<resident_state>();
+  auto& r = *s.resident;
+  const auto& inputs = trial.at("inputs");
+  const auto& outputs = trial.at("outputs");
+  struct held {
+    std::string file;
+    const void* kept = nullptr;
+    void* ptr = nullptr;
+    kg_tensor t{};
+  };
+  std::vector<held> in, out;
+  // Blocks go back to the pool (scrubbed) however the trial ends; a CUDA error ends the worker.
+  struct give_back {
+    resident_state& r;
+    std::vector<held>& a;
+    std::vector<held>& b;
+    cudaStream_t stream;
+    ~give_back() {
+      for (auto* v : {&a, &b})
+        for (auto& h : *v)
+          if (h.ptr) try {
+              r.pool.release(h.ptr, stream);
+            } catch (const cuda_failure&) {
+            }
+      r.inputs.settle();
+    }
+  } returned{r, in, out, s.stream};
+  auto* checks = r.checks_for(std::max<std::size_t>(inputs.size(), 1));
+  auto* checks_host = static_cast<fingerprint_result*>(
+      r.checks_host.reserve(std::max<std::size_t>(inputs.size(), 1) * sizeof(fingerprint_result)));
+  for (const auto& x : inputs) {
+    held h;
+    h.file = x.at("file");
+    h.t = describe_tensor(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
+    in.push_back(h);
+  }
+  // Up to two tries: a kept copy found changed before the call (an earlier candidate wrote into
+  // it) is uploaded again.
+  for (int attempt = 0;; ++attempt) {
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      auto& h = in[k];
+      const std::size_t bytes = tensor_bytes(h.t);
+      h.kept = r.inputs.get(h.file, bytes, s.staging, s.stream);
+      if (!h.ptr) h.ptr = r.pool.acquire(bytes);
+      check(cudaMemcpyAsync(h.ptr, h.kept, bytes, cudaMemcpyDeviceToDevice, s.stream),
+            "cudaMemcpy D2D");
+      launch_fingerprint(h.kept, nullptr, bytes, checks + k, s.stream);
+    }
+    check(cudaMemcpyAsync(checks_host, checks, in.size() * sizeof(fingerprint_result),
+                          cudaMemcpyDeviceToHost, s.stream),
+          "cudaMemcpy D2H (checks)");
+    if (out.empty())
+      for (const auto& x : outputs) {
+        held h;
+        h.t = describe_tensor(x.at("dtype").get<int>(),
+                              x.at("shape").get<std::vector<std::int64_t>>());
+        h.ptr = r.pool.acquire(tensor_bytes(h.t)); // scrubbed: 0xff, NaN for floats, -1 ints
+        out.push_back(h);
+      }
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before)");
+    bool changed = false;
+    for (std::size_t k = 0; k < in.size(); ++k)
+      if (checks_host[k].fingerprint != r.inputs.fingerprint(in[k].file)) {
+        r.inputs.drop(in[k].file, s.stream);
+        changed = true;
+      }
+    if (!changed) break;
+    if (attempt == 1) throw cuda_failure{"a kept input changed twice before the call"};
+  }
+  std::vector<kg_tensor> tin, tout;
+  for (auto& h : in) {
+    h.t.data = h.ptr;
+    tin.push_back(h.t);
+  }
+  for (auto& h : out) {
+    h.t.data = h.ptr;
+    tout.push_back(h.t);
+  }
+  phase.emplace("worker.trial_call");
+  call(tin, tout);
+  phase.emplace("worker.trial_outputs");
+  for (std::size_t k = 0; k < in.size(); ++k)
+    launch_fingerprint(in[k].kept, in[k].ptr, tensor_bytes(in[k].t), checks + k, s.stream);
+  check(cudaMemcpyAsync(checks_host, checks, in.size() * sizeof(fingerprint_result),
+                        cudaMemcpyDeviceToHost, s.stream),
+        "cudaMemcpy D2H (checks)");
+  std::size_t total = 0;
+  for (const auto& h : out)
+    total += tensor_bytes(h.t);
+  auto* staged = static_cast<char*>(s.staging.reserve(std::max<std::size_t>(total, 1)));
+  std::size_t at = 0;
+  for (const auto& h : out) {
+    check(cudaMemcpyAsync(staged + at, h.ptr, tensor_bytes(h.t), cudaMemcpyDeviceToHost, s.stream),
+          "cudaMemcpy D2H");
+    at += tensor_bytes(h.t);
+  }
+  check(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize (outputs)");
+  nlohmann::json modified = nlohmann::json::array();
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    modified.push_back(checks_host[k].differ != 0);
+    // The call wrote into a kept copy (out of its own buffers): the next use uploads it again.
+    // The compare above was against the changed copy, so it most likely reads "modified" -- the
+    // candidate did write where it must not.
+    if (checks_host[k].fingerprint != r.inputs.fingerprint(in[k].file))
+      r.inputs.drop(in[k].file, s.stream);
+  }
+  at = 0;
+  std::size_t k = 0;
+  for (const auto& x : outputs) {
+    write_bytes(staged + at, tensor_bytes(out[k].t), x.at("file"));
+    at += tensor_bytes(out[k].t);
+    ++k;
+  }
+  phase.emplace("worker.trial_free");
+  for (auto* v : {&in, &out})
+    for (auto& h : *v) {
+      r.pool.release(h.ptr, s.stream);
+      h.ptr = nullptr;
+    }
+  r.inputs.settle();
+  r.inputs.fit(budget, s.stream);
+  return modified;
+}
+
 // Runs one manifest; the result file is rewritten after every trial (a later crash keeps what was
 // seen). Returns the worker's code: 0 done, 3 cannot load the candidate, 4 an output it cannot
 // write, 5 CUDA error (a hang ends the process with 6: trial_watchdog).
@@ -214,78 +418,55 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
   start_candidate_runtime(s);
   trial_watchdog watchdog(m.value("trial_limit_seconds", 0.0));
   std::size_t trial_index = 0;
+  // The call itself, the same for both ways of providing buffers.
+  auto call = [&](std::vector<kg_tensor>& tin, std::vector<kg_tensor>& tout, bool busy) {
+    call_record c;
+    c.threads_before = thread_count();
+    watchdog.enter(trial_index++);
+    const auto t0 = std::chrono::steady_clock::now();
+    // Some checked calls run behind a blocking kernel, as timed calls do: a kernel that asks
+    // whether its stream is busy learns nothing from the answer.
+    if (busy) {
+      if (!s.hold_flag) {
+        s.hold_flag = std::make_unique<mapped_host<int>>();
+        s.hold_probe = std::make_unique<mapped_host<clock_probe>>();
+      }
+      *s.hold_flag->host() = 0;
+      launch_blocking_kernel(s.hold_flag->device(), 1'000'000'000ull, s.hold_probe->device(),
+                             s.stream);
+    }
+    c.rc = run(tin.data(), static_cast<int>(tin.size()), tout.data(),
+               static_cast<int>(tout.size()), s.stream);
+    if (busy) *static_cast<volatile int*>(s.hold_flag->host()) = 1;
+    // The whole device: work the candidate left on other streams counts as its output.
+    const auto synced = cudaDeviceSynchronize();
+    c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    watchdog.leave();
+    check(synced, "after kg_run");
+    check(cudaGetLastError(), "after kg_run");
+    c.threads_after = thread_count();
+    if (c.threads_after > c.threads_before) left_state = true;
+    return c;
+  };
+  const auto resident_budget = m.value("resident_bytes", std::size_t{0});
   try {
     for (const auto& trial : m.value("trials", nlohmann::json::array())) {
-      std::optional<scoped_phase> phase(std::in_place, "worker.trial_setup");
-      std::vector<device_tensor> in, pristine, out;
-      for (const auto& x : trial.at("inputs")) {
-        const auto shape = x.at("shape").get<std::vector<std::int64_t>>();
-        in.emplace_back(x.at("dtype").get<int>(), shape);
-        pristine.emplace_back(x.at("dtype").get<int>(), shape);
-        upload_file(in.back(), x.at("file"), s.staging);
-        check(cudaMemcpy(pristine.back().ptr, in.back().ptr, in.back().bytes,
-                         cudaMemcpyDeviceToDevice),
-              "cudaMemcpy D2D");
-      }
-      for (const auto& x : trial.at("outputs")) {
-        out.emplace_back(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
-        // NaN for every float dtype (0xffff.. is a NaN pattern); 0xff.. = -1 for integers.
-        check(cudaMemset(out.back().ptr, 0xff, out.back().bytes), "cudaMemset");
-      }
-      std::vector<kg_tensor> tin, tout;
-      for (auto& d : in)
-        tin.push_back(d.t);
-      for (auto& d : out)
-        tout.push_back(d.t);
-      check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before)");
-      phase.emplace("worker.trial_call");
-      const int threads_before = thread_count();
-      watchdog.enter(trial_index++);
-      const auto t0 = std::chrono::steady_clock::now();
-      // Some checked calls run behind a blocking kernel, as timed calls do: a kernel that asks
-      // whether its stream is busy learns nothing from the answer.
       const bool busy = trial.value("busy", false);
-      if (busy) {
-        if (!s.hold_flag) {
-          s.hold_flag = std::make_unique<mapped_host<int>>();
-          s.hold_probe = std::make_unique<mapped_host<clock_probe>>();
-        }
-        *s.hold_flag->host() = 0;
-        launch_blocking_kernel(s.hold_flag->device(), 1'000'000'000ull, s.hold_probe->device(),
-                               s.stream);
-      }
-      const int rc = run(tin.data(), static_cast<int>(tin.size()), tout.data(),
-                         static_cast<int>(tout.size()), s.stream);
-      if (busy) *static_cast<volatile int*>(s.hold_flag->host()) = 1;
-      // The whole device: work the candidate left on other streams counts as its output.
-      const auto synced = cudaDeviceSynchronize();
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      watchdog.leave();
-      check(synced, "after kg_run");
-      check(cudaGetLastError(), "after kg_run");
-      const int threads_after = thread_count();
-      if (threads_after > threads_before) left_state = true;
-      phase.emplace("worker.trial_outputs");
-      nlohmann::json modified = nlohmann::json::array();
-      for (std::size_t k = 0; k < in.size(); ++k)
-        modified.push_back(!device_equal(in[k].ptr, pristine[k].ptr, in[k].bytes, s.stream));
-      std::size_t k = 0;
-      for (const auto& x : trial.at("outputs")) {
-        download_file(out[k], x.at("file"), s.staging);
-        ++k;
-      }
-      result["trials"].push_back({{"rc", rc},
+      call_record c;
+      nlohmann::json modified;
+      if (resident_budget > 0)
+        modified = resident_trial(trial, s, resident_budget, [&](auto& tin, auto& tout) {
+          c = call(tin, tout, busy);
+        });
+      else
+        modified = fresh_trial(trial, s, [&](auto& tin, auto& tout) { c = call(tin, tout, busy); });
+      result["trials"].push_back({{"rc", c.rc},
                                   {"inputs_modified", modified},
-                                  {"threads_before", threads_before},
-                                  {"threads_after", threads_after},
+                                  {"threads_before", c.threads_before},
+                                  {"threads_after", c.threads_after},
                                   {"busy_stream", busy},
-                                  {"seconds", seconds}});
+                                  {"seconds", c.seconds}});
       write_result();
-      phase.emplace("worker.trial_free");
-      in.clear();
-      pristine.clear();
-      out.clear();
     }
     if (!timing_of.is_null()) { // load and verify that manifest's timing sets, time nothing
       scoped_phase phase("worker.prepare");
@@ -380,7 +561,8 @@ int run_worker_serve(int request_fd, int reply_fd) {
     // runs, so only a drop past a thirty-second of the device (4.4 GB on the H200) is a leak.
     bool leaked = false;
     if (code == 0) {
-      const std::size_t free_own = free_now + s.prepared_bytes;
+      const std::size_t free_own =
+          free_now + s.prepared_bytes + (s.resident ? s.resident->pool.held_bytes() : 0);
       if (s.rebaseline) {
         s.free_bytes_at_start = std::min(s.free_bytes_at_start, free_own);
         s.rebaseline = false;

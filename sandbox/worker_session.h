@@ -33,6 +33,10 @@ void check_cuda(cudaError_t e, const char* call); // throws cuda_failure
 // A file's bytes onto the device through `staging` (throws cuda_failure if its size is not the
 // tensor's), and a tensor's bytes into a file the same way.
 struct device_tensor;
+// kg_run's description of a dense tensor (no data pointer yet), and its size in bytes.
+kg_tensor describe_tensor(int dtype_code, const std::vector<std::int64_t>& shape);
+std::size_t tensor_bytes(const kg_tensor& t);
+void write_bytes(const void* p, std::size_t n, const std::string& file); // throws harness_failure
 void upload_file(device_tensor& d, const std::string& file, pinned_buffer& staging);
 void download_file(const device_tensor& d, const std::string& file, pinned_buffer& staging);
 
@@ -52,8 +56,9 @@ struct device_tensor {
   }
 };
 
-struct timing_data;  // sandbox/worker_timing.cpp
-struct timing_state; // sandbox/worker_timing.cpp
+struct timing_data;     // sandbox/worker_timing.cpp
+struct timing_state;    // sandbox/worker_timing.cpp
+struct resident_state;  // sandbox/resident_inputs.h
 
 struct worker_session {
   cudaStream_t stream = nullptr;
@@ -78,6 +83,11 @@ struct worker_session {
   std::unique_ptr<mapped_host<int>> hold_flag;
   std::unique_ptr<mapped_host<clock_probe>> hold_probe;
   pinned_buffer staging; // every file read onto the device and every output read back
+  // Manifests with "resident_bytes" (the audit): inputs kept on the device across candidates,
+  // buffers reused (sandbox/resident_inputs.h). Made on first use.
+  std::unique_ptr<resident_state> resident;
+  worker_session();
+  ~worker_session();
 };
 
 gpu_timer& session_timer(worker_session& s, const timing_options& o);

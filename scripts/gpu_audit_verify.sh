@@ -13,6 +13,9 @@
 #                a time (each must be accepted: checker_controls in audit.log); then, with
 #                CMD=1, that checker through --cmd on the witnessed mutants (CMD_JOBS at once).
 #                The audit goes first among the GPU jobs so that its wall time is its own.
+#                With AB_KERNELS='GLOB ...', before all of that: the audit of those kernels' mutants
+#                four times, inputs kept on the device and not (KERNELGATE_AUDIT_RESIDENT), in
+#                turn, into ab.log (shown by every call). GPU_TESTS: ctest's -R for TESTS=1.
 #   PHASE=wait   waits for what PHASE=start began
 # At most 8 files come back: build.log, tests.log, audit.log, summary.json, kill_matrix.json,
 # input_suites.json, cmd_summary.json, witnesses.tgz.
@@ -49,6 +52,17 @@ if [ "$phase" = start ]; then
       '$kg' history \$h >>'$w/reports.log' 2>&1
       echo \"reports: exit \$?\" >>'$w/reports.log'
     fi
+    if [ -n '${AB_KERNELS:-}' ]; then # the same small audit with inputs kept and not, side by side
+      '$kg' mutants generate \$(for k in ${AB_KERNELS:-}; do echo --kernels \$k; done) \
+        --out '$w/ab-catalog' >'$w/ab.log' 2>&1
+      for r in 0 1 0 1; do
+        s=\$(date +%s)
+        KERNELGATE_AUDIT_RESIDENT=\$r '$kg' audit checker --protocol all --catalog '$w/ab-catalog' \
+          --workers ${WORKERS:-0} --no-progress --out '$w/ab-\$r' >'$w/ab-\$r.log' 2>&1
+        echo \"ab resident=\$r: exit \$? in \$(( \$(date +%s) - s )) s\" >>'$w/ab.log'
+        grep -E '^(compile|judging|phases|witness)' '$w/ab-\$r.log' >>'$w/ab.log'
+      done
+    fi
     s=\$(date +%s)
     '$kg' mutants generate --out '$w/catalog' >>'$w/audit.log' 2>&1
     KG_PHASE_LOG='$w/phases.log' '$kg' audit checker --protocol all --catalog '$w/catalog' \
@@ -57,7 +71,7 @@ if [ "$phase" = start ]; then
     if [ '${TESTS:-1}' = 1 ]; then
       s=\$(date +%s)
       (cd '$BUILD_DIR' && cmake --build . --target kg_gpu_tests -j16 >'$w/tests.log' 2>&1 &&
-        ctest -L gpu -R 'gpu_audit|example_checker' --timeout 900 >>'$w/tests.log' 2>&1)
+        ctest -L gpu -R '${GPU_TESTS:-gpu_audit|example_checker}' --timeout 900 >>'$w/tests.log' 2>&1)
       echo \"tests: exit \$? in \$(( \$(date +%s) - s )) s\" >>'$w/audit.log'
     fi
     # The example checker on every task's own kernel, 8 at a time: each must be accepted.
@@ -80,6 +94,7 @@ fi
 [ -d "$w" ] || { echo "nothing started on this machine (PHASE=start first)"; exit 1; }
 while [ ! -f "$w/done" ] && [ $((SECONDS - t0)) -lt "$wait_s" ]; do sleep 5; done
 cp "$w/audit.log" "$w/tests.log" "$logs/" 2>/dev/null
+[ -f "$w/ab.log" ] && cat "$w/ab.log"
 for f in summary.json kill_matrix.json input_suites.json; do
   cp "$w/audit/$f" "$logs/" 2>/dev/null
 done

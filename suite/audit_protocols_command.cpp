@@ -401,6 +401,12 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   shared.timeout_seconds = o.timeout > 0 ? o.timeout : 30;
   shared.cache = &cache;
   shared.gate = &gate;
+  // Each worker keeps its task's inputs on the device across candidates (sandbox/
+  // resident_inputs.h), in at most a quarter of the device's memory shared among the workers.
+  // KERNELGATE_AUDIT_RESIDENT=0 turns it off (docs/performance.md measures both side by side).
+  const char* resident = std::getenv("KERNELGATE_AUDIT_RESIDENT");
+  if (!resident || std::string(resident) != "0")
+    shared.resident_bytes = dev.memory_bytes / 4 / static_cast<std::size_t>(workers);
   // Candidates of each task not yet done (or found not to compile).
   std::map<std::string, int> left;
   // A task's mutants wait for its controls: their slowest call sets the mutants' per-call limit.

@@ -8,7 +8,8 @@
 // the real worker's watchdog ends it (exit 6), and runs normally without one; one carrying
 // KG_FAKE_NOWRITE is answered as a worker that could not write an output (code 4). Each trial's
 // result carries an FNV-1a digest of its input files (what a seed reproduces) and whether the
-// manifest asked for a busy stream.
+// manifest asked for a busy stream. With KG_FAKE_MANIFEST_LOG set, each manifest's candidate and
+// trial count are appended to that file ("<shared object> <trials>").
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -70,6 +71,8 @@ int main(int argc, char** argv) {
                    ? 0
                    : 1;
       }
+      if (const char* log = std::getenv("KG_FAKE_MANIFEST_LOG"))
+        std::ofstream(log, std::ios::app) << so << " " << m.at("trials").size() << "\n";
       const bool vary = bytes.find("KG_FAKE_VARY") != std::string::npos;
       static unsigned calls = 0;
       for (const auto& t : m.at("trials")) {

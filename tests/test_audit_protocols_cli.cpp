@@ -90,7 +90,7 @@ std::vector<nlohmann::json> jsonl(const fs::path& f) {
 }
 
 struct audit_fixture {
-  fs::path root, catalog, out, phases;
+  fs::path root, catalog, out, phases, manifests;
   kg::test::run_result r;
   std::size_t relu_mutants = 0, abs_mutants = 0, exp_mutants = 0, silu_mutants = 0;
 };
@@ -127,12 +127,15 @@ const audit_fixture& fx() {
     // (Read at this process's first phase: the fixture runs before any other here.)
     x.phases = base / "phases.log";
     ::setenv("KG_PHASE_LOG", x.phases.c_str(), 1);
+    x.manifests = base / "manifests.log";
+    ::setenv("KG_FAKE_MANIFEST_LOG", x.manifests.c_str(), 1);
     x.r = run({"audit", "checker", "--protocol", "all", "--catalog", x.catalog.string(), "--root",
                x.root.string(), "--workers", "2", "--timeout", "20", "--out", x.out.string()});
     ::unsetenv("KERNELGATE_FAKE_DEVICE");
     ::unsetenv("KERNELGATE_WORKER");
     ::unsetenv("KERNELGATE_CACHE");
     ::unsetenv("KG_PHASE_LOG");
+    ::unsetenv("KG_FAKE_MANIFEST_LOG");
     return x;
   }();
   return f;
@@ -206,6 +209,37 @@ TEST(audit_protocols_cli, a_crashing_candidate_costs_one_run_per_protocol_then_t
     EXPECT_EQ(kills, "11" + std::string(plan.size() - 2, '0'));
     EXPECT_NE(w.at("evidence").at("crash").get<std::string>().find("worker"), std::string::npos);
   }
+}
+
+// The first stage sends each protocol's first trial and the witness plan; a protocol that
+// rejects there is not run further. Zeros are wrong for relu and silu on every protocol's first
+// input, so each relu candidate and silu's control is one manifest of protocols + plan trials
+// (the stand-in logs the manifests it runs: abs and exp's candidates crash or fail to load before
+// that, silu's mutants hang).
+TEST(audit_protocols_cli, protocols_that_reject_at_their_first_trial_run_no_other) {
+  const auto& f = fx();
+  const auto first_stage = [&](const char* task) {
+    return protocol_names().size() +
+           witness_plan(load_task(f.root / "data/tasks" / (std::string(task) + ".json"))).size();
+  };
+  std::map<std::size_t, std::size_t> manifests_of_size;
+  std::ifstream in(f.manifests);
+  for (std::string so; in >> so;) {
+    std::size_t n = 0;
+    in >> n;
+    ++manifests_of_size[n];
+  }
+  std::size_t relu_runs = 0;
+  for (const auto& v : jsonl(f.out / "verdicts.jsonl"))
+    if (v.at("task") == "relu") {
+      EXPECT_EQ(v.at("worker_runs"), 1) << v.dump();
+      ++relu_runs;
+    }
+  ASSERT_GT(relu_runs, 1u);
+  std::map<std::size_t, std::size_t> expected;
+  expected[first_stage("relu")] += relu_runs;
+  expected[first_stage("silu")] += 1;
+  EXPECT_EQ(manifests_of_size, expected);
 }
 
 TEST(audit_protocols_cli, a_hang_is_cut_by_the_limit_its_control_set) {

@@ -57,7 +57,7 @@ TEST(gpu_audit, the_worker_cuts_a_hanging_call_at_its_limit) {
 
 TEST(gpu_audit, protocols_accept_the_controls_and_only_strict_kills_the_omitted_bias) {
   KG_REQUIRE_GPU();
-  ::setenv("KERNELGATE_WORKER", KG_KERNELGATE_BIN, 1);
+  ::setenv("KERNELGATE_WORKER", KG_WORKER_BIN, 1); // the slim worker, as kernelgate picks it
   const auto base = kg::test::scratch_dir("gpu-audit");
   const auto g = kg::test::run({"mutants", "generate", "--kernels", "kernels/tasks/relu.cu",
                                 "--kernels", "kernels/tasks/layernorm_affine_fp32.cu", "--out",

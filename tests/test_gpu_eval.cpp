@@ -28,7 +28,7 @@ struct eval_run {
 eval_run eval(const std::string& candidates, const std::string& name, const std::string& timeout,
               const std::string& time = "no", const std::string& tasks = "/data/tasks",
               const std::string& protocol = "strict") {
-  ::setenv("KERNELGATE_WORKER", KG_KERNELGATE_BIN, 1);
+  ::setenv("KERNELGATE_WORKER", KG_WORKER_BIN, 1); // the slim worker, as kernelgate picks it
   const fs::path out = fs::temp_directory_path() / ("kg-gpu-eval-" + name);
   std::ostringstream o, e;
   eval_run r;

@@ -1,0 +1,137 @@
+#include "sandbox/resident_inputs.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gpu/cuda_raii.h"
+#include "oracles/device_fingerprint.h"
+#include "sandbox/worker_session.h"
+
+namespace kg {
+
+std::size_t device_pool::rounded(std::size_t bytes) {
+  constexpr std::size_t granule = 2u << 20; // cudaMalloc's own granularity for large blocks
+  return (std::max<std::size_t>(bytes, 1) + granule - 1) / granule * granule;
+}
+
+device_pool::~device_pool() {
+  for (const auto& [p, n] : size_of_)
+    (void)cudaFree(p);
+}
+
+void* device_pool::acquire(std::size_t bytes) {
+  const std::size_t n = rounded(bytes);
+  if (const auto it = idle_.find(n); it != idle_.end()) {
+    void* p = it->second;
+    idle_.erase(it);
+    return p;
+  }
+  void* p = nullptr;
+  check_cuda(cudaMalloc(&p, n), "cudaMalloc");
+  // Scrubbed as a reused block is: what an earlier context left in this memory is not readable.
+  check_cuda(cudaMemset(p, 0xff, n), "cudaMemset");
+  size_of_[p] = n;
+  held_ += n;
+  return p;
+}
+
+void device_pool::release(void* p, cudaStream_t stream) {
+  const auto it = size_of_.find(p);
+  if (it == size_of_.end()) return;
+  check_cuda(cudaMemsetAsync(p, 0xff, it->second, stream), "cudaMemsetAsync (scrub)");
+  idle_.emplace(it->second, p);
+}
+
+void device_pool::trim(std::size_t bytes) {
+  while (held_ > bytes && !idle_.empty()) {
+    const auto it = std::prev(idle_.end()); // the largest idle block first
+    (void)cudaFree(it->second);             // (synchronizes: the scrub is done first)
+    held_ -= it->first;
+    size_of_.erase(it->second);
+    idle_.erase(it);
+  }
+}
+
+resident_inputs::~resident_inputs() = default; // (the pool frees the copies' blocks)
+
+const void* resident_inputs::get(const std::string& file, std::size_t bytes, pinned_buffer& staging,
+                                 cudaStream_t stream) {
+  if (auto it = kept_.find(file); it != kept_.end() && it->second.bytes == bytes) {
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    in_use_.insert(file);
+    return it->second.ptr;
+  }
+  drop(file, stream);
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes) {
+    if (fd >= 0) ::close(fd);
+    throw cuda_failure{"input file missing or of the wrong size: " + file};
+  }
+  auto* p = static_cast<char*>(staging.reserve(bytes));
+  std::size_t got = 0;
+  while (got < bytes) {
+    const ssize_t n = ::read(fd, p + got, bytes - got);
+    if (n <= 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (got != bytes) throw cuda_failure{"cannot read input file " + file};
+  entry e;
+  e.ptr = pool_.acquire(bytes);
+  e.bytes = bytes;
+  check_cuda(cudaMemcpyAsync(e.ptr, p, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpy H2D");
+  e.fingerprint = host_fingerprint(p, bytes); // (overlaps the copy)
+  // The staging buffer is the next upload's: this copy must be done with it first.
+  check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (upload)");
+  lru_.push_front(file);
+  e.lru = lru_.begin();
+  kept_[file] = e;
+  in_use_.insert(file);
+  ++uploads_;
+  return e.ptr;
+}
+
+std::uint64_t resident_inputs::fingerprint(const std::string& file) const {
+  return kept_.at(file).fingerprint;
+}
+
+void resident_inputs::drop(const std::string& file, cudaStream_t stream) {
+  const auto it = kept_.find(file);
+  if (it == kept_.end()) return;
+  pool_.release(it->second.ptr, stream);
+  lru_.erase(it->second.lru);
+  kept_.erase(it);
+  in_use_.erase(file);
+}
+
+void resident_inputs::fit(std::size_t budget, cudaStream_t stream) {
+  pool_.trim(budget); // idle blocks first: they cost an allocation to remake, a copy an upload
+  for (auto it = lru_.end(); pool_.held_bytes() > budget && it != lru_.begin();) {
+    --it;
+    if (in_use_.count(*it)) continue;
+    const std::string victim = *it;
+    it = std::next(it); // (drop erases the node; the iterator after it stays valid)
+    drop(victim, stream);
+    pool_.trim(budget);
+  }
+}
+
+resident_state::~resident_state() {
+  if (checks) (void)cudaFree(checks);
+}
+
+fingerprint_result* resident_state::checks_for(std::size_t n) {
+  if (n > check_capacity) {
+    if (checks) (void)cudaFree(checks);
+    checks = nullptr;
+    check_capacity = 0;
+    check_cuda(cudaMalloc(reinterpret_cast<void**>(&checks), n * sizeof(fingerprint_result)),
+               "cudaMalloc");
+    check_capacity = n;
+  }
+  return checks;
+}
+
+} // namespace kg
