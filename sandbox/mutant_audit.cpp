@@ -75,6 +75,10 @@ double number(const nlohmann::json& v) {
 
 disagreement from_judgement(const judgement& j) {
   disagreement d;
+  if (!j.worst.is_object()) { // judged without evidence: the sentence alone
+    d.crash = j.why;
+    return d;
+  }
   d.output = j.worst.value("output", std::string());
   d.index = j.worst.value("index", std::int64_t{-1});
   if (j.worst.contains("got")) d.got = number(j.worst["got"]);
@@ -154,19 +158,23 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
   for (const auto& t : plan)
     cache.prefetch(t.key);
   std::vector<std::shared_ptr<const trial_data>> data;
-  std::vector<std::vector<host_tensor>> reference(plan.size());
+  // Each peer trial's reference: the cached trial's own (no copy), or the rounded oracle.
+  std::vector<std::vector<host_tensor>> reference_storage(plan.size());
+  static const std::vector<host_tensor> no_reference; // (strict's trials: the oracle judges)
+  std::vector<const std::vector<host_tensor>*> reference(plan.size(), &no_reference);
   std::vector<trial_files> files;
   for (std::size_t i = 0; i < plan.size(); ++i) {
     data.push_back(cache.take(plan[i].key));
     files.push_back(cache.files(plan[i].key));
     if (plan[i].rule->peer) {
       scoped_phase phase("audit.peer_reference");
-      reference[i] = peer_reference(task, *data.back());
+      reference[i] = &peer_reference_view(task, *data.back(), reference_storage[i]);
     }
   }
 
   std::vector<trial_outcome> outcome(plan.size());
   std::vector<bool> decided(groups, false); // a check that already rejected: its trials skipped
+  std::vector<bool> failed(groups, false);  // a group's first disagreement is judged already
   // Two stages: first each check's first trial and the whole witness plan, then the checks' other
   // trials -- only for the checks the first stage did not decide. Most mutants are wrong on
   // every input, so most checks reject at their first trial and the rest is never run.
@@ -203,7 +211,11 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     // The run's limit grows with its trials: a large task's inputs take a while to copy.
     sandbox_options limit = rules.back();
     limit.timeout_seconds = opt.timeout_seconds + 0.5 * static_cast<double>(sent.size());
+    const auto run_start = std::chrono::steady_clock::now();
     const auto o = run_gated(*opt.worker, limit, manifest_file, false);
+    const auto judge_start = std::chrono::steady_clock::now();
+    a.run_seconds += std::chrono::duration<double>(judge_start - run_start).count();
+    a.trials_sent += static_cast<int>(sent.size());
     ++a.worker_runs;
     const auto wr = read_worker_result(result_file);
     if (o.replied && o.code == 4) // the harness's fault: no verdict of the candidate's from it
@@ -229,8 +241,10 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
         if (!outs) {
           fault = "the worker wrote no output";
         } else {
-          const auto j = judge(task, plan[i].key, *data[i], reference[i], plan[i].regime, *outs,
-                               *plan[i].rule);
+          // The worst element only for a group's first disagreement: that is the evidence kept
+          // (later trials are judged in plan order, after it).
+          const auto j = judge(task, plan[i].key, *data[i], *reference[i], plan[i].regime, *outs,
+                               *plan[i].rule, !failed[plan[i].group]);
           if (!j.pass) {
             out.wrong = from_judgement(j);
             out.why = j.why;
@@ -245,8 +259,11 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
         out.wrong->crash = fault;
         out.why = fault;
       }
+      if (out.wrong) failed[plan[i].group] = true;
       if (out.wrong && plan[i].group != witness_group) decided[plan[i].group] = true;
     }
+    a.judge_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - judge_start).count();
     if (o.ok() && n == sent.size()) continue; // (the next stage, or nothing left to send)
     // The run ended early: the trial it was on failed (a crash or a hang), the next run resumes
     // after it in a fresh worker.
@@ -264,6 +281,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
                                                    ? ": " + one_line(wr["error"].get<std::string>())
                                                    : std::string());
     out.why = out.wrong->crash;
+    failed[plan[i].group] = true;
     if (plan[i].group != witness_group) decided[plan[i].group] = true;
     ++a.crashes;
     if (o.replied && o.code == 3) { // the object does not load: every trial would end the same

@@ -67,6 +67,10 @@ struct candidate_audit {
   int hangs = 0;                    // runs ended by the per-trial limit
   double slowest_trial_seconds = 0; // the slowest call that finished (what a control sets)
   double seconds = 0;
+  // Where the seconds went: trials sent to workers, the runs themselves (waiting for a worker
+  // included), this process's reading and judging of their outputs.
+  int trials_sent = 0;
+  double run_seconds = 0, judge_seconds = 0;
 };
 
 struct mutant_audit_options {

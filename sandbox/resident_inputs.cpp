@@ -53,7 +53,9 @@ void device_pool::trim(std::size_t bytes) {
   }
 }
 
-resident_inputs::~resident_inputs() = default; // (the pool frees the copies' blocks)
+resident_inputs::~resident_inputs() { // (the pool frees the copies' blocks)
+  if (slot_) (void)cudaFree(slot_);
+}
 
 const void* resident_inputs::get(const std::string& file, std::size_t bytes, pinned_buffer& staging,
                                  cudaStream_t stream) {
@@ -82,9 +84,16 @@ const void* resident_inputs::get(const std::string& file, std::size_t bytes, pin
   e.ptr = pool_.acquire(bytes);
   e.bytes = bytes;
   check_cuda(cudaMemcpyAsync(e.ptr, p, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpy H2D");
-  e.fingerprint = host_fingerprint(p, bytes); // (overlaps the copy)
+  // The fingerprint of what arrived, computed on the device (a pass over the copy; on the host it
+  // took longer than the copy itself).
+  if (!slot_) check_cuda(cudaMalloc(reinterpret_cast<void**>(&slot_), sizeof *slot_), "cudaMalloc");
+  auto* slot_host = static_cast<fingerprint_result*>(slot_host_.reserve(sizeof *slot_));
+  launch_fingerprint(e.ptr, nullptr, bytes, slot_, stream);
+  check_cuda(cudaMemcpyAsync(slot_host, slot_, sizeof *slot_, cudaMemcpyDeviceToHost, stream),
+             "cudaMemcpy D2H (fingerprint)");
   // The staging buffer is the next upload's: this copy must be done with it first.
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize (upload)");
+  e.fingerprint = slot_host->fingerprint;
   lru_.push_front(file);
   e.lru = lru_.begin();
   kept_[file] = e;

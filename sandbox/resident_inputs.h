@@ -80,6 +80,8 @@ private:
   std::list<std::string> lru_;   // most recent first
   std::set<std::string> in_use_; // returned by get since the last settle
   std::size_t uploads_ = 0;
+  fingerprint_result* slot_ = nullptr; // device: an upload's fingerprint lands here
+  pinned_buffer slot_host_;
 };
 
 // What a worker session keeps for resident manifests: the pool, the kept inputs, and the small

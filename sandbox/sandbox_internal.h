@@ -42,13 +42,20 @@ std::optional<std::vector<host_tensor>> read_outputs(const task_def& task, const
 
 // One call's outputs against the protocol: the fp64 oracle within the task's (regime's)
 // tolerance plus the condition term, or opt.peer's checker against `reference`.
+// evidence = false: the verdict and its sentence only, without the worst element (a pass over
+// the outputs that only the first disagreement of a check or a witness plan shows).
 judgement judge(const task_def& task, const trial_key& key, const trial_data& data,
                 const std::vector<host_tensor>& reference, const std::string& regime,
-                const std::vector<host_tensor>& outs, const sandbox_options& opt);
+                const std::vector<host_tensor>& outs, const sandbox_options& opt,
+                bool evidence = true);
 
 // A peer compares with the LibTorch reference; without one, the oracle rounded to the output
 // dtype stands in.
 std::vector<host_tensor> peer_reference(const task_def& task, const trial_data& data);
+// The same without a copy where the LibTorch reference ran (else the rounded oracle, built in
+// `storage`): the audit asks for it for every peer trial of every candidate.
+const std::vector<host_tensor>& peer_reference_view(const task_def& task, const trial_data& data,
+                                                    std::vector<host_tensor>& storage);
 
 // The worker's result file ({} when it is unreadable).
 nlohmann::json read_worker_result(const std::filesystem::path& f);

@@ -271,78 +271,71 @@ nlohmann::json resident_trial(const nlohmann::json& trial, worker_session& s, st
     h.t = describe_tensor(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
     in.push_back(h);
   }
-  // Up to two tries: a kept copy found changed before the call (an earlier candidate wrote into
-  // it) is uploaded again.
+  for (const auto& x : outputs) {
+    held h;
+    h.t = describe_tensor(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
+    h.ptr = r.pool.acquire(tensor_bytes(h.t)); // scrubbed: 0xff, NaN for floats, -1 for ints
+    out.push_back(h);
+  }
+  std::size_t total = 0;
+  for (const auto& h : out)
+    total += tensor_bytes(h.t);
+  char* staged = nullptr;
+  nlohmann::json modified;
+  // No synchronization before the call: the copies are queued ahead of it on its stream, and the
+  // kept copies are checked after it. A kept copy found changed then (an earlier candidate, or
+  // this call, wrote into it) is uploaded again and the trial run once more; changed again, this
+  // call wrote there, and its compare against the copy says so.
   for (int attempt = 0;; ++attempt) {
-    for (std::size_t k = 0; k < in.size(); ++k) {
-      auto& h = in[k];
+    phase.emplace("worker.trial_setup");
+    for (auto& h : in) {
       const std::size_t bytes = tensor_bytes(h.t);
       h.kept = r.inputs.get(h.file, bytes, s.staging, s.stream);
       if (!h.ptr) h.ptr = r.pool.acquire(bytes);
       check(cudaMemcpyAsync(h.ptr, h.kept, bytes, cudaMemcpyDeviceToDevice, s.stream),
             "cudaMemcpy D2D");
-      launch_fingerprint(h.kept, nullptr, bytes, checks + k, s.stream);
     }
+    if (attempt > 0)
+      for (auto& h : out) // (the first try's outputs are not this one's)
+        check(cudaMemsetAsync(h.ptr, 0xff, tensor_bytes(h.t), s.stream), "cudaMemsetAsync");
+    std::vector<kg_tensor> tin, tout;
+    for (auto& h : in) {
+      h.t.data = h.ptr;
+      tin.push_back(h.t);
+    }
+    for (auto& h : out) {
+      h.t.data = h.ptr;
+      tout.push_back(h.t);
+    }
+    phase.emplace("worker.trial_call");
+    call(tin, tout);
+    phase.emplace("worker.trial_outputs");
+    for (std::size_t k = 0; k < in.size(); ++k)
+      launch_fingerprint(in[k].kept, in[k].ptr, tensor_bytes(in[k].t), checks + k, s.stream);
     check(cudaMemcpyAsync(checks_host, checks, in.size() * sizeof(fingerprint_result),
                           cudaMemcpyDeviceToHost, s.stream),
           "cudaMemcpy D2H (checks)");
-    if (out.empty())
-      for (const auto& x : outputs) {
-        held h;
-        h.t = describe_tensor(x.at("dtype").get<int>(),
-                              x.at("shape").get<std::vector<std::int64_t>>());
-        h.ptr = r.pool.acquire(tensor_bytes(h.t)); // scrubbed: 0xff, NaN for floats, -1 ints
-        out.push_back(h);
-      }
-    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before)");
+    staged = static_cast<char*>(s.staging.reserve(std::max<std::size_t>(total, 1)));
+    std::size_t at = 0;
+    for (const auto& h : out) {
+      check(cudaMemcpyAsync(staged + at, h.ptr, tensor_bytes(h.t), cudaMemcpyDeviceToHost,
+                            s.stream),
+            "cudaMemcpy D2H");
+      at += tensor_bytes(h.t);
+    }
+    check(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize (outputs)");
+    modified = nlohmann::json::array();
     bool changed = false;
-    for (std::size_t k = 0; k < in.size(); ++k)
+    for (std::size_t k = 0; k < in.size(); ++k) {
+      modified.push_back(checks_host[k].differ != 0);
       if (checks_host[k].fingerprint != r.inputs.fingerprint(in[k].file)) {
         r.inputs.drop(in[k].file, s.stream);
         changed = true;
       }
-    if (!changed) break;
-    if (attempt == 1) throw cuda_failure{"a kept input changed twice before the call"};
+    }
+    if (!changed || attempt == 1) break;
   }
-  std::vector<kg_tensor> tin, tout;
-  for (auto& h : in) {
-    h.t.data = h.ptr;
-    tin.push_back(h.t);
-  }
-  for (auto& h : out) {
-    h.t.data = h.ptr;
-    tout.push_back(h.t);
-  }
-  phase.emplace("worker.trial_call");
-  call(tin, tout);
-  phase.emplace("worker.trial_outputs");
-  for (std::size_t k = 0; k < in.size(); ++k)
-    launch_fingerprint(in[k].kept, in[k].ptr, tensor_bytes(in[k].t), checks + k, s.stream);
-  check(cudaMemcpyAsync(checks_host, checks, in.size() * sizeof(fingerprint_result),
-                        cudaMemcpyDeviceToHost, s.stream),
-        "cudaMemcpy D2H (checks)");
-  std::size_t total = 0;
-  for (const auto& h : out)
-    total += tensor_bytes(h.t);
-  auto* staged = static_cast<char*>(s.staging.reserve(std::max<std::size_t>(total, 1)));
-  std::size_t at = 0;
-  for (const auto& h : out) {
-    check(cudaMemcpyAsync(staged + at, h.ptr, tensor_bytes(h.t), cudaMemcpyDeviceToHost, s.stream),
-          "cudaMemcpy D2H");
-    at += tensor_bytes(h.t);
-  }
-  check(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize (outputs)");
-  nlohmann::json modified = nlohmann::json::array();
-  for (std::size_t k = 0; k < in.size(); ++k) {
-    modified.push_back(checks_host[k].differ != 0);
-    // The call wrote into a kept copy (out of its own buffers): the next use uploads it again.
-    // The compare above was against the changed copy, so it most likely reads "modified" -- the
-    // candidate did write where it must not.
-    if (checks_host[k].fingerprint != r.inputs.fingerprint(in[k].file))
-      r.inputs.drop(in[k].file, s.stream);
-  }
-  at = 0;
-  std::size_t k = 0;
+  std::size_t at = 0, k = 0;
   for (const auto& x : outputs) {
     write_bytes(staged + at, tensor_bytes(out[k].t), x.at("file"));
     at += tensor_bytes(out[k].t);
@@ -508,6 +501,7 @@ bool read_manifest(const std::string& path, nlohmann::json& m) {
 }
 
 bool open_session(worker_session& s) {
+  scoped_phase phase("worker.open_session"); // (the CUDA context comes up here)
   try {
     check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
     std::size_t total = 0;

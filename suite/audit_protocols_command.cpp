@@ -431,6 +431,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   const std::size_t total = work.size();
   int worker_runs = 0, crashes = 0, timeouts = 0, hangs = 0, sanitized_count = 0,
       killed_by_sanitizer = 0;
+  int unjudged_controls = 0, unjudged_mutants = 0; // a fault of the harness: verdicts unknown
   const fs::path sanitizer = find_compute_sanitizer();
   const std::size_t memory_budget = [] {
     const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
@@ -524,6 +525,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       } catch (const std::exception& e) { // a fault of the harness: this row stays unknown
         std::lock_guard<std::mutex> l(mu);
         err << "kernelgate: audit checker: " << c.row << ": " << e.what() << "\n";
+        ++(control ? unjudged_controls : unjudged_mutants);
         if (control && --controls_left[c.task] == 0) controls_done.notify_all();
         continue;
       }
@@ -574,6 +576,9 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
                                 {"crashes", a.crashes},
                                 {"hangs", a.hangs},
                                 {"trial_limit_seconds", so.trial_limit_seconds},
+                                {"trials_sent", a.trials_sent},
+                                {"run_seconds", a.run_seconds},
+                                {"judge_seconds", a.judge_seconds},
                                 {"seconds", a.seconds}}
                      .dump()
               << "\n"
@@ -742,9 +747,13 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
         << " candidates audited (kept)\n";
     return exit_code::interrupted;
   }
+  if (unjudged_controls + unjudged_mutants > 0)
+    out << unjudged_controls << " correct kernels and " << unjudged_mutants
+        << " mutants not judged: a fault of the harness (above); their verdicts are unknown\n";
   if (invalid.empty()) {
+    if (unjudged_controls > 0) return exit_code::failures; // (not known to be accepted)
     out << "every correct kernel accepted by every protocol\n";
-    return exit_code::ok;
+    return unjudged_mutants > 0 ? exit_code::failures : exit_code::ok;
   }
   for (const auto& [p, ts] : invalid) {
     out << p << " rejected a correct kernel: invalid for";
