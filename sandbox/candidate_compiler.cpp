@@ -6,6 +6,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -13,6 +14,7 @@
 
 #include "base/sha256.h"
 #include "sandbox/process.h"
+#include "timing/phase_log.h"
 
 namespace kg {
 namespace {
@@ -111,8 +113,10 @@ compile_result compile_candidate(const std::filesystem::path& cu, const compile_
     out << src;
   }
   fs::remove(dir / "compile.log", ec);
+  std::optional<scoped_phase> phase(std::in_place, "compile.nvcc");
   const auto p =
       run_process(r.command, dir / "compile.log", {.timeout_seconds = opt.timeout_seconds});
+  phase.reset();
   r.seconds = p.seconds;
   r.log = file_tail(dir / "compile.log");
   r.ok = p.exited && p.exit_code == 0 && fs::exists(r.shared_object, ec);

@@ -310,6 +310,10 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   }
   compile_options copt;
   copt.jobs = o.jobs;
+  // A mutant's batch compiles in seconds; one that runs for minutes (a mutated loop bound that
+  // the compiler unrolls without end) holds a compile thread and, with its single retry, keeps
+  // the compile's end waiting: two minutes, then it is a mutant that does not compile.
+  copt.timeout_seconds = 120;
   out << "kernelgate audit checker: compiling " << work.size() << " candidates ("
       << in.sources.size() << " controls, " << protocols.size() << " protocols)\n"
       << std::flush;
@@ -460,7 +464,8 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     worker_process worker(worker_command(shared.self_exe),
                           dir / "workers" / ("worker-" + std::to_string(n) + ".log"),
                           worker_limits());
-    worker.set_prestart(true); // (crashes and hangs are common here: each costs a restart)
+    // (crashes and hangs are common here: each costs a restart, and a spare has its context up)
+    worker.set_prestart(true, 1);
     for (std::size_t i; (i = next++) < work.size();) {
       const auto& c = work[i];
       bool have = false; // its compile's result

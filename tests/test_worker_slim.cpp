@@ -220,3 +220,40 @@ TEST(worker_process_reaping, a_timeout_under_prestart_is_reported_killed) {
   EXPECT_EQ(a.died.signal, SIGKILL);
   EXPECT_FALSE(a.trial_hung());
 }
+
+// A spare (set_prestart(true, 1)): a worker that takes 1 s to come up (as a CUDA context does)
+// and then answers one manifest with a crash. With a spare kept ready, the run after the crash
+// takes the spare that has been coming up since the first run began, so it answers at once
+// instead of after its own second; a spare that ended while it waited is never handed a run.
+TEST(worker_process_reaping, a_spare_worker_is_ready_when_the_current_one_crashes) {
+  const auto d = scratch("spare");
+  worker_process w({"bash", "-c", "sleep 1; read -r m <&3; kill -SEGV $$", "bash"}, d / "w.log",
+                   {});
+  w.set_prestart(true, 1);
+  EXPECT_FALSE(w.run("a.json", 5).replied); // (waits for its own start: nothing is ready yet)
+  EXPECT_EQ(w.starts(), 3);                  // the first, its spare, the new spare after the crash
+  // The spare came up beside the first; a successor started at the crash would need 1 s more.
+  std::this_thread::sleep_for(500ms);
+  const auto t0 = clock_type::now();
+  const auto b = w.run("b.json", 5);
+  EXPECT_FALSE(b.replied);
+  EXPECT_EQ(b.died.signal, 11) << b.describe();
+  EXPECT_LT(std::chrono::duration<double>(clock_type::now() - t0).count(), 0.3)
+      << "the run waited for a worker to come up";
+  EXPECT_EQ(w.starts(), 4);
+
+  // A worker that is sent nothing for 0.5 s exits (7), as a spare whose context failed would;
+  // one that gets a manifest answers it after 1 s and recycles. The first run's spare ends while
+  // the first worker answers, so the second run goes to a new process, which answers.
+  const auto e = scratch("spare-ended");
+  worker_process v({"bash", "-c", "read -t 0.5 -r m <&3 || exit 7; sleep 1; echo '0 recycle' >&4",
+                    "bash"},
+                   e / "w.log", {});
+  v.set_prestart(true, 1);
+  EXPECT_TRUE(v.run("a.json", 5).ok());
+  const auto c = v.run("b.json", 5);
+  EXPECT_TRUE(c.ok()) << c.describe();
+  // The first and its spare (ended); at the recycle a new current and spare (which ends as well);
+  // at the second recycle the same again.
+  EXPECT_EQ(v.starts(), 6);
+}
