@@ -13,6 +13,9 @@
 #                a time (each must be accepted: checker_controls in audit.log); then, with
 #                CMD=1, that checker through --cmd on the witnessed mutants (CMD_JOBS at once).
 #                The audit goes first among the GPU jobs so that its wall time is its own.
+#                With TESTS=first the GPU tests build and run in the foreground before anything
+#                else starts. Every call prints the phase sums so far and, per task, the
+#                candidates judged and where their seconds went.
 #                With AB_KERNELS='GLOB ...', before all of that: the audit of those kernels' mutants
 #                four times, inputs kept on the device and not (KERNELGATE_AUDIT_RESIDENT), in
 #                turn, into ab.log (shown by every call). GPU_TESTS: ctest's -R for TESTS=1.
@@ -31,7 +34,15 @@ if [ "$phase" = start ]; then
   rm -rf "$w" && mkdir -p "$w"
   # Only the CLI before the audit: the GPU tests build and run after it, so the audit's wall
   # time is its own.
-  BUILD_TARGET=kernelgate source "$root/scripts/gpu_build.sh" || exit 1
+  if [ "${TESTS:-1}" = first ]; then # the GPU tests in the foreground, before anything else
+    BUILD_TARGET="kernelgate kg_gpu_tests" source "$root/scripts/gpu_build.sh" || exit 1
+    s=$SECONDS
+    ctest -L gpu -R "${GPU_TESTS:-gpu_audit|example_checker}" --timeout 600 >"$w/tests.log" 2>&1
+    echo "tests: exit $? in $((SECONDS - s)) s" >>"$w/tests.log"
+    grep -E "tests passed|tests failed|\(Failed\)|Skipped|^tests:" "$w/tests.log"
+  else
+    BUILD_TARGET=kernelgate source "$root/scripts/gpu_build.sh" || exit 1
+  fi
   kg="$BUILD_DIR/suite/kernelgate"
   checker="python3 $root/examples/kernelbench_checker/checker.py"
   setsid bash -c "
@@ -68,7 +79,7 @@ if [ "$phase" = start ]; then
     KG_PHASE_LOG='$w/phases.log' '$kg' audit checker --protocol all --catalog '$w/catalog' \
       --workers ${WORKERS:-0} --out '$w/audit' >>'$w/audit.log' 2>&1
     echo \"audit: exit \$? in \$(( \$(date +%s) - s )) s (generate included)\" >>'$w/audit.log'
-    if [ '${TESTS:-1}' = 1 ]; then
+    if [ '${TESTS:-1}' = 1 ]; then # (TESTS=first ran them before the audit)
       s=\$(date +%s)
       (cd '$BUILD_DIR' && cmake --build . --target kg_gpu_tests -j16 >'$w/tests.log' 2>&1 &&
         ctest -L gpu -R '${GPU_TESTS:-gpu_audit|example_checker}' --timeout 900 >>'$w/tests.log' 2>&1)
@@ -95,6 +106,25 @@ fi
 while [ ! -f "$w/done" ] && [ $((SECONDS - t0)) -lt "$wait_s" ]; do sleep 5; done
 cp "$w/audit.log" "$w/tests.log" "$logs/" 2>/dev/null
 [ -f "$w/ab.log" ] && cat "$w/ab.log"
+# Where the time goes so far: each phase's count, sum and largest (timing/phase_log.h), and per
+# task the candidates judged with their seconds (run, judge, the rest waiting), trials and crashes.
+[ -f "$w/phases.log" ] && awk '{n[$2]++; s[$2]+=$3; if ($3>m[$2]) m[$2]=$3}
+  END {for (k in s) printf "phase %-28s %7d %9.1f s  max %7.2f s\n", k, n[k], s[k], m[k]}' \
+  "$w/phases.log" | sort -k4 -n -r | head -25
+[ -f "$w/audit/verdicts.jsonl" ] && python3 - "$w/audit/verdicts.jsonl" <<'PY'
+import json, sys, collections
+t = collections.OrderedDict()
+for line in open(sys.argv[1]):
+    v = json.loads(line)
+    a = t.setdefault(v["task"], [0, 0.0, 0.0, 0.0, 0, 0, 0])
+    for i, k in enumerate(["seconds", "run_seconds", "judge_seconds"]):
+        a[i + 1] += v.get(k, 0)
+    a[0] += 1; a[4] += v.get("trials_sent", 0); a[5] += v["crashes"]; a[6] += v["hangs"]
+for k, a in t.items():
+    print("task %-34s %4d cand %7.1f s (run %7.1f judge %6.1f) %6d trials %4d crashes %3d hangs"
+          % (k, *a))
+PY
+grep -E "^compile:" "$w/audit.log"
 for f in summary.json kill_matrix.json input_suites.json; do
   cp "$w/audit/$f" "$logs/" 2>/dev/null
 done
