@@ -181,10 +181,36 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
   std::vector<bool> later(plan.size(), false);
   for (std::size_t i = 1; i < plan.size(); ++i)
     later[i] = plan[i].group != witness_group && plan[i].group == plan[i - 1].group;
+  // Trials of the same inputs (kernelbench, kernelbench-v0 and kbv draw their first inputs alike)
+  // run once; each check judges the outputs by its own rule, and a crash there ends each of them.
+  // The candidate is called once per input set, as each checker would call it once.
+  std::vector<std::size_t> shared_with(plan.size()); // the first plan trial of the same inputs
+  {
+    std::map<std::string, std::size_t> first_of;
+    for (std::size_t i = 0; i < plan.size(); ++i)
+      shared_with[i] = first_of
+                           .emplace(plan[i].key.id() + (plan[i].busy ? "/busy" : ""), i)
+                           .first->second;
+  }
+  // A crash in the witness plan witnesses the mutant; each further one would cost a worker start,
+  // so the configurations after it are not run (they count as not disagreeing in its kill row).
+  bool witness_crashed = false;
   bool second_stage = false;
+  auto needed = [&](std::size_t i, bool by_stage) {
+    if (outcome[i].ran) return false;
+    if (by_stage && later[i] && !second_stage) return false;
+    return plan[i].group == witness_group ? !witness_crashed : !decided[plan[i].group];
+  };
+  // A plan trial's outcome, set once: a disagreement marks its group (and decides a check).
+  auto settle = [&](std::size_t i, std::optional<disagreement> wrong, const std::string& why) {
+    outcome[i] = {true, std::move(wrong), why};
+    if (!outcome[i].wrong) return;
+    failed[plan[i].group] = true;
+    if (plan[i].group != witness_group) decided[plan[i].group] = true;
+  };
   const fs::path result_file = opt.work_dir / "worker_result.json";
   while (a.worker_runs < opt.max_runs && a.timeouts < opt.max_timeouts) {
-    std::vector<std::size_t> sent; // global trial index per manifest entry
+    std::vector<std::size_t> sent; // the plan trial (first of its inputs) per manifest entry
     nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
                                {"result", result_file.string()},
                                {"symbol", compiled.symbol},
@@ -192,13 +218,15 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
                                {"trials", nlohmann::json::array()}};
     if (opt.trial_limit_seconds > 0) manifest["trial_limit_seconds"] = opt.trial_limit_seconds;
     if (opt.resident_bytes > 0) manifest["resident_bytes"] = opt.resident_bytes;
+    std::vector<bool> queued(plan.size(), false);
     for (std::size_t i = 0; i < plan.size(); ++i) {
-      if (outcome[i].ran || (later[i] && !second_stage)) continue;
-      if (plan[i].group != witness_group && decided[plan[i].group]) continue;
-      manifest["trials"].push_back(trial_entry(task, plan[i].key, *data[i], files[i],
-                                               opt.work_dir / ("t" + std::to_string(i)),
-                                               plan[i].busy));
-      sent.push_back(i);
+      const std::size_t f = shared_with[i];
+      if (!needed(i, true) || queued[f]) continue;
+      queued[f] = true;
+      manifest["trials"].push_back(trial_entry(task, plan[f].key, *data[f], files[f],
+                                               opt.work_dir / ("t" + std::to_string(f)),
+                                               plan[f].busy));
+      sent.push_back(f);
     }
     if (sent.empty()) {
       if (second_stage) break;
@@ -224,43 +252,42 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     const auto& reported = wr.value("trials", nlohmann::json::array());
     std::size_t n = 0;
     for (; n < sent.size() && n < reported.size(); ++n) {
-      const std::size_t i = sent[n];
+      const std::size_t f = sent[n];
       const auto& t = reported[n];
-      auto& out = outcome[i];
-      out.ran = true;
       a.slowest_trial_seconds = std::max(a.slowest_trial_seconds, t.value("seconds", 0.0));
       std::string fault;
       if (const int rc = t.value("rc", 0); rc != 0) fault = "kg_run returned " + std::to_string(rc);
       for (std::size_t k = 0; fault.empty() && k < task.inputs.size(); ++k)
         if (t.contains("inputs_modified") && t["inputs_modified"].at(k).get<bool>())
           fault = "kg_run modified input '" + task.inputs[k].name + "' in place";
-      const auto trial_dir = opt.work_dir / ("t" + std::to_string(i));
+      const auto trial_dir = opt.work_dir / ("t" + std::to_string(f));
+      std::optional<std::vector<host_tensor>> outs;
       if (fault.empty()) {
         scoped_phase phase("audit.judge"); // this process's reading and judging of the outputs
-        const auto outs = read_outputs(task, plan[i].key, trial_dir);
-        if (!outs) {
+        if (!(outs = read_outputs(task, plan[f].key, trial_dir)))
           fault = "the worker wrote no output";
-        } else {
-          // The worst element only for a group's first disagreement: that is the evidence kept
-          // (later trials are judged in plan order, after it).
-          const auto j = judge(task, plan[i].key, *data[i], *reference[i], plan[i].regime, *outs,
-                               *plan[i].rule, !failed[plan[i].group]);
-          if (!j.pass) {
-            out.wrong = from_judgement(j);
-            out.why = j.why;
-          }
+      }
+      for (std::size_t i = f; i < plan.size(); ++i) { // every plan trial of these inputs
+        if (shared_with[i] != f || !needed(i, false)) continue;
+        if (!fault.empty()) {
+          disagreement d;
+          d.crash = fault;
+          settle(i, d, fault);
+          continue;
         }
+        scoped_phase phase("audit.judge");
+        // The worst element only for a group's first disagreement: that is the evidence kept
+        // (later trials are judged in plan order, after it).
+        const auto j = judge(task, plan[i].key, *data[i], *reference[i], plan[i].regime, *outs,
+                             *plan[i].rule, !failed[plan[i].group]);
+        if (j.pass)
+          settle(i, std::nullopt, "");
+        else
+          settle(i, from_judgement(j), j.why);
       }
       // Judged: its outputs go now, not with the candidate (a large task's 60 trials of 67 MB
       // outputs per worker would otherwise sit in memory-backed scratch together).
       remove_tree(trial_dir);
-      if (!fault.empty()) {
-        out.wrong = disagreement{};
-        out.wrong->crash = fault;
-        out.why = fault;
-      }
-      if (out.wrong) failed[plan[i].group] = true;
-      if (out.wrong && plan[i].group != witness_group) decided[plan[i].group] = true;
     }
     a.judge_seconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - judge_start).count();
@@ -268,28 +295,25 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     // The run ended early: the trial it was on failed (a crash or a hang), the next run resumes
     // after it in a fresh worker.
     if (n >= sent.size()) break; // (replied with every trial, yet not ok: nothing left to run)
-    const std::size_t i = sent[n];
-    auto& out = outcome[i];
-    out.ran = true;
-    out.wrong = disagreement{};
-    out.wrong->crash = o.timed_out ? "timed out (the worker was killed after " +
-                                         std::to_string(limit.timeout_seconds) + " s)"
-                       : o.trial_hung() ? "hung (the call ran past the per-trial limit of " +
-                                              seconds_text(opt.trial_limit_seconds) + " s)"
-                                        : "worker " + o.describe() +
-                                              (wr.contains("error")
-                                                   ? ": " + one_line(wr["error"].get<std::string>())
-                                                   : std::string());
-    out.why = out.wrong->crash;
-    failed[plan[i].group] = true;
-    if (plan[i].group != witness_group) decided[plan[i].group] = true;
+    const std::size_t f = sent[n];
+    disagreement d;
+    d.crash = o.timed_out ? "timed out (the worker was killed after " +
+                                std::to_string(limit.timeout_seconds) + " s)"
+              : o.trial_hung() ? "hung (the call ran past the per-trial limit of " +
+                                     seconds_text(opt.trial_limit_seconds) + " s)"
+                               : "worker " + o.describe() +
+                                     (wr.contains("error")
+                                          ? ": " + one_line(wr["error"].get<std::string>())
+                                          : std::string());
+    for (std::size_t i = f; i < plan.size(); ++i)
+      if (shared_with[i] == f && needed(i, false)) {
+        if (plan[i].group == witness_group) witness_crashed = true;
+        settle(i, d, d.crash);
+      }
     ++a.crashes;
     if (o.replied && o.code == 3) { // the object does not load: every trial would end the same
       for (std::size_t k = 0; k < plan.size(); ++k)
-        if (!outcome[k].ran) {
-          outcome[k] = {true, out.wrong, out.why};
-          if (plan[k].group != witness_group) decided[plan[k].group] = true;
-        }
+        if (!outcome[k].ran) settle(k, d, d.crash);
       break;
     }
     if (o.timed_out) ++a.timeouts;

@@ -13,7 +13,9 @@
 // A candidate that crashes or hangs ends a run early: the trial it was on counts against its
 // group (a disagreement for the witness plan, a rejection for a protocol: a checker that runs a
 // crashing kernel rejects it), and the next run resumes after it, skipping the protocols already
-// decided. A hang is cut short by the worker's per-trial limit (trial_limit_seconds, set from the
+// decided; after a crash in the witness plan its other configurations are not run (each crash
+// costs a worker and a CUDA context, the audit's largest cost). Protocols whose trials draw the
+// same inputs share one call and its outputs, each judging them by its own rule. A hang is cut short by the worker's per-trial limit (trial_limit_seconds, set from the
 // task's controls: see the audit command) rather than by the whole run's timeout. Runs are bounded
 // (max_runs, max_timeouts); what was never run stays unknown (a missing verdict), never a kill.
 #pragma once

@@ -282,8 +282,7 @@ nlohmann::json resident_trial(const nlohmann::json& trial, worker_session& s, st
     total += tensor_bytes(h.t);
   char* staged = nullptr;
   nlohmann::json modified;
-  // No synchronization before the call: the copies are queued ahead of it on its stream, and the
-  // kept copies are checked after it. A kept copy found changed then (an earlier candidate, or
+  // The kept copies are checked after the call: one found changed then (an earlier candidate, or
   // this call, wrote into it) is uploaded again and the trial run once more; changed again, this
   // call wrote there, and its compare against the copy says so.
   for (int attempt = 0;; ++attempt) {
@@ -307,6 +306,9 @@ nlohmann::json resident_trial(const nlohmann::json& trial, worker_session& s, st
       h.t.data = h.ptr;
       tout.push_back(h.t);
     }
+    // The copies done before the call: a candidate may launch on the legacy default stream,
+    // which does not wait for this (non-blocking) one.
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before)");
     phase.emplace("worker.trial_call");
     call(tin, tout);
     phase.emplace("worker.trial_outputs");

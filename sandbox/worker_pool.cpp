@@ -164,7 +164,7 @@ worker_process::~worker_process() {
   stop();
 }
 
-worker_process::idle_worker worker_process::spawn() {
+void worker_process::start() {
   int req[2], rep[2];
   if (::pipe2(req, O_CLOEXEC) != 0 || ::pipe2(rep, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("pipe: ") + strerror(errno));
@@ -173,9 +173,8 @@ worker_process::idle_worker worker_process::spawn() {
   auto argv = argv_;
   argv.push_back("3");
   argv.push_back("4");
-  idle_worker w;
   try {
-    w.pid = spawn_process(argv, log_, limits_, {{req[0], 3}, {rep[1], 4}});
+    pid_ = spawn_process(argv, log_, limits_, {{req[0], 3}, {rep[1], 4}});
   } catch (...) {
     for (int fd : {req[0], req[1], rep[0], rep[1]})
       ::close(fd);
@@ -183,54 +182,17 @@ worker_process::idle_worker worker_process::spawn() {
   }
   ::close(req[0]);
   ::close(rep[1]);
-  w.request_fd = req[1];
-  w.reply_fd = rep[0];
+  request_fd_ = req[1];
+  reply_fd_ = rep[0];
   ++starts_;
-  return w;
-}
-
-void worker_process::start() {
-  // A spare that ended while it waited (its context failed to come up) is not handed a
-  // candidate: whatever it would answer is not the candidate's doing.
-  while (!spares_.empty()) {
-    const auto w = spares_.front();
-    spares_.erase(spares_.begin());
-    if (!exit_status_now(w.pid) && ::kill(w.pid, 0) == 0) {
-      pid_ = w.pid;
-      request_fd_ = w.request_fd;
-      reply_fd_ = w.reply_fd;
-      break;
-    }
-    ::close(w.request_fd);
-    ::close(w.reply_fd);
-    (void)reap(w.pid, std::chrono::milliseconds(0));
-  }
-  if (pid_ < 0) {
-    const auto w = spawn();
-    pid_ = w.pid;
-    request_fd_ = w.request_fd;
-    reply_fd_ = w.reply_fd;
-  }
-  try {
-    while (static_cast<int>(spares_.size()) < spares_wanted_)
-      spares_.push_back(spawn());
-  } catch (const std::exception&) { // (no spare this time: the next start makes its own)
-  }
 }
 
 void worker_process::stop() {
   if (request_fd_ >= 0) ::close(request_fd_); // end of requests: a live worker exits
   if (reply_fd_ >= 0) ::close(reply_fd_);
   request_fd_ = reply_fd_ = -1;
-  for (const auto& w : spares_) {
-    ::close(w.request_fd);
-    ::close(w.reply_fd);
-  }
   if (pid_ > 0) (void)reap(pid_, std::chrono::milliseconds(2000));
   pid_ = -1;
-  for (const auto& w : spares_)
-    (void)reap(w.pid, std::chrono::milliseconds(2000));
-  spares_.clear();
   reaper_.reset(); // waits for the ended workers still tearing down
 }
 

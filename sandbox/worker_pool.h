@@ -60,21 +60,12 @@ public:
   // timed: a context coming up or going down beside a timed kernel would disturb it (the audit,
   // not eval; without prestart, run() returns only once the ended worker is gone, inside the
   // caller's GPU gate).
-  // `spares`: that many more workers are kept started and idle (their CUDA contexts up), so a run
-  // after a crash takes one that is ready instead of waiting for the successor's context.
-  void set_prestart(bool on, int spares = 0) {
-    prestart_ = on;
-    spares_wanted_ = on ? spares : 0;
-  }
+  void set_prestart(bool on) { prestart_ = on; }
 
 private:
   struct reaper; // worker_pool.cpp
   enum class status_of_ended { not_needed, wait, killed };
-  void start(); // the current worker: a spare if one is ready, else a new process; then spares
-  struct idle_worker {
-    int pid = -1, request_fd = -1, reply_fd = -1;
-  };
-  idle_worker spawn(); // a new worker process (counted in starts_)
+  void start();
   void stop(); // kills the group and reaps the process (and waits for the reaper)
   // After a worker ended: its fds closed, a successor started (prestart), reaped (prestart: in the
   // background). `died` gets its status when `need` says so: `wait` for it (it ended by itself),
@@ -87,8 +78,6 @@ private:
   std::uintmax_t log_from_ = 0;
   int starts_ = 0;
   bool prestart_ = false;
-  int spares_wanted_ = 0;
-  std::vector<idle_worker> spares_;
   std::unique_ptr<reaper> reaper_; // ended workers still tearing down (prestart only)
 };
 

@@ -464,8 +464,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     worker_process worker(worker_command(shared.self_exe),
                           dir / "workers" / ("worker-" + std::to_string(n) + ".log"),
                           worker_limits());
-    // (crashes and hangs are common here: each costs a restart, and a spare has its context up)
-    worker.set_prestart(true, 1);
+    worker.set_prestart(true); // (crashes and hangs are common here: each costs a restart)
     for (std::size_t i; (i = next++) < work.size();) {
       const auto& c = work[i];
       bool have = false; // its compile's result
