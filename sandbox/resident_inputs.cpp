@@ -20,7 +20,7 @@ device_pool::~device_pool() {
     (void)cudaFree(p);
 }
 
-void* device_pool::acquire(std::size_t bytes) {
+void* device_pool::acquire(std::size_t bytes, cudaStream_t stream) {
   const std::size_t n = rounded(bytes);
   if (const auto it = idle_.find(n); it != idle_.end()) {
     void* p = it->second;
@@ -29,8 +29,11 @@ void* device_pool::acquire(std::size_t bytes) {
   }
   void* p = nullptr;
   check_cuda(cudaMalloc(&p, n), "cudaMalloc");
-  // Scrubbed as a reused block is: what an earlier context left in this memory is not readable.
-  check_cuda(cudaMemset(p, 0xff, n), "cudaMemset");
+  // Scrubbed as a reused block is, and on the stream its user writes on: a plain cudaMemset runs
+  // on the legacy default stream, which a non-blocking stream does not wait for -- the scrub
+  // could land after the block's first contents (on the H200 it did: NaN outputs, inputs seen as
+  // modified).
+  check_cuda(cudaMemsetAsync(p, 0xff, n, stream), "cudaMemsetAsync (scrub)");
   size_of_[p] = n;
   held_ += n;
   return p;
@@ -81,7 +84,7 @@ const void* resident_inputs::get(const std::string& file, std::size_t bytes, pin
   ::close(fd);
   if (got != bytes) throw cuda_failure{"cannot read input file " + file};
   entry e;
-  e.ptr = pool_.acquire(bytes);
+  e.ptr = pool_.acquire(bytes, stream);
   e.bytes = bytes;
   check_cuda(cudaMemcpyAsync(e.ptr, p, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpy H2D");
   // The fingerprint of what arrived, computed on the device (a pass over the copy; on the host it

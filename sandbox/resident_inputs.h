@@ -32,9 +32,10 @@ public:
   ~device_pool();
   device_pool(const device_pool&) = delete;
   device_pool& operator=(const device_pool&) = delete;
-  // A block of at least `bytes` (its contents: 0xff bytes, or never written). Throws
-  // cuda_failure when the device has no memory for it.
-  void* acquire(std::size_t bytes);
+  // A block of at least `bytes`, filled with 0xff by work queued on `stream` (the caller's uses
+  // must be on that stream or after a synchronization). Throws cuda_failure when the device has
+  // no memory for it.
+  void* acquire(std::size_t bytes, cudaStream_t stream);
   // Back into the pool, scrubbed on `stream` first (the next acquire's use is on that stream).
   void release(void* p, cudaStream_t stream);
   // Frees idle blocks until the pool holds at most `bytes` (idle and in use together).

@@ -274,7 +274,7 @@ nlohmann::json resident_trial(const nlohmann::json& trial, worker_session& s, st
   for (const auto& x : outputs) {
     held h;
     h.t = describe_tensor(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
-    h.ptr = r.pool.acquire(tensor_bytes(h.t)); // scrubbed: 0xff, NaN for floats, -1 for ints
+    h.ptr = r.pool.acquire(tensor_bytes(h.t), s.stream); // 0xff: NaN for floats, -1 ints
     out.push_back(h);
   }
   std::size_t total = 0;
@@ -290,7 +290,7 @@ nlohmann::json resident_trial(const nlohmann::json& trial, worker_session& s, st
     for (auto& h : in) {
       const std::size_t bytes = tensor_bytes(h.t);
       h.kept = r.inputs.get(h.file, bytes, s.staging, s.stream);
-      if (!h.ptr) h.ptr = r.pool.acquire(bytes);
+      if (!h.ptr) h.ptr = r.pool.acquire(bytes, s.stream);
       check(cudaMemcpyAsync(h.ptr, h.kept, bytes, cudaMemcpyDeviceToDevice, s.stream),
             "cudaMemcpy D2D");
     }

@@ -405,11 +405,11 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   shared.timeout_seconds = o.timeout > 0 ? o.timeout : 30;
   shared.cache = &cache;
   shared.gate = &gate;
-  // Each worker keeps its task's inputs on the device across candidates (sandbox/
-  // resident_inputs.h), in at most a quarter of the device's memory shared among the workers.
-  // KERNELGATE_AUDIT_RESIDENT=0 turns it off (docs/performance.md measures both side by side).
-  const char* resident = std::getenv("KERNELGATE_AUDIT_RESIDENT");
-  if (!resident || std::string(resident) != "0")
+  // KERNELGATE_AUDIT_RESIDENT=1: each worker keeps its task's inputs on the device across
+  // candidates (sandbox/resident_inputs.h), in at most a quarter of the device's memory shared
+  // among the workers. Off by default until the H200 has verified it since its scrub race was
+  // fixed (docs/performance.md).
+  if (const char* e = std::getenv("KERNELGATE_AUDIT_RESIDENT"); e && std::string(e) == "1")
     shared.resident_bytes = dev.memory_bytes / 4 / static_cast<std::size_t>(workers);
   // Candidates of each task not yet done (or found not to compile).
   std::map<std::string, int> left;

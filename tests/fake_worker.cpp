@@ -9,7 +9,8 @@
 // KG_FAKE_NOWRITE is answered as a worker that could not write an output (code 4). Each trial's
 // result carries an FNV-1a digest of its input files (what a seed reproduces) and whether the
 // manifest asked for a busy stream. With KG_FAKE_MANIFEST_LOG set, each manifest's candidate and
-// trial count are appended to that file ("<shared object> <trials>").
+// trial count are appended to that file ("<shared object> <trials>"); with KG_FAKE_COPY_INPUT set,
+// each output is the bytes of the trial's first input instead of zeros.
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -83,6 +84,10 @@ int main(int argc, char** argv) {
             n *= d.get<std::size_t>();
           std::vector<char> data(n, 0);
           if (vary && n) data[0] = static_cast<char>(calls);
+          if (std::getenv("KG_FAKE_COPY_INPUT")) { // output = the first input's bytes (relu on
+            std::ifstream f(t.at("inputs").at(0).at("file").get<std::string>(), std::ios::binary);
+            f.read(data.data(), static_cast<std::streamsize>(n)); // inputs in [0, 1) is that)
+          }
           std::ofstream(o.at("file").get<std::string>(), std::ios::binary)
               .write(data.data(), static_cast<std::streamsize>(data.size()));
         }

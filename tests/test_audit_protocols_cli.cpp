@@ -520,3 +520,48 @@ TEST(audit_protocols_cli, a_mutant_that_does_not_compile_is_a_line_and_a_status_
   EXPECT_EQ(jsonl(base / "out/verdicts.jsonl").size(), judged);
   EXPECT_EQ(judged, f.abs_mutants); // (the control and the mutants but the broken one)
 }
+
+// The stand-in answering each call with its first input (KG_FAKE_COPY_INPUT): on uniform [0, 1)
+// inputs that is relu's right answer, on signed ones it is not. So for relu's control kernelbench
+// and kernelbench-v0 (uniform inputs, five draws, the first shared with kbv) accept after their
+// second stage, kbv passes the shared first call and rejects at its scale -1 trial (the second
+// stage decides it), and sol, flashinfer and strict (signed inputs) reject at their first trial.
+TEST(audit_protocols_cli, a_shared_first_call_is_judged_by_each_rule_and_the_second_stage_decides) {
+  const auto& f = fx();
+  const auto base = kg::test::scratch_dir("audit-protocols") / "copy-input";
+  ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
+  ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
+  ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
+  ::setenv("KG_FAKE_COPY_INPUT", "1", 1);
+  const auto r = run({"audit", "checker", "--protocol", "all", "--catalog", f.catalog.string(),
+                      "--root", f.root.string(), "--tasks", "relu", "--workers", "2", "--out",
+                      (base / "out").string()});
+  ::unsetenv("KERNELGATE_FAKE_DEVICE");
+  ::unsetenv("KERNELGATE_WORKER");
+  ::unsetenv("KERNELGATE_CACHE");
+  ::unsetenv("KG_FAKE_COPY_INPUT");
+  EXPECT_EQ(r.rc, exit_code::failures) << r.out << r.err; // (sol, flashinfer, strict reject it)
+  bool seen = false;
+  for (const auto& v : jsonl(base / "out/verdicts.jsonl")) {
+    if (v.at("row") != "control:kernels/tasks/relu.cu") continue;
+    seen = true;
+    const auto& c = v.at("checks");
+    EXPECT_EQ(c.at("kernelbench").at("verdict"), "survived") << v.dump();
+    EXPECT_EQ(c.at("kernelbench").at("reason"), "5 trials accepted");
+    EXPECT_EQ(c.at("kernelbench-v0").at("verdict"), "survived") << v.dump();
+    EXPECT_EQ(c.at("kbv").at("verdict"), "killed");
+    EXPECT_NE(c.at("kbv").at("reason").get<std::string>().find("scale x-1"), std::string::npos)
+        << v.dump();
+    for (const char* p : {"sol", "flashinfer", "strict"}) {
+      EXPECT_EQ(c.at(p).at("verdict"), "killed") << p;
+      EXPECT_NE(c.at(p).at("reason").get<std::string>().find("draw 0"), std::string::npos) << p;
+    }
+    // Two runs: the first stage, then the second (kernelbench's four other draws, shared with
+    // kernelbench-v0, and kbv's three other scales): 4 + 3 calls.
+    EXPECT_EQ(v.at("worker_runs"), 2) << v.dump();
+    EXPECT_EQ(v.at("trials_sent").get<int>() - 7,
+              static_cast<int>(4 + witness_plan(load_task(f.root / "data/tasks/relu.json")).size()))
+        << v.dump();
+  }
+  EXPECT_TRUE(seen);
+}
