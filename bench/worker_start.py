@@ -4,8 +4,8 @@
   python3 bench/worker_start.py BUILD/suite [RUNS]
 
 For each binary, RUNS times (alternating, so drift hits both alike):
-  ready  -- spawn to the first reply of `worker --serve` (the worker pool's handshake: the process
-            starts, opens its CUDA session, reads a manifest path, answers). The manifest does not
+  ready  -- spawn to the first answer of `worker --serve` (the worker pool's handshake: the process
+            starts, opens its CUDA session, says "ready", reads a manifest path, answers). The manifest does not
             exist, so no candidate is run and nothing is written; on a machine without a GPU the
             session fails at once and the answer is "5 recycle".
   exit   -- spawn to exit of `worker MISSING.json` (exec, static initialisation, main, exit; no
@@ -29,12 +29,17 @@ def serve_once(argv):
     os.close(req_r)
     os.close(rep_w)
     os.write(req_w, b"/nonexistent/kg-bench-manifest.json\n")
+    data = b""
     reply = b""
-    while not reply.endswith(b"\n"):
+    while True:  # the answer: the first line that is not the worker's "ready"
+        lines = [l for l in data.split(b"\n")[:-1] if l != b"ready"]
+        if lines:
+            reply = lines[0]
+            break
         chunk = os.read(rep_r, 64)
         if not chunk:
             break
-        reply += chunk
+        data += chunk
     ready = time.perf_counter() - t0
     os.close(req_w)
     os.close(rep_r)

@@ -245,6 +245,8 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     a.run_seconds += std::chrono::duration<double>(judge_start - run_start).count();
     a.trials_sent += static_cast<int>(sent.size());
     ++a.worker_runs;
+    if (o.not_started) // the harness's fault (no CUDA context): no verdict of the candidate's
+      throw std::runtime_error("the worker " + o.describe());
     const auto wr = read_worker_result(result_file);
     if (o.replied && o.code == 4) // the harness's fault: no verdict of the candidate's from it
       throw std::runtime_error("the worker could not write an output: " +

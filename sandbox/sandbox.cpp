@@ -113,6 +113,7 @@ struct private_parts {
     if (!worker)
       worker = std::make_unique<worker_process>(worker_command(opt.self_exe),
                                                 opt.work_dir / "worker.log", worker_limits());
+      worker->expect_ready(true);
     return *worker;
   }
 };
@@ -351,6 +352,7 @@ rerun_evidence rerun_wrong_call(const task_def& task, const compile_result& comp
     if (fresh) {
       own = std::make_unique<worker_process>(worker_command(opt.self_exe),
                                              opt.work_dir / "fresh_worker.log", worker_limits());
+      own->expect_ready(true);
       w = own.get();
     }
     const auto o = run_gated(*w, opt, mf, false);
@@ -610,6 +612,11 @@ candidate_verdict evaluate_candidate(const task_def& task, const compile_result&
   auto& worker = parts.worker_of(opt);
   const auto o = run_gated(worker, opt, manifest_file, false);
   v.detail["worker"] = {{"outcome", o.describe()}, {"seconds", o.seconds}};
+  if (o.not_started) { // the harness's fault: unknown, not failed
+    v.status = eval_status::missing;
+    v.reason = "not judged: the worker " + o.describe();
+    return v;
+  }
   if (o.timed_out) {
     v.status = eval_status::timeout;
     v.reason = "the worker ran past its " + std::to_string(opt.timeout_seconds) +

@@ -530,6 +530,9 @@ int run_worker(const std::string& manifest_path) {
 int run_worker_serve(int request_fd, int reply_fd) {
   worker_session s;
   const bool ok = open_session(s);
+  // The parent times each request from here: a context can take many seconds to come up while
+  // the GPU is busy, and that is not the candidate's time (worker_process::run).
+  if (::write(reply_fd, "ready\n", 6) != 6) return 2;
   FILE* requests = fdopen(request_fd, "r");
   if (!requests) return 2;
   char* line = nullptr;

@@ -148,6 +148,9 @@ struct worker_process::reaper {
 
 std::string worker_outcome::describe() const {
   if (timed_out) return "timed out after " + std::to_string(seconds) + " s";
+  if (not_started)
+    return "did not come up within " + std::to_string(static_cast<int>(start_limit_seconds)) +
+           " s (no CUDA context)";
   if (replied) return code == 0 ? "done" : "exit code " + std::to_string(code);
   return died.describe();
 }
@@ -184,6 +187,8 @@ void worker_process::start() {
   ::close(rep[1]);
   request_fd_ = req[1];
   reply_fd_ = rep[0];
+  ready_ = false;
+  pending_.clear();
   ++starts_;
 }
 
@@ -201,15 +206,34 @@ worker_outcome worker_process::run(const std::filesystem::path& manifest, double
   std::error_code ec;
   log_from_ = std::filesystem::exists(log_, ec) ? std::filesystem::file_size(log_, ec) : 0;
   if (pid_ < 0) start();
-  const auto t0 = clock_type::now();
+  auto t0 = clock_type::now();
+  const auto requested = t0;
   const std::string line = manifest.string() + "\n";
   std::string reply;
   bool eof = ::write(request_fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size());
-  while (!eof && reply.find('\n') == std::string::npos) {
+  for (;;) {
+    // Whole lines: a "ready" starts the clock; any other line is the reply.
+    if (const auto nl = pending_.find('\n'); nl != std::string::npos) {
+      std::string got = pending_.substr(0, nl);
+      pending_.erase(0, nl + 1);
+      if (got == "ready") {
+        if (!ready_) t0 = clock_type::now(); // (a prestarted worker's was waiting in the pipe)
+        ready_ = true;
+        continue;
+      }
+      reply = got;
+      break;
+    }
+    if (eof) break;
+    const auto now = clock_type::now();
+    const bool starting = expect_ready_ && !ready_;
     const double left =
-        timeout_seconds - std::chrono::duration<double>(clock_type::now() - t0).count();
+        starting ? std::max(start_limit_, timeout_seconds) -
+                       std::chrono::duration<double>(now - requested).count()
+                 : timeout_seconds - std::chrono::duration<double>(now - t0).count();
     if (left <= 0) {
-      o.timed_out = true;
+      (starting ? o.not_started : o.timed_out) = true;
+      if (starting) o.start_limit_seconds = std::max(start_limit_, timeout_seconds);
       break;
     }
     pollfd p{reply_fd_, POLLIN, 0};
@@ -222,16 +246,16 @@ worker_outcome worker_process::run(const std::filesystem::path& manifest, double
       if (got < 0 && errno == EINTR) continue;
       eof = true;
     } else {
-      reply.append(buf, static_cast<std::size_t>(got));
+      pending_.append(buf, static_cast<std::size_t>(got));
     }
   }
   o.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
-  if (o.timed_out) {
+  if (o.timed_out || o.not_started) {
     ::kill(-pid_, SIGKILL);
     ended(status_of_ended::killed, &o.died);
     return o;
   }
-  if (eof) { // it ended without answering: crashed, killed, or exited on its own
+  if (reply.empty()) { // it ended without answering: crashed, killed, or exited on its own
     ended(status_of_ended::wait, &o.died);
     return o;
   }

@@ -22,6 +22,10 @@ struct worker_outcome {
   int code = -1;        // 0 done, 2 bad manifest, 3 cannot load the candidate, 4 cannot write an
                         // output (the harness's fault), 5 CUDA error
   bool timed_out = false;
+  // The worker never said it was ready (its CUDA context did not come up) within the start
+  // limit: the harness's fault, never the candidate's (timed_out is false then).
+  bool not_started = false;
+  double start_limit_seconds = 0; // (what not_started waited)
   // The worker ended itself because a call ran past the manifest's trial_limit_seconds (exit
   // code 6, sandbox/worker.h): a hang at the trial after the last one in its result.
   bool trial_hung() const { return !replied && died.exited && died.exit_code == 6; }
@@ -46,11 +50,21 @@ public:
   worker_process& operator=(const worker_process&) = delete;
 
   // Runs one manifest, starting a worker first if none is alive. Past `timeout_seconds` the
-  // worker's whole process group is killed. Never throws for the worker's behaviour.
+  // worker's whole process group is killed. A worker says "ready" once its CUDA context is up
+  // (which can take many seconds while the GPU is busy): the run's clock starts then, and a
+  // worker not ready within start_limit_seconds is killed and reported not_started. (A worker
+  // that does not say it -- expect_ready(false), the default -- is timed from the request.)
+  // Never throws for the worker's behaviour.
   worker_outcome run(const std::filesystem::path& manifest, double timeout_seconds);
   // What the worker logged during the last run() (at most `max_bytes`, the end of it).
   std::string last_log(std::size_t max_bytes = 600) const;
   int starts() const { return starts_; }
+  // The workers kernelgate starts (kg_worker, `kernelgate worker`) say "ready"; `start_limit`
+  // (at least the run's own timeout) bounds the wait for it.
+  void expect_ready(bool on, double start_limit_seconds = 120) {
+    expect_ready_ = on;
+    start_limit_ = start_limit_seconds;
+  }
   // The live worker's process id (-1: none; tests read /proc/PID/exe).
   int pid() const { return pid_; }
   // Start the next worker as soon as one ends (a crash, a hang, a recycle), so its process and
@@ -75,6 +89,10 @@ private:
   std::filesystem::path log_;
   process_limits limits_;
   int pid_ = -1, request_fd_ = -1, reply_fd_ = -1;
+  bool expect_ready_ = false;
+  double start_limit_ = 120;
+  bool ready_ = false;  // the current worker said "ready"
+  std::string pending_; // what it wrote past its last line read
   std::uintmax_t log_from_ = 0;
   int starts_ = 0;
   bool prestart_ = false;

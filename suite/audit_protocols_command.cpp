@@ -464,6 +464,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     worker_process worker(worker_command(shared.self_exe),
                           dir / "workers" / ("worker-" + std::to_string(n) + ".log"),
                           worker_limits());
+    worker.expect_ready(true);
     worker.set_prestart(true); // (crashes and hangs are common here: each costs a restart)
     for (std::size_t i; (i = next++) < work.size();) {
       const auto& c = work[i];

@@ -510,6 +510,7 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
   auto pair_thread = [&](int n) {
     worker_process worker(worker_command(shared.self_exe),
                           logs / ("worker-" + std::to_string(n) + ".log"), worker_limits());
+    worker.expect_ready(true);
     for (std::size_t i; (i = next++) < pairs.size();) {
       const auto& p = pairs[i];
       meter.start(p.task->id + (p.candidate.empty() ? "" : " / " + p.candidate));

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   if (argc != 5) return 2; // worker --serve 3 4
   FILE* requests = fdopen(std::stoi(argv[3]), "r");
   const int reply_fd = std::stoi(argv[4]);
+  if (write(reply_fd, "ready\n", 6) != 6) return 1; // (as the real worker, once it is up)
   char line[4096];
   while (requests && fgets(line, sizeof line, requests)) {
     std::string path(line);

@@ -220,3 +220,33 @@ TEST(worker_process_reaping, a_timeout_under_prestart_is_reported_killed) {
   EXPECT_EQ(a.died.signal, SIGKILL);
   EXPECT_FALSE(a.trial_hung());
 }
+
+// The ready handshake (worker_process::expect_ready): a worker whose context takes 1.5 s to come
+// up is timed from its "ready", so a 1 s run that it answers in 0.2 s is not a timeout; one that
+// never says ready is not_started at the start limit, described as such, never timed_out (the
+// candidate is not blamed for a context that did not come up).
+TEST(worker_process_ready, the_run_is_timed_from_the_workers_ready) {
+  const auto d = scratch("ready");
+  worker_process w({"bash", "-c",
+                    "sleep 1.5; echo ready >&4; read -r m <&3; sleep 0.2; echo '0 continue' >&4; "
+                    "read -r m <&3",
+                    "bash"},
+                   d / "w.log", {});
+  w.expect_ready(true, 10);
+  const auto a = w.run("a.json", 1.0);
+  EXPECT_TRUE(a.ok()) << a.describe();
+  EXPECT_LT(a.seconds, 1.0); // from the ready line, not from the request
+  worker_process never({"bash", "-c", "sleep 60", "bash"}, d / "n.log", {});
+  never.expect_ready(true, 1.5);
+  const auto t0 = clock_type::now();
+  const auto b = never.run("b.json", 0.5);
+  EXPECT_TRUE(b.not_started);
+  EXPECT_FALSE(b.timed_out);
+  EXPECT_FALSE(b.replied);
+  EXPECT_NE(b.describe().find("did not come up within 1 s"), std::string::npos) << b.describe();
+  EXPECT_LT(std::chrono::duration<double>(clock_type::now() - t0).count(), 5.0);
+  // Without expect_ready the same slow start counts against the run, as before.
+  worker_process plain({"bash", "-c", "sleep 1.5; read -r m <&3; echo '0 continue' >&4", "bash"},
+                       d / "p.log", {});
+  EXPECT_TRUE(plain.run("c.json", 1.0).timed_out);
+}
