@@ -27,20 +27,5 @@ KG_PHASE_LOG="$w/phases.log" timeout "${PROBE_S:-200}" "$kg" audit checker --pro
   --catalog "$w/catalog" --no-progress --out "$w/audit" >"$logs/audit.log" 2>&1
 echo "audit: exit $? in $((SECONDS - s)) s"
 grep -E "^(compile|witness|every|.*rejected a correct)" "$logs/audit.log"
-awk '{n[$2]++; t[$2]+=$3; if ($3>m[$2]) m[$2]=$3}
-  END {for (k in t) printf "phase %-26s %6d %9.1f s  max %6.2f s\n", k, n[k], t[k], m[k]}' \
-  "$w/phases.log" | sort -k4 -n -r | head -16
-python3 - "$w/audit/verdicts.jsonl" <<'PY'
-import json, sys, collections
-t = collections.OrderedDict()
-for line in open(sys.argv[1]):
-    v = json.loads(line)
-    a = t.setdefault(v["task"], [0, 0.0, 0.0, 0.0, 0, 0, 0])
-    for i, k in enumerate(["seconds", "run_seconds", "judge_seconds"]):
-        a[i + 1] += v.get(k, 0)
-    a[0] += 1; a[4] += v.get("trials_sent", 0); a[5] += v["crashes"]; a[6] += v["hangs"]
-for k, a in t.items():
-    print("task %-24s %4d cand %7.1f s (run %7.1f judge %6.1f) %6d trials %4d crashes %3d hangs"
-          % (k, *a))
-PY
+python3 "$root/scripts/audit_seconds.py" "$w/phases.log" "$w/audit/verdicts.jsonl"
 cp "$w/audit/verdicts.jsonl" "$logs/" 2>/dev/null

@@ -106,24 +106,8 @@ fi
 while [ ! -f "$w/done" ] && [ $((SECONDS - t0)) -lt "$wait_s" ]; do sleep 5; done
 cp "$w/audit.log" "$w/tests.log" "$logs/" 2>/dev/null
 [ -f "$w/ab.log" ] && cat "$w/ab.log"
-# Where the time goes so far: each phase's count, sum and largest (timing/phase_log.h), and per
-# task the candidates judged with their seconds (run, judge, the rest waiting), trials and crashes.
-[ -f "$w/phases.log" ] && awk '{n[$2]++; s[$2]+=$3; if ($3>m[$2]) m[$2]=$3}
-  END {for (k in s) printf "phase %-28s %7d %9.1f s  max %7.2f s\n", k, n[k], s[k], m[k]}' \
-  "$w/phases.log" | sort -k4 -n -r | head -25
-[ -f "$w/audit/verdicts.jsonl" ] && python3 - "$w/audit/verdicts.jsonl" <<'PY'
-import json, sys, collections
-t = collections.OrderedDict()
-for line in open(sys.argv[1]):
-    v = json.loads(line)
-    a = t.setdefault(v["task"], [0, 0.0, 0.0, 0.0, 0, 0, 0])
-    for i, k in enumerate(["seconds", "run_seconds", "judge_seconds"]):
-        a[i + 1] += v.get(k, 0)
-    a[0] += 1; a[4] += v.get("trials_sent", 0); a[5] += v["crashes"]; a[6] += v["hangs"]
-for k, a in t.items():
-    print("task %-34s %4d cand %7.1f s (run %7.1f judge %6.1f) %6d trials %4d crashes %3d hangs"
-          % (k, *a))
-PY
+# Where the time goes so far: phase sums, and per task where the candidates' seconds went.
+python3 "$root/scripts/audit_seconds.py" "$w/phases.log" "$w/audit/verdicts.jsonl"
 grep -E "^compile:" "$w/audit.log"
 for f in summary.json kill_matrix.json input_suites.json; do
   cp "$w/audit/$f" "$logs/" 2>/dev/null
