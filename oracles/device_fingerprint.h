@@ -1,8 +1,8 @@
 // One pass over a kept input on the device: a fingerprint of its bytes and, given a second
 // buffer, whether the two differ. The audit's worker keeps each task's inputs on the device from
 // one candidate to the next (sandbox/resident_inputs.h); a candidate that writes out of bounds can
-// land in a kept copy, so each copy is fingerprinted when it is made and checked before and after
-// every call that uses it.
+// land in a kept copy, so each copy is fingerprinted when it is made and checked after every call
+// that uses it.
 #pragma once
 
 #include <cstddef>

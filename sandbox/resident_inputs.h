@@ -7,8 +7,9 @@
 //     before it can be handed out again, as a freed device_tensor is: no candidate finds an
 //     earlier one's output in a buffer it is given.
 //   - resident_inputs: one kept copy per input file, fingerprinted when uploaded and checked
-//     around every call that uses it (oracles/device_fingerprint.h). A candidate that writes out
-//     of bounds may hit a kept copy; a copy whose fingerprint changed is uploaded again.
+//     after every call that uses it (oracles/device_fingerprint.h). A candidate that writes out
+//     of bounds may hit a kept copy; a copy whose fingerprint changed is uploaded again and the
+//     trial run once more (sandbox/worker.cpp).
 // Both stay within one byte budget, least recently used first out.
 #pragma once
 
