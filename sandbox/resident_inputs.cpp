@@ -1,8 +1,6 @@
 #include "sandbox/resident_inputs.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <algorithm>
 
 #include "gpu/cuda_raii.h"
 #include "oracles/device_fingerprint.h"
@@ -68,21 +66,7 @@ const void* resident_inputs::get(const std::string& file, std::size_t bytes, pin
     return it->second.ptr;
   }
   drop(file, stream);
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat st {};
-  if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes) {
-    if (fd >= 0) ::close(fd);
-    throw cuda_failure{"input file missing or of the wrong size: " + file};
-  }
-  auto* p = static_cast<char*>(staging.reserve(bytes));
-  std::size_t got = 0;
-  while (got < bytes) {
-    const ssize_t n = ::read(fd, p + got, bytes - got);
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  if (got != bytes) throw cuda_failure{"cannot read input file " + file};
+  const char* p = read_into_staging(file, bytes, staging);
   entry e;
   e.ptr = pool_.acquire(bytes, stream);
   e.bytes = bytes;

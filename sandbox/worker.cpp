@@ -75,22 +75,27 @@ device_tensor::~device_tensor() {
   }
 }
 
-void upload_file(device_tensor& d, const std::string& file, pinned_buffer& staging) {
+char* read_into_staging(const std::string& file, std::size_t bytes, pinned_buffer& staging) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st {};
-  if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != d.bytes) {
+  if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes) {
     if (fd >= 0) ::close(fd);
     throw cuda_failure{"input file missing or of the wrong size: " + file};
   }
-  auto* p = static_cast<char*>(staging.reserve(d.bytes));
+  auto* p = static_cast<char*>(staging.reserve(bytes));
   std::size_t got = 0;
-  while (got < d.bytes) {
-    const ssize_t n = ::read(fd, p + got, d.bytes - got);
+  while (got < bytes) {
+    const ssize_t n = ::read(fd, p + got, bytes - got);
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
   }
   ::close(fd);
-  if (got != d.bytes) throw cuda_failure{"cannot read input file " + file};
+  if (got != bytes) throw cuda_failure{"cannot read input file " + file};
+  return p;
+}
+
+void upload_file(device_tensor& d, const std::string& file, pinned_buffer& staging) {
+  const char* p = read_into_staging(file, d.bytes, staging);
   check_cuda(cudaMemcpy(d.ptr, p, d.bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
 }
 

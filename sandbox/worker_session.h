@@ -37,6 +37,9 @@ struct device_tensor;
 kg_tensor describe_tensor(int dtype_code, const std::vector<std::int64_t>& shape);
 std::size_t tensor_bytes(const kg_tensor& t);
 void write_bytes(const void* p, std::size_t n, const std::string& file); // throws harness_failure
+// A file of exactly `bytes` read into `staging` (throws cuda_failure if missing, of another size or
+// unreadable); returns where it lies.
+char* read_into_staging(const std::string& file, std::size_t bytes, pinned_buffer& staging);
 void upload_file(device_tensor& d, const std::string& file, pinned_buffer& staging);
 void download_file(const device_tensor& d, const std::string& file, pinned_buffer& staging);
 
