@@ -19,6 +19,7 @@
 #include "suite/exit_codes.h"
 #include "suite/gpu_hold.h"
 #include "suite/history_command.h"
+#include "suite/shard_plan.h"
 #include "suite/suite_catalog.h"
 #include "suite/suite_gpu.h"
 #include "suite/suite_runner.h"
@@ -129,6 +130,41 @@ std::string unservable(const suite_workload& w) {
   return "";
 }
 
+// --costs-from RUN: the measured seconds of each workload of a finished run and of each set-up,
+// so the shards' split follows what the machine really took; {path, sha256} of the file read.
+struct measured_costs {
+  std::map<std::string, double> workload, setup;
+  nlohmann::json source;
+};
+
+measured_costs costs_of(const std::string& run) {
+  const auto r = load_suite_run(run, "RUN");
+  measured_costs c;
+  for (const auto& rec : r.records)
+    if (rec.contains("wall_seconds") && rec["wall_seconds"].is_number())
+      c.workload[rec["id"].get<std::string>()] = rec["wall_seconds"].get<double>();
+  for (const auto& s : r.summary.value("setups", nlohmann::json::array()))
+    if (s.is_object() && s.contains("setup") && s.value("seconds", nlohmann::json()).is_number())
+      c.setup[s["setup"].get<std::string>()] += s["seconds"].get<double>();
+  c.source = {{"path", r.file.string()}, {"sha256", r.sha256}};
+  return c;
+}
+
+// The workloads as shard items: the suite's expected seconds (or the measured ones), grouped by
+// set-up; a set-up's cost is known only from a measured run (0 otherwise).
+std::vector<shard_item> shard_items(const std::vector<suite_workload>& w, const measured_costs* c) {
+  std::vector<shard_item> items;
+  for (const auto& x : w) {
+    shard_item it{x.id, x.cost_seconds, x.setup, 0};
+    if (c) {
+      if (auto f = c->workload.find(x.id); f != c->workload.end()) it.cost = f->second;
+      if (auto f = c->setup.find(x.setup); f != c->setup.end()) it.group_cost = f->second;
+    }
+    items.push_back(std::move(it));
+  }
+  return items;
+}
+
 void print_plan(std::ostream& out, const std::vector<suite_workload>& w) {
   std::string group;
   for (const auto& x : w) {
@@ -164,8 +200,34 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
       err << "kernelgate: workload " << w.id << " cannot be served: " << why << "\n";
       return exit_code::bad_input;
     }
+  std::optional<shard_spec> shard;
+  if (!o.shard.empty()) {
+    std::string why;
+    if (!(shard = parse_shard_spec(o.shard, why))) {
+      err << "kernelgate: --shard: " << why << "\n";
+      return exit_code::bad_input;
+    }
+  }
+  std::optional<measured_costs> costs;
+  if (!o.costs_from.empty()) {
+    try {
+      costs = costs_of(o.costs_from);
+    } catch (const std::exception& e) {
+      err << "kernelgate: --costs-from " << printable(o.costs_from) << ": "
+          << printable(e.what(), 400) << "\n";
+      return exit_code::bad_input;
+    }
+  }
+  // This process's part: every workload, or its shard's, in run order.
+  std::vector<suite_workload> mine = ordered;
+  if (shard) {
+    mine.clear();
+    for (const auto i : items_of_shard(shard_items(ordered, costs ? &*costs : nullptr), *shard))
+      mine.push_back(ordered[i]);
+  }
   if (o.list_only) {
-    print_plan(out, ordered);
+    if (shard) out << "shard " << shard->index << " of " << shard->count << " (0-based)\n";
+    print_plan(out, mine);
     return exit_code::ok;
   }
   const auto policy = parse_clock_policy(o.clocks);
@@ -201,10 +263,15 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
       return exit_code::bad_input;
     }
   }
-  const auto identity = run_identity(suite, o, ordered, overrides, warm_source);
+  auto identity = run_identity(suite, o, ordered, overrides, warm_source);
+  identity["costs_from"] = costs ? costs->source : nlohmann::json(nullptr);
+  const shard_spec part = shard ? *shard : shard_spec{};
   const fs::path dir = !o.resume.empty() ? fs::path(o.resume)
                        : !o.out.empty()  ? fs::path(o.out)
-                                         : fs::path("kg-out/run-" + suite.name);
+                                         : fs::path("kg-out/run-" + suite.name +
+                                                    (shard ? "-shard-" + std::to_string(part.index) +
+                                                                "-of-" + std::to_string(part.count)
+                                                           : ""));
   if (!o.resume.empty()) {
     const auto file = dir / "run_identity.json";
     nlohmann::json was;
@@ -220,6 +287,19 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
           << printable(why, 300) << ")\n";
       return exit_code::bad_input;
     }
+    try { // a shard resumes as the same shard
+      const auto m = read_shard_manifest(dir);
+      if (!(m.spec == part))
+        throw std::runtime_error("it is shard " + std::to_string(m.spec.index) + "/" +
+                                 std::to_string(m.spec.count) + ", this is " +
+                                 std::to_string(part.index) + "/" + std::to_string(part.count));
+    } catch (const std::runtime_error& e) {
+      if (fs::exists(dir / shard_manifest_file)) {
+        err << "kernelgate: cannot resume " << printable(dir.string()) << ": "
+            << printable(e.what(), 300) << "\n";
+        return exit_code::bad_input;
+      }
+    }
   }
   const auto gpu = take_gpu(*policy, "run needs a GPU", err);
   if (!gpu) return exit_code::unavailable;
@@ -231,6 +311,8 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
   auto session = std::make_unique<suite_gpu_session>(settings);
   auto config = identity;
   config["clocks_note"] = gpu->clocks_note();
+  config["shard"] = shard ? nlohmann::json{{"index", part.index}, {"count", part.count}}
+                          : nlohmann::json(nullptr);
   try { // before any result exists: a wrong override runs nothing
     config["override_checks"] = session->check_overrides();
   } catch (const override_error& e) {
@@ -252,12 +334,29 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
     err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;
   }
+  try { // what `kernelgate merge` needs to put the shards back together
+    shard_manifest m;
+    m.command = "run";
+    m.spec = part;
+    for (const auto& w : ordered)
+      m.items.push_back(w.id);
+    for (const auto& w : mine)
+      m.assigned.push_back(w.id);
+    m.identity = identity;
+    m.identity.erase("order"); // (the items)
+    m.environment = collect_environment();
+    m.slurm = slurm_context();
+    write_shard_manifest(dir, m);
+  } catch (const output_error& e) {
+    err << "kernelgate: " << printable(e.what(), 400) << "\n";
+    return exit_code::bad_input;
+  }
   const auto done = finished_ids(writer->records());
   if (!o.resume.empty())
     err << "kernelgate: resuming " << dir.string() << ": " << done.size() << " finished, "
         << (torn ? "a torn record cut, " : "") << "the rest runs\n";
   std::vector<suite_workload> to_run;
-  for (const auto& w : ordered)
+  for (const auto& w : mine)
     if (!done.count(w.id)) to_run.push_back(w);
   const bool terminal = !o.no_progress && &out == &std::cout && ::isatty(STDOUT_FILENO);
   suite_progress progress(out, terminal, to_run);
@@ -266,7 +365,7 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
   nlohmann::json setups;
   try {
     r = run_suite_loop(
-        ordered, done, [&](const suite_workload& w) { return session->run(w); },
+        mine, done, [&](const suite_workload& w) { return session->run(w); },
         [&](const suite_workload& w) { return session->roles(w); }, *writer, progress);
     setups = session->setups();
     session.reset();                  // tenants stopped, engines freed, before the result is final
@@ -288,9 +387,11 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
                                     {"resumed_finished", r.skipped},
                                     {"wall_seconds", wall},
                                     {"setups", setups}});
-  out << "run " << suite.name << ": " << writer->record_count() << " of " << ordered.size()
-      << " workloads, " << failing << " failing a gate, " << std::fixed << std::setprecision(1)
-      << wall << " s" << std::defaultfloat << (complete ? "" : " (interrupted)") << "\n"
+  out << "run " << suite.name
+      << (shard ? " shard " + std::to_string(part.index) + "/" + std::to_string(part.count) : "")
+      << ": " << writer->record_count() << " of " << mine.size() << " workloads, " << failing
+      << " failing a gate, " << std::fixed << std::setprecision(1) << wall << " s"
+      << std::defaultfloat << (complete ? "" : " (interrupted)") << "\n"
       << "Wrote " << path.string() << "\n";
   if (!complete) return exit_code::interrupted; // appended once resumed to the end
   if (const int h = append_to_history_if_asked(o.history, path, out, err)) return h;

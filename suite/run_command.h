@@ -22,6 +22,8 @@ struct run_options {
   bool no_progress = false;
   bool list_only = false; // --dry-run: print the run order and the expected time, run nothing
   std::optional<std::string> history; // --history: the database the finished run is appended to
+  std::string shard;      // --shard I/N: run only this part of the suite (suite/shard_plan.h)
+  std::string costs_from; // a finished run whose measured times split the shards
 };
 
 int run_suite_command(const run_options& o, const std::vector<std::string>& args, std::ostream& out,
