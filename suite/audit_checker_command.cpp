@@ -1,4 +1,5 @@
 #include "suite/audit_checker_command.h"
+#include "suite/audit_checker_parts.h"
 
 #include <algorithm>
 #include <atomic>
@@ -19,6 +20,7 @@
 #include "base/printable.h"
 #include "mutants/kill_matrix.h"
 #include "mutants/mutant_catalog.h"
+#include "reports/environment.h"
 #include "reports/mutation_report.h"
 #include "reports/remove_tree.h"
 #include "reports/result_writer.h"
@@ -28,6 +30,8 @@
 #include "suite/exit_codes.h"
 #include "suite/mutants_command.h"
 #include "suite/progress_meter.h"
+#include "suite/shard_plan.h"
+#include "timing/interrupt.h"
 
 namespace kg {
 
@@ -35,123 +39,91 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* column = "cmd";
-
 int bad_input(std::ostream& err, const std::string& why) {
   err << "kernelgate: audit checker: " << printable(why, 600) << "\n";
   return exit_code::bad_input;
 }
 
-// One candidate the checker judges.
-struct candidate {
-  std::string row; // the kill matrix row: a mutant id or "control:<path>"
-  std::string task, source;
-};
-
 nlohmann::json score_json(const checker_score& s) {
   return s.to_json();
 }
 
+constexpr const char* column = "cmd";
+
 } // namespace
 
-int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
-                              std::ostream& err) {
-  if (!o.protocol.empty() && !o.cmd.empty())
-    return bad_input(err, "--cmd and --protocol are alternatives: give one");
-  if (o.protocol.empty() && o.cmd.empty()) return bad_input(err, "give --cmd or --protocol");
-  if (!o.protocol.empty()) return run_audit_protocols_command(o, out, err);
-  const auto t0 = std::chrono::steady_clock::now();
-  if (o.out.empty()) return bad_input(err, "--out is empty");
-  if (o.timeout < 0) return bad_input(err, "--timeout must be > 0");
-  const double timeout = o.timeout > 0 ? o.timeout : 300;
-  try {
-    (void)expand_checker_command(o.cmd, "task.json", "candidate.cu", "workdir");
-  } catch (const checker_command_error& e) {
-    return bad_input(err, e.what());
-  }
-  if (o.witnesses.empty()) return bad_input(err, "--cmd needs --witnesses");
-  audit_inputs in;
-  if (const auto why = read_audit_inputs(o, in); !why.empty()) return bad_input(err, why);
-  const auto& mutants = in.mutants;
-  const auto& status = in.status;
-  auto& sources = in.sources;
-  auto& task_of_path = in.task_of_path;
-  const auto& task_file = in.task_file;
-  std::vector<kill_row> rows;
-  std::vector<candidate> work;
+// The kill matrix rows of an audit (the controls, then every mutant with its witness status) and
+// the candidates the checker judges (the controls and the witnessed mutants), in that order.
+std::string checker_audit_plan(const audit_inputs& in, std::vector<kill_row>& rows,
+                               std::vector<checker_candidate>& work) {
+  auto sources = in.sources;
+  auto task_of_path = in.task_of_path;
   for (const auto& [path, text] : sources) {
     rows.push_back({"control:" + path, "", task_of_path[path], witness_status::not_run, true});
     work.push_back({rows.back().id, task_of_path[path], text});
   }
-  for (const auto& m : mutants) {
-    const auto it = status.find(m.id);
-    const auto s = it == status.end() ? witness_status::not_run : it->second;
+  for (const auto& m : in.mutants) {
+    const auto it = in.status.find(m.id);
+    const auto s = it == in.status.end() ? witness_status::not_run : it->second;
     rows.push_back({m.id, m.family, m.task, s, false});
     if (s != witness_status::witnessed) continue;
     try {
       work.push_back({m.id, m.task, apply_mutant(sources[m.path], m)});
     } catch (const std::exception& e) {
-      return bad_input(err, "the catalog does not match " + m.path + ": " + e.what());
+      return "the catalog does not match " + m.path + ": " + e.what();
     }
   }
-  kill_matrix km(rows, {column});
+  return "";
+}
 
-  const fs::path dir = o.out, scratch = dir / "work";
-  std::error_code ec;
-  fs::create_directories(scratch, ec);
-  if (ec || !fs::is_directory(scratch))
-    return bad_input(err, "cannot create output folder '" + dir.string() + "'");
-  std::ofstream stream(dir / "verdicts.jsonl", std::ios::trunc);
-  if (!stream) return bad_input(err, "cannot write '" + (dir / "verdicts.jsonl").string() + "'");
+nlohmann::json checker_audit_identity(const audit_checker_options& o, const audit_inputs& in,
+                                      double timeout) {
+  auto abs = [](const fs::path& p) {
+    return p.empty() ? "" : fs::absolute(p).lexically_normal().string();
+  };
+  return {{"cmd", o.cmd},
+          {"catalog", abs(o.catalog)},
+          {"witnesses", abs(o.witnesses)},
+          {"root", abs(in.root)},
+          {"tasks_dir", abs(in.tasks_dir)},
+          {"tasks", o.tasks},
+          {"timeout_seconds", timeout}};
+}
 
-  // The calls, `jobs` at once; each verdict streamed as it comes.
-  const unsigned jobs = o.jobs > 0 ? static_cast<unsigned>(o.jobs)
-                                   : std::max(1u, std::thread::hardware_concurrency());
-  std::mutex mu;
-  std::atomic<std::size_t> next{0};
-  progress_meter meter(out, progress_bar_wanted(out, o.no_progress), work.size());
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < std::min<std::size_t>(jobs, std::max<std::size_t>(work.size(), 1)); ++t)
-    pool.emplace_back([&] {
-      for (std::size_t i = next++; i < work.size(); i = next++) {
-        const auto& c = work[i];
-        meter.start(c.row);
-        const auto w =
-            scratch / (c.row.rfind("control:", 0) == 0 ? "control-" + std::to_string(i) : c.row);
-        fs::create_directories(w);
-        std::ofstream(w / "candidate.cu", std::ios::binary) << c.source;
-        const auto a = run_external_checker(o.cmd, task_file.at(c.task), w / "candidate.cu",
-                                            w / "scratch", timeout);
-        const bool keep = a.verdict == kill_verdict::error || a.verdict == kill_verdict::timeout;
-        std::lock_guard<std::mutex> lock(mu);
-        km.set(c.row, column, a.verdict);
-        stream << nlohmann::json{{"row", c.row},
-                                 {"task", c.task},
-                                 {"verdict", kill_verdict_name(a.verdict)},
-                                 {"detail", a.detail},
-                                 {"seconds", a.seconds}}
-                      .dump()
-               << "\n"
-               << std::flush;
-        char line[64];
-        std::snprintf(line, sizeof line, "  (%.1f s)", a.seconds);
-        meter.done("[" + std::to_string(meter.done_count() + 1) + "/" +
-                   std::to_string(work.size()) + "] " + c.row + "  " +
-                   std::string(kill_verdict_name(a.verdict)) + line);
-        if (keep) { // the checker's log of an error or a timeout stays, under logs/
-          std::error_code e2;
-          fs::create_directories(dir / "logs", e2);
-          fs::copy_file(w / "scratch" / "checker.log", dir / "logs" / (c.row + ".log"),
-                        fs::copy_options::overwrite_existing, e2);
-        }
-        remove_tree(w);
-      }
-    });
-  for (auto& th : pool)
-    th.join();
-  meter.finish();
-  remove_tree(scratch);
+audit_checker_options checker_options_of(const nlohmann::json& identity) {
+  audit_checker_options o;
+  o.cmd = identity.at("cmd").get<std::string>();
+  o.catalog = identity.at("catalog").get<std::string>();
+  o.witnesses = identity.at("witnesses").get<std::string>();
+  o.root = identity.at("root").get<std::string>();
+  o.tasks_dir = identity.at("tasks_dir").get<std::string>();
+  o.tasks = identity.at("tasks").get<std::string>();
+  o.timeout = identity.at("timeout_seconds").get<double>();
+  return o;
+}
 
+nlohmann::json verdict_line(const std::string& row, const std::string& task, kill_verdict v,
+                            const std::string& detail, double seconds) {
+  return {{"row", row},
+          {"task", task},
+          {"verdict", kill_verdict_name(v)},
+          {"detail", detail},
+          {"seconds", seconds}};
+}
+
+kill_verdict verdict_of_line(const nlohmann::json& line) {
+  const auto name = line.at("verdict").get<std::string>();
+  for (auto v :
+       {kill_verdict::killed, kill_verdict::survived, kill_verdict::error, kill_verdict::timeout})
+    if (kill_verdict_name(v) == name) return v;
+  throw std::invalid_argument("unknown verdict '" + name + "'");
+}
+
+int finish_checker_audit(const fs::path& dir, const kill_matrix& km, const audit_inputs& in,
+                         const nlohmann::json& checker, std::size_t calls, double seconds,
+                         const nlohmann::json& extra, std::ostream& out, std::ostream& err) {
+  const auto& mutants = in.mutants;
+  const auto& sources = in.sources;
   // Scores, escapes, false rejections.
   const auto total = km.score(column);
   nlohmann::json families = nlohmann::json::object();
@@ -167,20 +139,20 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
   std::map<std::string, int> statuses;
   for (const auto& r : km.rows())
     if (!r.control) ++statuses[std::string(witness_status_name(r.status))];
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const nlohmann::json summary = {{"schema", "kernelgate.audit.checker/1"},
-                                  {"checker", {{"cmd", o.cmd}, {"timeout_seconds", timeout}}},
-                                  {"mutants", mutants.size()},
-                                  {"witness_statuses", statuses},
-                                  {"controls", sources.size()},
-                                  {"calls", work.size()},
-                                  {"score", score_json(total)},
-                                  {"families", families},
-                                  {"false_rejections", rejected},
-                                  {"escapes", escapes},
-                                  {"valid", rejected.empty()},
-                                  {"seconds", seconds}};
+  nlohmann::json summary = {{"schema", "kernelgate.audit.checker/1"},
+                            {"checker", checker},
+                            {"mutants", mutants.size()},
+                            {"witness_statuses", statuses},
+                            {"controls", sources.size()},
+                            {"calls", calls},
+                            {"score", score_json(total)},
+                            {"families", families},
+                            {"false_rejections", rejected},
+                            {"escapes", escapes},
+                            {"valid", rejected.empty()},
+                            {"seconds", seconds}};
+  for (const auto& [k, v] : extra.items())
+    summary[k] = v;
   try {
     write_file_atomically(dir / "kill_matrix.json", km.to_json().dump() + "\n");
     write_file_atomically(dir / "report.mutation.json",
@@ -205,7 +177,7 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
   for (const auto& [f, s] : km.score_by_family(column))
     print(f, s);
   print("all", total);
-  out << work.size() << " calls (" << sources.size() << " controls) in "
+  out << calls << " calls (" << sources.size() << " controls) in "
       << static_cast<long>(seconds + 0.5) << " s; ";
   if (rejected.empty()) {
     out << "every correct kernel accepted\n";
@@ -220,6 +192,199 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
     out << " " << t;
   out << "\n";
   return exit_code::failures;
+}
+
+namespace {
+
+// A resumed folder's verdicts: the whole lines of verdicts.jsonl (a torn last line is cut off the
+// file, its call made again). "" or what is wrong.
+std::string resume_verdicts(const fs::path& file, std::map<std::string, nlohmann::json>& done) {
+  int torn = 0;
+  std::vector<nlohmann::json> lines;
+  try {
+    lines = read_records(file, &torn);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  if (torn) {
+    std::ifstream in(file, std::ios::binary);
+    std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    in.close();
+    const auto last = text.rfind('\n');
+    fs::resize_file(file, last == std::string::npos ? 0 : last + 1);
+  }
+  for (auto& l : lines)
+    if (l.is_object() && l.contains("row") && l["row"].is_string()) {
+      const auto row = l["row"].get<std::string>();
+      done[row] = std::move(l);
+    }
+  return "";
+}
+
+} // namespace
+
+int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
+                              std::ostream& err) {
+  if (!o.protocol.empty() && !o.cmd.empty())
+    return bad_input(err, "--cmd and --protocol are alternatives: give one");
+  if (o.protocol.empty() && o.cmd.empty()) return bad_input(err, "give --cmd or --protocol");
+  if (!o.protocol.empty()) {
+    if (!o.shard.empty() || !o.resume.empty())
+      return bad_input(err, "--shard and --resume are for --cmd (--protocol runs on one GPU)");
+    return run_audit_protocols_command(o, out, err);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!o.resume.empty() && !o.out.empty() && fs::path(o.out) != fs::path(o.resume))
+    return bad_input(err, "--resume writes into the folder it resumes; drop --out");
+  const std::string out_dir = o.resume.empty() ? o.out : o.resume;
+  if (out_dir.empty()) return bad_input(err, "--out is empty");
+  if (o.timeout < 0) return bad_input(err, "--timeout must be > 0");
+  const double timeout = o.timeout > 0 ? o.timeout : 300;
+  shard_spec part;
+  if (!o.shard.empty()) {
+    std::string why;
+    const auto s = parse_shard_spec(o.shard, why);
+    if (!s) return bad_input(err, "--shard: " + why);
+    part = *s;
+  }
+  try {
+    (void)expand_checker_command(o.cmd, "task.json", "candidate.cu", "workdir");
+  } catch (const checker_command_error& e) {
+    return bad_input(err, e.what());
+  }
+  if (o.witnesses.empty()) return bad_input(err, "--cmd needs --witnesses");
+  audit_inputs in;
+  if (const auto why = read_audit_inputs(o, in); !why.empty()) return bad_input(err, why);
+  const auto& task_file = in.task_file;
+  std::vector<kill_row> rows;
+  std::vector<checker_candidate> all;
+  if (const auto why = checker_audit_plan(in, rows, all); !why.empty()) return bad_input(err, why);
+  kill_matrix km(rows, {column});
+  // This process's part: every candidate, or its shard's (each call costs about the same).
+  std::vector<shard_item> items;
+  for (const auto& c : all)
+    items.push_back({c.row, 1, "", 0});
+  std::vector<checker_candidate> work;
+  for (const auto i : items_of_shard(items, part))
+    work.push_back(all[i]);
+  const auto identity = checker_audit_identity(o, in, timeout);
+
+  const fs::path dir = out_dir, scratch = dir / "work";
+  std::map<std::string, nlohmann::json> done;
+  if (!o.resume.empty()) {
+    try {
+      const auto m = read_shard_manifest(dir);
+      if (m.command != "audit checker" || m.identity != identity || !(m.spec == part))
+        return bad_input(err, "cannot resume " + dir.string() +
+                                  ": a different audit (command, catalog, witnesses, checker, "
+                                  "tasks, timeout or shard differ)");
+    } catch (const std::runtime_error& e) {
+      return bad_input(err, std::string("cannot resume: ") + e.what());
+    }
+    if (const auto why = resume_verdicts(dir / "verdicts.jsonl", done); !why.empty())
+      return bad_input(err, "cannot resume " + dir.string() + ": " + why);
+  }
+  std::error_code ec;
+  fs::create_directories(scratch, ec);
+  if (ec || !fs::is_directory(scratch))
+    return bad_input(err, "cannot create output folder '" + dir.string() + "'");
+  try {
+    shard_manifest m;
+    m.command = "audit checker";
+    m.spec = part;
+    for (const auto& c : all)
+      m.items.push_back(c.row);
+    for (const auto& c : work)
+      m.assigned.push_back(c.row);
+    m.identity = identity;
+    m.environment = collect_environment();
+    m.slurm = slurm_context();
+    write_shard_manifest(dir, m);
+  } catch (const std::exception& e) {
+    return bad_input(err, e.what());
+  }
+  // Verdicts a resumed run already has stay; only its own rows count (a line for another row is
+  // not this shard's and is ignored).
+  std::vector<checker_candidate> todo;
+  for (const auto& c : work) {
+    const auto d = done.find(c.row);
+    if (d == done.end()) {
+      todo.push_back(c);
+      continue;
+    }
+    try {
+      km.set(c.row, column, verdict_of_line(d->second));
+    } catch (const std::exception& e) {
+      return bad_input(err, "cannot resume " + dir.string() + ": " + c.row + ": " + e.what());
+    }
+  }
+  if (!o.resume.empty())
+    err << "kernelgate: resuming " << dir.string() << ": " << work.size() - todo.size()
+        << " verdicts kept, " << todo.size() << " calls to make\n";
+  std::ofstream stream(dir / "verdicts.jsonl", o.resume.empty() ? std::ios::trunc : std::ios::app);
+  if (!stream) return bad_input(err, "cannot write '" + (dir / "verdicts.jsonl").string() + "'");
+
+  // The calls, `jobs` at once; each verdict streamed as it comes.
+  const unsigned jobs = o.jobs > 0 ? static_cast<unsigned>(o.jobs)
+                                   : std::max(1u, std::thread::hardware_concurrency());
+  std::mutex mu;
+  std::atomic<std::size_t> next{0};
+  std::size_t recorded = work.size() - todo.size();
+  progress_meter meter(out, progress_bar_wanted(out, o.no_progress), todo.size());
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < std::min<std::size_t>(jobs, std::max<std::size_t>(todo.size(), 1)); ++t)
+    pool.emplace_back([&] {
+      for (std::size_t i = next++; i < todo.size() && !stop_requested(); i = next++) {
+        const auto& c = todo[i];
+        meter.start(c.row);
+        const auto w =
+            scratch / (c.row.rfind("control:", 0) == 0 ? "control-" + std::to_string(i) : c.row);
+        fs::create_directories(w);
+        std::ofstream(w / "candidate.cu", std::ios::binary) << c.source;
+        const auto a = run_external_checker(o.cmd, task_file.at(c.task), w / "candidate.cu",
+                                            w / "scratch", timeout);
+        // A call that ended after SIGINT/SIGTERM (Slurm's preemption and requeue signal the
+        // checker too) is no verdict: --resume makes it again.
+        if (stop_requested()) {
+          remove_tree(w);
+          break;
+        }
+        const bool keep = a.verdict == kill_verdict::error || a.verdict == kill_verdict::timeout;
+        std::lock_guard<std::mutex> lock(mu);
+        km.set(c.row, column, a.verdict);
+        ++recorded;
+        stream << verdict_line(c.row, c.task, a.verdict, a.detail, a.seconds).dump() << "\n"
+               << std::flush;
+        char line[64];
+        std::snprintf(line, sizeof line, "  (%.1f s)", a.seconds);
+        meter.done("[" + std::to_string(meter.done_count() + 1) + "/" +
+                   std::to_string(todo.size()) + "] " + c.row + "  " +
+                   std::string(kill_verdict_name(a.verdict)) + line);
+        if (keep) { // the checker's log of an error or a timeout stays, under logs/
+          std::error_code e2;
+          fs::create_directories(dir / "logs", e2);
+          fs::copy_file(w / "scratch" / "checker.log", dir / "logs" / (c.row + ".log"),
+                        fs::copy_options::overwrite_existing, e2);
+        }
+        remove_tree(w);
+      }
+    });
+  for (auto& th : pool)
+    th.join();
+  meter.finish();
+  remove_tree(scratch);
+  if (stop_requested()) {
+    err << "kernelgate: audit checker interrupted: " << recorded << " of " << work.size()
+        << " verdicts kept in " << (dir / "verdicts.jsonl").string() << "; --resume "
+        << dir.string() << " continues\n";
+    return exit_code::interrupted;
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  nlohmann::json extra = {{"environment", collect_environment()}};
+  if (!o.shard.empty()) extra["shard"] = {{"index", part.index}, {"count", part.count}};
+  return finish_checker_audit(dir, km, in, {{"cmd", o.cmd}, {"timeout_seconds", timeout}},
+                              work.size(), seconds, extra, out, err);
 }
 
 } // namespace kg

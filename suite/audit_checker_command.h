@@ -31,6 +31,8 @@ struct audit_checker_options {
   int workers = 0;    // --protocol: GPU workers at once; 0: a quarter of the cores, 1..4
   int witness_seeds = 1;
   bool no_progress = false; // one line per candidate even on a terminal
+  std::string shard;        // --cmd: --shard I/N, this part of the candidates
+  std::string resume;       // --cmd: a folder to continue (its verdicts kept)
 };
 
 // Exit 0 when every call ended and no control was rejected; 1 when the checker rejected a correct

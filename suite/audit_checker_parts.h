@@ -1,0 +1,48 @@
+// The parts of `kernelgate audit checker --cmd` that `kernelgate merge` shares with it: the plan
+// (kill matrix rows and the candidates called), the identity shards of one audit must share, the
+// verdict lines of verdicts.jsonl, and the scores, files and table written at the end.
+#pragma once
+
+#include <filesystem>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mutants/kill_matrix.h"
+#include "suite/audit_checker_command.h"
+#include "suite/audit_inputs.h"
+
+namespace kg {
+
+// One candidate the checker judges.
+struct checker_candidate {
+  std::string row; // the kill matrix row: a mutant id or "control:<path>"
+  std::string task, source;
+};
+
+// The kill matrix rows (controls, then every mutant with its witness status) and the candidates
+// called (the controls and the witnessed mutants), in that order; "" or what is wrong.
+std::string checker_audit_plan(const audit_inputs& in, std::vector<kill_row>& rows,
+                               std::vector<checker_candidate>& work);
+
+// The command, catalog, witnesses, sources, tasks and timeout (paths absolute), and the options
+// they came from.
+nlohmann::json checker_audit_identity(const audit_checker_options& o, const audit_inputs& in,
+                                      double timeout);
+audit_checker_options checker_options_of(const nlohmann::json& identity); // throws json errors
+
+nlohmann::json verdict_line(const std::string& row, const std::string& task, kill_verdict v,
+                            const std::string& detail, double seconds);
+kill_verdict verdict_of_line(const nlohmann::json& line); // throws std::invalid_argument
+
+// Writes kill_matrix.json, report.mutation.json and summary.json (with `extra`'s fields) into
+// dir and prints the family table; exit 0, 1 when a control was rejected, 2 when a file cannot
+// be written.
+int finish_checker_audit(const std::filesystem::path& dir, const kill_matrix& km,
+                         const audit_inputs& in, const nlohmann::json& checker, std::size_t calls,
+                         double seconds, const nlohmann::json& extra, std::ostream& out,
+                         std::ostream& err);
+
+} // namespace kg
