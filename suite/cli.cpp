@@ -24,10 +24,13 @@
 #include "suite/exit_codes.h"
 #include "suite/fastp_command.h"
 #include "suite/history_command.h"
+#include "suite/local_shards.h"
+#include "suite/merge_command.h"
 #include "suite/mutants_command.h"
 #include "suite/mutants_equivalence_command.h"
 #include "suite/report_command.h"
 #include "suite/run_command.h"
+#include "suite/slurm_command.h"
 #include "suite/suite_command.h"
 #include "suite/time_command.h"
 #include "suite/workload_command.h"
@@ -60,6 +63,9 @@ struct cli_values {
   report_options report;
   std::string validate_file;
   history_options history;
+  merge_options merge;
+  slurm_options slurm;
+  std::string run_gpus, checker_gpus; // --gpus LIST (suite/local_shards.h)
   // --history of eval, audit and audit checker (run keeps its own in run_options).
   std::optional<std::string> eval_history, audit_history, checker_history;
 };
@@ -183,8 +189,17 @@ void declare_audit(CLI::App& app, cli_values& v) {
       "a whole number 1..16", "--protocol: seeds per shape and regime of the witness plan");
   add_text(k, "--out", o.out, "DIR",
            "output folder (verdicts.jsonl, kill_matrix.json, report*.mutation.json, "
-           "summary.json; --protocol also witnesses.jsonl, input_suites.json)")
-      ->required();
+           "summary.json, shard.json; --protocol also witnesses.jsonl, input_suites.json); "
+           "required unless --resume");
+  add_text(k, "--shard", o.shard, "I/N",
+           "--cmd: judge only part I of N (0-based) of the candidates; kernelgate merge puts "
+           "the parts together");
+  add_text(k, "--resume", o.resume, "DIR",
+           "--cmd: continue the audit in DIR (a killed or requeued one): its verdicts are kept, "
+           "the rest are called");
+  add_text(k, "--gpus", v.checker_gpus, "LIST",
+           "--cmd: one shard per GPU of this machine (0,1,2,3), run at once, then merged into "
+           "--out");
   add_history_option(k, v.checker_history);
   k->add_flag("--no-progress", o.no_progress, "one line per candidate even on a terminal");
 }
@@ -384,6 +399,13 @@ void declare_run(CLI::App& app, cli_values& v) {
   c->add_flag("--no-progress", o.no_progress, "one line per workload even on a terminal");
   add_history_option(c, o.history);
   c->add_flag("--dry-run", o.list_only, "print the run order and expected time, run nothing");
+  add_text(c, "--shard", o.shard, "I/N",
+           "run only part I of N (0-based) of the suite, split by expected cost; "
+           "kernelgate merge puts the parts together");
+  add_text(c, "--gpus", v.run_gpus, "LIST",
+           "one shard per GPU of this machine (0,1,2,3), run at once, then merged into --out");
+  add_text(c, "--costs-from", o.costs_from, "RUN",
+           "with --shard: split by a finished run's measured workload and set-up times");
   c->add_option("--override", o.overrides,
                 "ROLE=FILE.cu: your kernel for a role (gemv.qkv, gemv.o_proj, gemv.gate_up, "
                 "gemv.down, gemv.lm_head), checked against its fp64 oracle first")
@@ -477,6 +499,45 @@ void declare_report(CLI::App& app, cli_values& v) {
       ->required();
 }
 
+void declare_merge(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("merge", "put the shards of one run or checker audit back "
+                                        "together: one result, every missing item named");
+  c->add_option("dirs", v.merge.dirs, "the shard folders (each with its shard.json)")
+      ->type_name("DIR...")
+      ->required();
+  add_text(c, "--out", v.merge.out, "DIR", "the merged result's folder")->required();
+  add_text(c, "--logs", v.merge.logs, "DIR",
+           "where the shards' logs are (shard-I.log): a missing shard's log tail is reported");
+}
+
+void declare_slurm(CLI::App& app, cli_values& v) {
+  auto* c = app.add_subcommand("slurm", "run a long command as a Slurm array of shards and a "
+                                        "merge job; the state of such an array");
+  auto& o = v.slurm;
+  auto* s = c->add_subcommand("submit", "write and submit the sbatch array (one shard a task, "
+                                        "GPUs through GRES, requeued when preempted) and its "
+                                        "merge job (afterany)");
+  add_number<int>(
+      s, "--shards", o.shards, "N", [](int x) { return x >= 1 && x <= 4096; },
+      "a whole number 1..4096", "array tasks, one shard each")
+      ->required();
+  add_number<int>(
+      s, "--gpus-per-shard", o.gpus_per_shard, "G", [](int x) { return x >= 0 && x <= 64; },
+      "a whole number 0..64", "GPUs per task (GRES gpu:G); 0 asks for none");
+  add_text(s, "--partition", o.partition, "P", "sbatch --partition");
+  add_text(s, "--time", o.time, "T", "sbatch --time of each shard");
+  add_text(s, "--account", o.account, "A", "sbatch --account");
+  s->add_flag("--dry-run", o.dry_run, "print the two scripts, submit nothing");
+  s->add_option("command", o.command,
+                "after the separator: the kernelgate command line to shard (run ... or audit "
+                "checker with a checker command), with its output folder")
+      ->type_name("-- COMMAND...")
+      ->required();
+  auto* st = c->add_subcommand("status", "an array's tasks: done, running, pending, failed, "
+                                         "with each failed task's log tail");
+  add_text(st, "job", o.job, "JOBID", "the array job id (slurm submit prints it)")->required();
+}
+
 void declare_validate(CLI::App& app, cli_values& v) {
   auto* c = app.add_subcommand("validate", "check a result file against the result schema");
   add_text(c, "file", v.validate_file, "FILE", "a result.json")->required();
@@ -503,6 +564,8 @@ std::unique_ptr<CLI::App> make_app(cli_values& v) {
   declare_report(*app, v);
   declare_mutants(*app, v);
   declare_protocols(*app, v);
+  declare_merge(*app, v);
+  declare_slurm(*app, v);
   declare_validate(*app, v);
   app->add_subcommand("help", "this text; `kernelgate help COMMAND` for a command's");
   // Words no command declares are kept, not thrown: kernelgate names them itself (extra_word).
@@ -668,6 +731,11 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
   if (path == "env") return cmd_env(v, out);
   if (path == "protocols") return cmd_protocols(v, out);
   if (path == "validate") return cmd_validate(v.validate_file, out, err);
+  if ((path == "run" && !v.run_gpus.empty()) ||
+      (path == "audit checker" && !v.checker_gpus.empty()))
+    return run_local_shards(args, out, err);
+  if (path == "slurm submit") return run_slurm_submit(v.slurm, out, err);
+  if (path == "slurm status") return run_slurm_status(v.slurm, out, err);
   if (path == "audit checker") {
     const auto& o = v.audit_checker;
     const std::string checker = o.cmd.empty() ? "protocol:" + o.protocol : o.cmd;
@@ -699,6 +767,7 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
   if (path == "fastp") return run_fastp_command(v.fastp, args, out, err);
   if (path == "run") return run_suite_command(v.run, args, out, err);
   if (path == "compare") return run_compare_command(v.compare, args, out, err);
+  if (path == "merge") return run_merge_command(v.merge, args, out, err);
   if (path == "report") return run_report_command(v.report, out, err);
   if (path == "suite list") return run_suite_list_command(v.suite, out, err);
   if (path == "mutants generate") return run_mutants_generate_command(v.mutants, out, err);
