@@ -46,6 +46,11 @@ need libsqlite3-dev prefix_has include/sqlite3.h
 need json-schema-test-suite prefix_has share/json-schema-test-suite/tests/draft7/type.json
 # The browser test (ctest report.html_in_chromium) loads the HTML reports in headless Chromium.
 if [ "$mode" = test ]; then need chromium command -v chromium >/dev/null; fi
+# The Slurm test (ctest slurm.local_cluster) starts its own one-node cluster (scripts/local_slurm.sh).
+if [ "$mode" = test ]; then
+  need slurm-wlm test -x /usr/sbin/slurmctld -a -x /usr/sbin/slurmd
+  need munge test -x /usr/sbin/munged
+fi
 [ -n "$torch_prefix" ] || need libtorch-dev test -f /usr/include/torch/csrc/api/include/torch/torch.h
 if [ ${#missing[@]} -gt 0 ]; then
   echo "kernelgate: installing ${missing[*]}"
