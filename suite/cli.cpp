@@ -65,7 +65,7 @@ struct cli_values {
   history_options history;
   merge_options merge;
   slurm_options slurm;
-  std::string run_gpus, checker_gpus; // --gpus LIST (suite/local_shards.h)
+  std::string run_gpus, checker_gpus, eval_gpus; // --gpus LIST (suite/local_shards.h)
   // --history of eval, audit and audit checker (run keeps its own in run_options).
   std::optional<std::string> eval_history, audit_history, checker_history;
 };
@@ -265,6 +265,13 @@ void declare_eval(CLI::App& app, cli_values& v) {
            "also write KernelBench's eval_results.json layout");
   add_choice(c, "--torch-time", o.torch_time, {"cached", "fresh", "no"},
              "time the LibTorch reference on the GPU");
+  add_text(c, "--shard", o.shard, "I/N",
+           "evaluate only part I of N (0-based) of the pairs (needs --seed); kernelgate merge "
+           "puts the parts together");
+  add_text(c, "--resume", o.resume, "DIR",
+           "continue the evaluation in DIR (needs its --seed): recorded pairs are kept");
+  add_text(c, "--gpus", v.eval_gpus, "LIST",
+           "one part per GPU of this machine (0,1,2,3), run at once, then merged into --out");
   add_history_option(c, v.eval_history);
   c->add_flag("--no-progress", o.no_progress, "one line per pair even on a terminal");
 }
@@ -731,7 +738,7 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
   if (path == "env") return cmd_env(v, out);
   if (path == "protocols") return cmd_protocols(v, out);
   if (path == "validate") return cmd_validate(v.validate_file, out, err);
-  if ((path == "run" && !v.run_gpus.empty()) ||
+  if ((path == "run" && !v.run_gpus.empty()) || (path == "eval" && !v.eval_gpus.empty()) ||
       (path == "audit checker" && !v.checker_gpus.empty()))
     return run_local_shards(args, out, err);
   if (path == "slurm submit") return run_slurm_submit(v.slurm, out, err);
@@ -761,7 +768,9 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
     if (find_command(app, "eval")->count("--seed")) v.eval.seed = v.eval_seed;
     return then_append(run_eval_command(v.eval, args, out, err), [&] {
       return append_to_history_if_asked(
-          v.eval_history, std::filesystem::path(v.eval.out) / "result.json", out, err);
+          v.eval_history,
+          std::filesystem::path(v.eval.resume.empty() ? v.eval.out : v.eval.resume) / "result.json",
+          out, err);
     });
   }
   if (path == "fastp") return run_fastp_command(v.fastp, args, out, err);

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include <mutex>
@@ -34,6 +35,7 @@
 #include "sandbox/worker_pool.h"
 #include "suite/exit_codes.h"
 #include "suite/progress_meter.h"
+#include "suite/shard_plan.h"
 #include "suite/task_catalog.h"
 #include "suite/worker_paths.h"
 #include "timing/interrupt.h"
@@ -49,6 +51,11 @@ struct pair_plan {
   std::string candidate;
   fs::path source; // empty: no candidate for the task
 };
+
+// The pair's record id (and its item in a shard plan).
+std::string pair_id(const pair_plan& p) {
+  return "eval/" + p.task->id + "/" + (p.candidate.empty() ? "-" : p.candidate);
+}
 
 // DIR/<task>.cu is candidate <DIR's name>; DIR/<task>/<name>.cu is candidate <name>.
 std::vector<pair_plan> find_pairs(const std::vector<task_def>& tasks, const fs::path& dir) {
@@ -287,7 +294,7 @@ nlohmann::json evaluation_record(const pair_plan& p, const candidate_verdict& v,
                                  const nlohmann::json* torch) {
   nlohmann::json rec = {
       {"type", "evaluation"},
-      {"id", "eval/" + p.task->id + "/" + (p.candidate.empty() ? "-" : p.candidate)},
+      {"id", pair_id(p)},
       {"task", p.task->id},
       {"candidate", p.candidate},
       {"source", p.source.string()},
@@ -331,10 +338,90 @@ nlohmann::json kernelbench_sample(const pair_plan& p, const candidate_verdict& v
 
 } // namespace
 
+namespace {
+
+// --shard and --resume: keeps the shard's pairs, minus those a resumed folder already recorded
+// (their records come back through the writer), and writes shard.json. Returns an exit code and
+// one line on err, or fills `writer`, `kept` (the resumed records' statuses) and `part`.
+std::optional<int> open_eval_output(const eval_options& o, const std::vector<std::string>& args,
+                                    eval_plan& plan, std::unique_ptr<result_writer>& writer,
+                                    std::map<std::string, int>& kept, std::ostream& err) {
+  auto bad = [&](const std::string& why) {
+    err << "kernelgate: " << printable(why, 400) << "\n";
+    return std::optional<int>(exit_code::bad_input);
+  };
+  shard_spec part;
+  if (!o.shard.empty()) {
+    std::string why;
+    const auto s = parse_shard_spec(o.shard, why);
+    if (!s) return bad("--shard: " + why);
+    part = *s;
+  }
+  if ((!o.shard.empty() || !o.resume.empty()) && !plan.seed_given)
+    return bad(std::string(o.resume.empty() ? "--shard" : "--resume") +
+               " needs --seed N: every part of one evaluation must draw the same inputs (a "
+               "secret seed differs from process to process)");
+  if (!o.resume.empty() && o.out != "kg-out/eval" && fs::path(o.out) != fs::path(o.resume))
+    return bad("--resume writes into the folder it resumes; drop --out");
+  std::vector<shard_item> items;
+  for (const auto& p : plan.pairs) // a task's trials are shared by its candidates: its set-up
+    items.push_back({pair_id(p), 1, p.task->id, 1});
+  shard_manifest m;
+  m.command = "eval";
+  m.spec = part;
+  for (const auto& it : items)
+    m.items.push_back(it.id);
+  std::vector<pair_plan> mine;
+  for (const auto i : items_of_shard(items, part)) {
+    mine.push_back(plan.pairs[i]);
+    m.assigned.push_back(items[i].id);
+  }
+  m.identity = plan.config;
+  m.environment = collect_environment();
+  m.slurm = slurm_context();
+  if (!o.shard.empty()) plan.config["shard"] = {{"index", part.index}, {"count", part.count}};
+  const fs::path dir = o.resume.empty() ? fs::path(o.out) : fs::path(o.resume);
+  try {
+    if (o.resume.empty()) {
+      writer = std::make_unique<result_writer>(dir, "eval", args, m.environment, plan.config);
+    } else {
+      const auto was = read_shard_manifest(dir);
+      if (was.command != "eval" || was.identity != m.identity || !(was.spec == part))
+        return bad("cannot resume " + dir.string() +
+                   ": a different evaluation (tasks, candidates, protocol, seed, options or "
+                   "shard differ)");
+      int torn = 0;
+      writer = std::make_unique<result_writer>(result_writer::resume_tag{}, dir, "eval", args,
+                                               m.environment, plan.config, &torn);
+    }
+    write_shard_manifest(dir, m);
+  } catch (const std::runtime_error& e) { // output_error, an unreadable shard.json
+    return bad(std::string(o.resume.empty() ? "" : "cannot resume: ") + e.what());
+  }
+  std::set<std::string> done;
+  for (const auto& r : writer->records())
+    if (r.value("type", "") == "evaluation" && r.contains("id")) {
+      done.insert(r["id"].get<std::string>());
+      ++kept[r.value("status", std::string("?"))];
+    }
+  if (!o.resume.empty())
+    err << "kernelgate: resuming " << dir.string() << ": " << done.size()
+        << " pairs kept, the rest run\n";
+  plan.pairs.clear();
+  for (auto& p : mine)
+    if (!done.count(pair_id(p))) plan.pairs.push_back(std::move(p));
+  return std::nullopt;
+}
+
+} // namespace
+
 int run_eval_command(const eval_options& o, const std::vector<std::string>& args, std::ostream& out,
                      std::ostream& err) {
   eval_plan plan;
   if (const auto rc = load_eval_plan(o, plan, err)) return *rc;
+  std::unique_ptr<result_writer> writer;
+  std::map<std::string, int> counts; // by status, the resumed records' included
+  if (const auto rc = open_eval_output(o, args, plan, writer, counts, err)) return *rc;
   const auto& peer = plan.peer;
   const auto& tasks = plan.tasks;
   const auto& pairs = plan.pairs;
@@ -346,13 +433,6 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
   const int trials = o.trials;
   int workers = o.workers;
   const double timeout = o.timeout, time_budget = o.time_budget;
-  std::unique_ptr<result_writer> writer;
-  try {
-    writer = std::make_unique<result_writer>(o.out, "eval", args, collect_environment(), config);
-  } catch (const output_error& e) {
-    err << "kernelgate: " << printable(e.what(), 400) << "\n";
-    return exit_code::bad_input;
-  }
   compiled_sources compiled;
   compile_eval_sources(plan, o, compiled);
   const auto& copt = compiled.options;
@@ -387,12 +467,11 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
 
   // Scratch for the tensors the workers read and write: memory-backed where the machine has it
   // (tens of MB per trial), removed at the end.
-  scratch_dir scratch(o.scratch.empty() ? memory_scratch(o.out, "kernelgate-eval")
+  scratch_dir scratch(o.scratch.empty() ? memory_scratch(writer->dir(), "kernelgate-eval")
                                         : fs::path(o.scratch));
   trial_cache cache(scratch.path() / "trials");
   std::map<std::string, std::string> invalid_reference;
   std::mutex invalid_m;
-  std::map<std::string, int> counts;
   bool interrupted = false;
   // KernelBench's eval_results.json layout, if asked for: {"<task>": [{sample_id, compiled,
   // correctness, metadata, runtime (ms, -1 when absent), runtime_stats}]}.
@@ -505,7 +584,7 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
   }();
   std::atomic<std::size_t> next{0};
   std::atomic<bool> stopped{false};
-  const fs::path logs = fs::path(o.out) / "workers";
+  const fs::path logs = writer->dir() / "workers";
   fs::create_directories(logs);
   auto pair_thread = [&](int n) {
     worker_process worker(worker_command(shared.self_exe),
@@ -618,7 +697,7 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
     err << "kernelgate: warning: the LibTorch reference times were not kept: " << why << "\n";
   nlohmann::json summary = {
       {"status", interrupted ? "interrupted" : "complete"},
-      {"pairs", pairs.size()},
+      {"pairs", writer->record_count()},
       {"by_status", counts},
       {"seed",
        {{"value", seed},

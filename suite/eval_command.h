@@ -28,6 +28,8 @@ struct eval_options {
   std::string torch_time = "cached"; // cached | fresh | no
   std::optional<std::uint64_t> seed; // none: a secret seed from the OS
   bool no_progress = false;          // one line per pair even on a terminal
+  std::string shard;                 // --shard I/N: this part of the pairs (needs --seed)
+  std::string resume;                // a folder to continue (needs --seed)
 };
 
 // The folder of the task kernels (eval's default --baselines).

@@ -105,8 +105,8 @@ std::vector<shard_folder> read_shards(const merge_options& o, std::ostream& err)
       throw merge_error("--out " + o.out + " is one of the shard folders");
     try {
       auto m = read_shard_manifest(d);
-      // A finished shard's last file: result.json (run) or summary.json (audit).
-      const auto last = m.command == "run" ? "result.json" : "summary.json";
+      // A finished shard's last file: summary.json (audit checker) or result.json.
+      const auto last = m.command == "audit checker" ? "summary.json" : "result.json";
       shard_folder s{d, std::move(m), read_json(fs::path(d) / last)};
       shards.push_back(std::move(s));
     } catch (const std::runtime_error& e) {
@@ -238,12 +238,22 @@ void report_missing(const accounting& a, std::ostream& err) {
   }
 }
 
-int merge_runs(const merge_options& o, const std::vector<shard_folder>& shards,
-               const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  const auto found = collect(shards, "records.jsonl", "id", "suite_workload");
-  const auto a = account(shards, found, o.logs, "");
-  // The envelope: the first finished shard's (environment, configuration) with the whole run's
-  // identity; times from the shards, so merging again writes the same bytes.
+// The envelope both a run's and an evaluation's merge write: the first finished shard's
+// environment and configuration with the whole plan's accounting, times from the shards (so
+// merging again writes the same bytes), records in the plan's order.
+struct merged_envelope {
+  nlohmann::json doc;
+  std::vector<nlohmann::json> records;
+  accounting a;
+  bool all_complete = true;
+};
+
+merged_envelope merge_envelope(const merge_options& o, const std::vector<shard_folder>& shards,
+                               const std::vector<std::string>& args, const std::string& kind,
+                               const std::string& record_type) {
+  merged_envelope e;
+  const auto found = collect(shards, "records.jsonl", "id", record_type);
+  e.a = account(shards, found, o.logs, "");
   const shard_folder* ref = nullptr;
   for (const auto& s : shards)
     if (s.result && !ref) ref = &s;
@@ -252,21 +262,84 @@ int merge_runs(const merge_options& o, const std::vector<shard_folder>& shards,
   nlohmann::json config =
       ref ? ref->result->value("config", nlohmann::json::object()) : shards[0].m.identity;
   config["shard"] = nullptr;
-  config["shards"] = a.shards;
+  config["shards"] = e.a.shards;
   std::string created, finished;
-  double wall_max = 0, wall_sum = 0;
-  nlohmann::json setups = nlohmann::json::array();
-  bool all_complete = true;
   for (const auto& s : shards) {
     if (!s.result) {
-      all_complete = false;
+      e.all_complete = false;
       continue;
     }
     const auto c = s.result->value("created", ""), f = s.result->value("finished", "");
     if (created.empty() || c < created) created = c;
     if (f > finished) finished = f;
+    e.all_complete =
+        e.all_complete &&
+        s.result->value("summary", nlohmann::json::object()).value("status", "") == "complete";
+  }
+  e.all_complete = e.all_complete && static_cast<int>(shards.size()) == shards[0].m.spec.count;
+  for (const auto& id : shards[0].m.items)
+    if (auto f = found.find(id); f != found.end()) e.records.push_back(f->second);
+  auto when = [](const std::string& t) {
+    return t.empty() ? nlohmann::json(nullptr) : nlohmann::json(t);
+  };
+  e.doc = {{"schema", result_schema_id}, {"kind", kind},
+           {"created", when(created)},   {"argv", args},
+           {"environment", env},         {"config", config},
+           {"finished", when(finished)}, {"records", e.records}};
+  return e;
+}
+
+void write_envelope(const merge_options& o, const merged_envelope& e) {
+  std::string lines;
+  for (const auto& r : e.records)
+    lines += r.dump() + "\n";
+  std::error_code ec;
+  fs::create_directories(o.out, ec);
+  try {
+    write_file_atomically(fs::path(o.out) / "records.jsonl", lines);
+    write_file_atomically(fs::path(o.out) / "result.json", e.doc.dump(1) + "\n");
+  } catch (const std::exception& x) {
+    throw output_error(x.what());
+  }
+}
+
+int merge_evals(const merge_options& o, const std::vector<shard_folder>& shards,
+                const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  auto e = merge_envelope(o, shards, args, "eval", "evaluation");
+  std::map<std::string, int> by_status;
+  for (const auto& r : e.records)
+    ++by_status[r.value("status", std::string("?"))];
+  nlohmann::json seed = nullptr;
+  for (const auto& s : shards)
+    if (s.result && seed.is_null())
+      seed = s.result->value("summary", nlohmann::json::object()).value("seed", nlohmann::json());
+  const bool complete = e.a.missing.empty() && e.all_complete;
+  e.doc["summary"] = {{"status", complete ? "complete" : "incomplete"},
+                      {"pairs", e.records.size()},
+                      {"pairs_planned", shards[0].m.items.size()},
+                      {"by_status", by_status},
+                      {"missing", e.a.missing},
+                      {"seed", seed}};
+  write_envelope(o, e);
+  report_missing(e.a, err);
+  out << "merged " << shards.size() << " of " << shards[0].m.spec.count
+      << " shards: " << e.records.size() << " of " << shards[0].m.items.size() << " pairs, "
+      << e.a.missing.size() << " missing; statuses:";
+  for (const auto& [k, n] : by_status)
+    out << " " << k << " " << n;
+  out << "\nWrote " << (fs::path(o.out) / "result.json").string() << "\n";
+  const bool all_passed = by_status.size() == 1 && by_status.count("PASSED");
+  return complete && all_passed ? exit_code::ok : exit_code::failures;
+}
+
+int merge_runs(const merge_options& o, const std::vector<shard_folder>& shards,
+               const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  auto e = merge_envelope(o, shards, args, "suite_run", "suite_workload");
+  double wall_max = 0, wall_sum = 0;
+  nlohmann::json setups = nlohmann::json::array();
+  for (const auto& s : shards) {
+    if (!s.result) continue;
     const auto sum = s.result->value("summary", nlohmann::json::object());
-    all_complete = all_complete && sum.value("status", "") == "complete";
     const double w = sum.value("wall_seconds", 0.0);
     wall_max = std::max(wall_max, w);
     wall_sum += w;
@@ -275,48 +348,24 @@ int merge_runs(const merge_options& o, const std::vector<shard_folder>& shards,
       setups.push_back(x);
     }
   }
-  std::vector<nlohmann::json> records;
-  std::string lines;
   int failing = 0;
-  for (const auto& id : shards[0].m.items)
-    if (auto f = found.find(id); f != found.end()) {
-      failing += !record_gates_pass(f->second);
-      lines += f->second.dump() + "\n";
-      records.push_back(f->second);
-    }
-  const bool complete = a.missing.empty() && all_complete &&
-                        static_cast<int>(shards.size()) == shards[0].m.spec.count;
-  nlohmann::json summary = {{"status", complete ? "complete" : "incomplete"},
-                            {"gates_passed", failing == 0 && complete},
-                            {"workloads", records.size()},
-                            {"workloads_planned", shards[0].m.items.size()},
-                            {"workloads_failing_gates", failing},
-                            {"missing", a.missing},
-                            {"wall_seconds", wall_max},
-                            {"shard_seconds", wall_sum},
-                            {"setups", setups}};
-  nlohmann::json doc = {
-      {"schema", result_schema_id},
-      {"kind", "suite_run"},
-      {"created", created.empty() ? nlohmann::json(nullptr) : nlohmann::json(created)},
-      {"argv", args},
-      {"environment", env},
-      {"config", config},
-      {"finished", finished.empty() ? nlohmann::json(nullptr) : nlohmann::json(finished)},
-      {"records", records},
-      {"summary", summary}};
-  std::error_code ec;
-  fs::create_directories(o.out, ec);
-  try {
-    write_file_atomically(fs::path(o.out) / "records.jsonl", lines);
-    write_file_atomically(fs::path(o.out) / "result.json", doc.dump(1) + "\n");
-  } catch (const std::exception& e) {
-    throw output_error(e.what());
-  }
-  report_missing(a, err);
+  for (const auto& r : e.records)
+    failing += !record_gates_pass(r);
+  const bool complete = e.a.missing.empty() && e.all_complete;
+  e.doc["summary"] = {{"status", complete ? "complete" : "incomplete"},
+                      {"gates_passed", failing == 0 && complete},
+                      {"workloads", e.records.size()},
+                      {"workloads_planned", shards[0].m.items.size()},
+                      {"workloads_failing_gates", failing},
+                      {"missing", e.a.missing},
+                      {"wall_seconds", wall_max},
+                      {"shard_seconds", wall_sum},
+                      {"setups", setups}};
+  write_envelope(o, e);
+  report_missing(e.a, err);
   out << "merged " << shards.size() << " of " << shards[0].m.spec.count
-      << " shards: " << records.size() << " of " << shards[0].m.items.size() << " workloads, "
-      << a.missing.size() << " missing, " << failing << " failing a gate\n"
+      << " shards: " << e.records.size() << " of " << shards[0].m.items.size() << " workloads, "
+      << e.a.missing.size() << " missing, " << failing << " failing a gate\n"
       << "Wrote " << (fs::path(o.out) / "result.json").string() << "\n";
   return complete && failing == 0 ? exit_code::ok : exit_code::failures;
 }
@@ -398,6 +447,7 @@ int run_merge_command(const merge_options& o, const std::vector<std::string>& ar
     const auto shards = read_shards(o, err);
     if (shards[0].m.command == "run") return merge_runs(o, shards, args, out, err);
     if (shards[0].m.command == "audit checker") return merge_audits(o, shards, out, err);
+    if (shards[0].m.command == "eval") return merge_evals(o, shards, args, out, err);
     throw merge_error("cannot merge shards of '" + shards[0].m.command + "'");
   } catch (const merge_error& e) {
     err << "kernelgate: merge: " << printable(e.what(), 600) << "\n";

@@ -1,5 +1,6 @@
 #include "suite/slurm_command.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -100,10 +101,16 @@ slurm_scripts make_slurm_scripts(const slurm_options& o, const std::string& kern
       throw std::invalid_argument("'" + *v + "' is not a plain Slurm option value");
   if (o.command.empty()) throw std::invalid_argument("give the command after --");
   const auto& c = o.command;
-  const bool run = c[0] == "run";
+  const bool run = c[0] == "run", eval = c[0] == "eval";
   const bool audit = c.size() > 1 && c[0] == "audit" && c[1] == "checker";
-  if (!run && !audit)
-    throw std::invalid_argument("'" + c[0] + "' does not shard: run and audit checker --cmd do");
+  if (!run && !audit && !eval)
+    throw std::invalid_argument("'" + c[0] +
+                                "' does not shard: run, eval and audit checker --cmd do");
+  if (eval && std::none_of(c.begin(), c.end(), [](const std::string& w) {
+        return w == "--seed" || w.rfind("--seed=", 0) == 0;
+      }))
+    throw std::invalid_argument("eval in shards needs --seed N: every shard must draw the same "
+                                "inputs");
   if (audit)
     for (const auto& w : c)
       if (w == "--protocol" || w.rfind("--protocol=", 0) == 0)
@@ -127,7 +134,7 @@ slurm_scripts make_slurm_scripts(const slurm_options& o, const std::string& kern
   std::string words = quoted(kernelgate);
   for (const auto& w : rest)
     words += " " + quoted(w);
-  const std::string name = run ? "kg-run" : "kg-audit";
+  const std::string name = run ? "kg-run" : eval ? "kg-eval" : "kg-audit";
   std::ostringstream a;
   std::string shown; // the command on one comment line, whatever its words hold
   for (const auto& w : c)

@@ -399,7 +399,8 @@ TEST(slurm_scripts, the_array_runs_one_shard_a_task_and_the_merge_names_every_sh
       {{"run", "--suite", "smoke"}, "needs --out"},
       {{"run", "--suite", "smoke", "--out", "/o", "--shard", "0/2"}, "--shard is set by"},
       {{"run", "--suite", "smoke", "--out", "/o", "--gpus", "0"}, "--gpus is set by"},
-      {{"eval", "--out", "/o"}, "does not shard"},
+      {{"eval", "--out", "/o"}, "needs --seed"},
+      {{"fastp", "--out", "/o"}, "does not shard"},
       {{"audit", "checker", "--protocol", "all", "--out", "/o"}, "does not shard"},
       {{"run", "--out", "/my out"}, "plain path"}};
   for (const auto& [cmd, words] : bad) {
@@ -529,4 +530,112 @@ TEST(shard_cli, a_run_shard_that_died_leaves_its_last_workload_missing) {
   EXPECT_NE(c.out.find("missing in NEW (1):\n  " + miss["id"].get<std::string>()),
             std::string::npos)
       << c.out;
+}
+
+namespace {
+
+// eval on the CPU with the stand-in worker (tests/fake_worker.cpp: zeros for every output, so
+// softmax candidates are INCORRECT_NUMERICAL, a marked one crashes): two tasks, one with three
+// candidates, one with none (MISSING).
+struct eval_fixture {
+  fs::path tasks, cands, cache;
+};
+
+const eval_fixture& efx() {
+  static const eval_fixture f = [] {
+    eval_fixture x;
+    const auto d = fx().base / "eval";
+    const fs::path src = KG_SOURCE_DIR;
+    x.tasks = d / "tasks";
+    x.cands = d / "cands";
+    x.cache = d / "cache";
+    fs::create_directories(x.tasks);
+    fs::create_directories(x.cands / "softmax_lastdim");
+    for (const char* t : {"softmax_lastdim.json", "sum_lastdim.json"})
+      fs::copy_file(src / "data/tasks" / t, x.tasks / t);
+    const auto kernel = text_of(src / "kernels/tasks/softmax_lastdim.cu");
+    std::ofstream(x.cands / "softmax_lastdim" / "a.cu") << kernel;
+    std::ofstream(x.cands / "softmax_lastdim" / "b.cu") << "// b\n" << kernel;
+    std::ofstream(x.cands / "softmax_lastdim" / "crash.cu")
+        << "__attribute__((used)) static const char marker[] = \"KG_FAKE_CRASH\";\n"
+        << kernel;
+    return x;
+  }();
+  return f;
+}
+
+kg::test::run_result eval(const fs::path& out, std::vector<std::string> extra) {
+  const auto& f = efx();
+  std::vector<std::string> a = {
+      "eval",    "--tasks",        f.tasks.string(), "--candidates", f.cands.string(),
+      "--cache", f.cache.string(), "--time",         "no",           "--timeout",
+      "10",      "--no-progress",  "--out",          out.string()};
+  a.insert(a.end(), extra.begin(), extra.end());
+  ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
+  ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
+  auto r = run(a);
+  ::unsetenv("KERNELGATE_FAKE_DEVICE");
+  ::unsetenv("KERNELGATE_WORKER");
+  return r;
+}
+
+std::vector<std::pair<std::string, std::string>> eval_statuses(const fs::path& dir) {
+  std::vector<std::pair<std::string, std::string>> v;
+  const auto doc = nlohmann::json::parse(text_of(dir / "result.json"));
+  for (const auto& r : doc["records"])
+    if (r["type"] == "evaluation") v.emplace_back(r["id"], r["status"]);
+  return v;
+}
+
+} // namespace
+
+TEST(shard_cli, eval_shards_need_a_seed_and_merge_to_the_unsharded_records) {
+  const auto no_seed = eval(fx().base / "eval-noseed", {"--shard", "0/2"});
+  EXPECT_EQ(no_seed.rc, exit_code::bad_input);
+  EXPECT_NE(no_seed.err.find("needs --seed"), std::string::npos) << no_seed.err;
+  const auto whole = fx().base / "eval-whole";
+  const auto w = eval(whole, {"--seed", "7"});
+  ASSERT_EQ(w.rc, exit_code::failures) << w.err;
+  const auto expected = eval_statuses(whole);
+  ASSERT_EQ(expected.size(), 4u) // a, b, crash; sum_lastdim
+      << nlohmann::json::parse(text_of(whole / "result.json"))["summary"].dump() << w.out;
+  std::vector<std::string> m = {"merge"};
+  for (int k = 0; k < 2; ++k) {
+    const auto dir = fx().base / "eval-shards" / std::to_string(k);
+    const auto s = eval(dir, {"--seed", "7", "--shard", std::to_string(k) + "/2"});
+    ASSERT_LE(s.rc, 1) << s.err;
+    m.push_back(dir.string());
+  }
+  const auto out = fx().base / "eval-merged";
+  m.insert(m.end(), {"--out", out.string()});
+  const auto r = run(m);
+  EXPECT_EQ(r.rc, exit_code::failures) << r.err; // not every pair PASSED
+  EXPECT_EQ(eval_statuses(out), expected);
+  const auto doc = nlohmann::json::parse(text_of(out / "result.json"));
+  EXPECT_EQ(doc["summary"]["status"], "complete");
+  EXPECT_EQ(doc["summary"]["seed"]["value"], 7);
+  EXPECT_EQ(doc["summary"]["by_status"],
+            nlohmann::json::parse(text_of(whole / "result.json"))["summary"]["by_status"]);
+  EXPECT_EQ(run({"validate", (out / "result.json").string()}).rc, 0);
+}
+
+TEST(shard_cli, a_resumed_eval_keeps_its_recorded_pairs) {
+  const auto dir = fx().base / "eval-resume";
+  ASSERT_LE(eval(dir, {"--seed", "9"}).rc, 1);
+  const auto full = eval_statuses(dir);
+  ASSERT_EQ(full.size(), 4u);
+  // As a kill leaves it: the first two records, no result.json.
+  const auto recs = jsonl(dir / "records.jsonl");
+  {
+    std::ofstream f(dir / "records.jsonl", std::ios::trunc);
+    f << recs[0].dump() << "\n" << recs[1].dump() << "\n";
+  }
+  fs::remove(dir / "result.json");
+  const auto r = eval(dir, {"--seed", "9", "--resume", dir.string()});
+  ASSERT_LE(r.rc, 1) << r.err;
+  EXPECT_NE(r.err.find("2 pairs kept"), std::string::npos) << r.err;
+  EXPECT_EQ(eval_statuses(dir), full);
+  const auto other = eval(dir, {"--seed", "10", "--resume", dir.string()});
+  EXPECT_EQ(other.rc, exit_code::bad_input);
+  EXPECT_NE(other.err.find("a different evaluation"), std::string::npos) << other.err;
 }
