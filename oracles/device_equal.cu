@@ -26,7 +26,41 @@ __global__ void differ_kernel(const unsigned char* a, const unsigned char* b, st
   if (d) *differ = 1;
 }
 
+// Any byte of a that is not `value`: 16-byte words first (a is 16-byte aligned), then bytes.
+__global__ void not_value_kernel(const unsigned char* a, unsigned char value, std::size_t words,
+                                 std::size_t bytes, unsigned int* differ) {
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const auto* wa = reinterpret_cast<const uint4*>(a);
+  const unsigned int v = 0x01010101u * value;
+  bool d = false;
+  for (std::size_t i = first; i < words && !d; i += stride) {
+    const uint4 x = wa[i];
+    d = x.x != v || x.y != v || x.z != v || x.w != v;
+  }
+  for (std::size_t i = words * 16 + first; i < bytes && !d; i += stride)
+    d = a[i] != value;
+  if (d) *differ = 1;
+}
+
+unsigned blocks_for(std::size_t words, int threads) {
+  return static_cast<unsigned>(
+      std::clamp<std::size_t>((std::max<std::size_t>(words, 1) + threads - 1) / threads, 1, 1024));
+}
+
 } // namespace
+
+bool device_all_bytes(const void* p, std::size_t bytes, unsigned char value, cudaStream_t stream) {
+  thread_local mapped_host<unsigned int> out; // page-locked once per thread
+  *out.host() = 0;
+  const std::size_t words = reinterpret_cast<std::uintptr_t>(p) % 16 == 0 ? bytes / 16 : 0;
+  const int threads = 256;
+  not_value_kernel<<<blocks_for(words, threads), threads, 0, stream>>>(
+      static_cast<const unsigned char*>(p), value, words, bytes, out.device());
+  KG_CUDA_CHECK(cudaGetLastError());
+  KG_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return *out.host() == 0;
+}
 
 bool device_equal(const void* a, const void* b, std::size_t bytes, cudaStream_t stream) {
   thread_local mapped_host<unsigned int> out; // page-locked once per thread
@@ -34,11 +68,9 @@ bool device_equal(const void* a, const void* b, std::size_t bytes, cudaStream_t 
   const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
   const std::size_t words = aligned(a) && aligned(b) ? bytes / 16 : 0;
   const int threads = 256;
-  const auto blocks = static_cast<unsigned>(
-      std::clamp<std::size_t>((std::max<std::size_t>(words, 1) + threads - 1) / threads, 1, 1024));
-  differ_kernel<<<blocks, threads, 0, stream>>>(static_cast<const unsigned char*>(a),
-                                                static_cast<const unsigned char*>(b), words, bytes,
-                                                out.device());
+  differ_kernel<<<blocks_for(words, threads), threads, 0, stream>>>(
+      static_cast<const unsigned char*>(a), static_cast<const unsigned char*>(b), words, bytes,
+      out.device());
   KG_CUDA_CHECK(cudaGetLastError());
   KG_CUDA_CHECK(cudaStreamSynchronize(stream));
   return *out.host() == 0;

@@ -13,4 +13,8 @@ namespace kg {
 // and waits for it; throws cuda_error on a CUDA failure.
 bool device_equal(const void* a, const void* b, std::size_t bytes, cudaStream_t stream);
 
+// Whether every one of the `bytes` bytes at p (a device pointer) is `value`: a guard region still
+// as it was filled. Runs on `stream` and waits for it; throws cuda_error on a CUDA failure.
+bool device_all_bytes(const void* p, std::size_t bytes, unsigned char value, cudaStream_t stream);
+
 } // namespace kg

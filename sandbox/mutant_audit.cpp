@@ -218,6 +218,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
                                {"trials", nlohmann::json::array()}};
     if (opt.trial_limit_seconds > 0) manifest["trial_limit_seconds"] = opt.trial_limit_seconds;
     if (opt.resident_bytes > 0) manifest["resident_bytes"] = opt.resident_bytes;
+    if (opt.guard_bytes > 0) manifest["guard_bytes"] = opt.guard_bytes;
     std::vector<bool> queued(plan.size(), false);
     for (std::size_t i = 0; i < plan.size(); ++i) {
       const std::size_t f = shared_with[i];
@@ -262,6 +263,8 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
       for (std::size_t k = 0; fault.empty() && k < task.inputs.size(); ++k)
         if (t.contains("inputs_modified") && t["inputs_modified"].at(k).get<bool>())
           fault = "kg_run modified input '" + task.inputs[k].name + "' in place";
+      if (fault.empty() && t.value("wrote_outside", false))
+        fault = "kg_run wrote outside its buffers (into the guard around one)";
       const auto trial_dir = opt.work_dir / ("t" + std::to_string(f));
       std::optional<std::vector<host_tensor>> outs;
       if (fault.empty()) {

@@ -90,6 +90,10 @@ struct mutant_audit_options {
   // > 0: the worker keeps the task's inputs on the device across candidates and reuses its
   // buffers, within this many bytes (the manifest's "resident_bytes"); 0: every trial allocates.
   std::size_t resident_bytes = 0;
+  // > 0 (without resident_bytes): every buffer has a 0xff guard of at least this many bytes on
+  // each side (the manifest's "guard_bytes", sandbox/worker_session.h); a write into one is a
+  // fault like a modified input.
+  std::size_t guard_bytes = 0;
 };
 
 // Every trial audit_candidate will take from the cache for this task (what a caller prefetches

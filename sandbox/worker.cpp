@@ -61,18 +61,29 @@ std::size_t tensor_bytes(const kg_tensor& t) {
   return n * dtype_size(static_cast<dtype>(t.dtype));
 }
 
-device_tensor::device_tensor(int dtype_code, const std::vector<std::int64_t>& shape) {
+device_tensor::device_tensor(int dtype_code, const std::vector<std::int64_t>& shape,
+                             std::size_t guard) {
   t = describe_tensor(dtype_code, shape);
   bytes = tensor_bytes(t);
-  check_cuda(cudaMalloc(&ptr, bytes ? bytes : 1), "cudaMalloc");
+  if (guard > 0) guard_size = (std::max(guard, bytes) + 255) / 256 * 256; // keeps 256-B alignment
+  const std::size_t total = bytes + 2 * guard_size;
+  check_cuda(cudaMalloc(&base, total ? total : 1), "cudaMalloc");
+  if (guard_size > 0) check_cuda(cudaMemset(base, 0xff, total), "cudaMemset (guards)");
+  ptr = static_cast<char*>(base) + guard_size;
   t.data = ptr;
 }
 
 device_tensor::~device_tensor() {
-  if (ptr) {
-    (void)cudaMemset(ptr, 0xff, bytes);
-    (void)cudaFree(ptr);
+  if (base) {
+    (void)cudaMemset(base, 0xff, bytes + 2 * guard_size);
+    (void)cudaFree(base);
   }
+}
+
+bool device_tensor::guards_intact(cudaStream_t stream) const {
+  if (guard_size == 0) return true;
+  return device_all_bytes(base, guard_size, 0xff, stream) &&
+         device_all_bytes(static_cast<char*>(ptr) + bytes, guard_size, 0xff, stream);
 }
 
 char* read_into_staging(const std::string& file, std::size_t bytes, pinned_buffer& staging) {
@@ -195,20 +206,21 @@ using call_fn = std::function<void(std::vector<kg_tensor>&, std::vector<kg_tenso
 // A trial on buffers of its own: each input read from its file into a new buffer with a pristine
 // copy beside it, outputs filled with NaN, everything freed (and scrubbed) after. Returns, per
 // input, whether the call changed it.
-nlohmann::json fresh_trial(const nlohmann::json& trial, worker_session& s, const call_fn& call) {
+nlohmann::json fresh_trial(const nlohmann::json& trial, worker_session& s, std::size_t guard,
+                           bool& wrote_outside, const call_fn& call) {
   std::optional<scoped_phase> phase(std::in_place, "worker.trial_setup");
   std::vector<device_tensor> in, pristine, out;
   for (const auto& x : trial.at("inputs")) {
     const auto shape = x.at("shape").get<std::vector<std::int64_t>>();
-    in.emplace_back(x.at("dtype").get<int>(), shape);
+    in.emplace_back(x.at("dtype").get<int>(), shape, guard);
     pristine.emplace_back(x.at("dtype").get<int>(), shape);
     upload_file(in.back(), x.at("file"), s.staging);
-    check(cudaMemcpy(pristine.back().ptr, in.back().ptr, in.back().bytes,
-                     cudaMemcpyDeviceToDevice),
+    check(cudaMemcpy(pristine.back().ptr, in.back().ptr, in.back().bytes, cudaMemcpyDeviceToDevice),
           "cudaMemcpy D2D");
   }
   for (const auto& x : trial.at("outputs")) {
-    out.emplace_back(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>());
+    out.emplace_back(x.at("dtype").get<int>(), x.at("shape").get<std::vector<std::int64_t>>(),
+                     guard);
     // NaN for every float dtype (0xffff.. is a NaN pattern); 0xff.. = -1 for integers.
     check(cudaMemset(out.back().ptr, 0xff, out.back().bytes), "cudaMemset");
   }
@@ -224,6 +236,10 @@ nlohmann::json fresh_trial(const nlohmann::json& trial, worker_session& s, const
   nlohmann::json modified = nlohmann::json::array();
   for (std::size_t k = 0; k < in.size(); ++k)
     modified.push_back(!device_equal(in[k].ptr, pristine[k].ptr, in[k].bytes, s.stream));
+  wrote_outside = false;
+  for (const auto* v : {&in, &out})
+    for (const auto& d : *v)
+      wrote_outside = wrote_outside || !d.guards_intact(s.stream);
   std::size_t k = 0;
   for (const auto& x : trial.at("outputs")) {
     download_file(out[k], x.at("file"), s.staging);
@@ -325,9 +341,9 @@ nlohmann::json resident_trial(const nlohmann::json& trial, worker_session& s, st
     staged = static_cast<char*>(s.staging.reserve(std::max<std::size_t>(total, 1)));
     std::size_t at = 0;
     for (const auto& h : out) {
-      check(cudaMemcpyAsync(staged + at, h.ptr, tensor_bytes(h.t), cudaMemcpyDeviceToHost,
-                            s.stream),
-            "cudaMemcpy D2H");
+      check(
+          cudaMemcpyAsync(staged + at, h.ptr, tensor_bytes(h.t), cudaMemcpyDeviceToHost, s.stream),
+          "cudaMemcpy D2H");
       at += tensor_bytes(h.t);
     }
     check(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize (outputs)");
@@ -435,8 +451,8 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
       launch_blocking_kernel(s.hold_flag->device(), 1'000'000'000ull, s.hold_probe->device(),
                              s.stream);
     }
-    c.rc = run(tin.data(), static_cast<int>(tin.size()), tout.data(),
-               static_cast<int>(tout.size()), s.stream);
+    c.rc = run(tin.data(), static_cast<int>(tin.size()), tout.data(), static_cast<int>(tout.size()),
+               s.stream);
     if (busy) *static_cast<volatile int*>(s.hold_flag->host()) = 1;
     // The whole device: work the candidate left on other streams counts as its output.
     const auto synced = cudaDeviceSynchronize();
@@ -449,19 +465,22 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
     return c;
   };
   const auto resident_budget = m.value("resident_bytes", std::size_t{0});
+  const auto guard = m.value("guard_bytes", std::size_t{0}); // (fresh buffers only)
   try {
     for (const auto& trial : m.value("trials", nlohmann::json::array())) {
       const bool busy = trial.value("busy", false);
       call_record c;
       nlohmann::json modified;
+      bool wrote_outside = false;
       if (resident_budget > 0)
-        modified = resident_trial(trial, s, resident_budget, [&](auto& tin, auto& tout) {
-          c = call(tin, tout, busy);
-        });
+        modified = resident_trial(trial, s, resident_budget,
+                                  [&](auto& tin, auto& tout) { c = call(tin, tout, busy); });
       else
-        modified = fresh_trial(trial, s, [&](auto& tin, auto& tout) { c = call(tin, tout, busy); });
+        modified = fresh_trial(trial, s, guard, wrote_outside,
+                               [&](auto& tin, auto& tout) { c = call(tin, tout, busy); });
       result["trials"].push_back({{"rc", c.rc},
                                   {"inputs_modified", modified},
+                                  {"wrote_outside", wrote_outside},
                                   {"threads_before", c.threads_before},
                                   {"threads_after", c.threads_after},
                                   {"busy_stream", busy},

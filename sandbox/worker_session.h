@@ -47,16 +47,27 @@ void download_file(const device_tensor& d, const std::string& file, pinned_buffe
 // candidate in this worker gets the same inputs, and a fresh allocation can hand back this
 // memory -- an earlier candidate's correct output would otherwise be there to copy (KernelBench's
 // freed-buffer exploit).
+//   With `guard` > 0 (the audit's "guard_bytes"), the tensor sits inside one allocation with a
+// guard on each side of max(guard, its own size) bytes filled with 0xff (NaN for floats): a
+// candidate that reads a little out of bounds gets NaN instead of a crash that ends the worker
+// (PyTorch's caching allocator, under the checkers the audit models, packs tensors into larger
+// blocks the same way), and a write there is seen (guards_intact).
 struct device_tensor {
   void* ptr = nullptr;
   std::size_t bytes = 0;
   kg_tensor t{};
-  device_tensor(int dtype_code, const std::vector<std::int64_t>& shape);
+  void* base = nullptr;  // the allocation (ptr - guard_size)
+  std::size_t guard_size = 0;
+  device_tensor(int dtype_code, const std::vector<std::int64_t>& shape, std::size_t guard = 0);
   ~device_tensor();
   device_tensor(const device_tensor&) = delete;
-  device_tensor(device_tensor&& o) noexcept : ptr(o.ptr), bytes(o.bytes), t(o.t) {
+  device_tensor(device_tensor&& o) noexcept
+      : ptr(o.ptr), bytes(o.bytes), t(o.t), base(o.base), guard_size(o.guard_size) {
     o.ptr = nullptr;
+    o.base = nullptr;
   }
+  // Both guards still 0xff (true without guards); throws cuda_failure.
+  bool guards_intact(cudaStream_t stream) const;
 };
 
 struct timing_data;     // sandbox/worker_timing.cpp

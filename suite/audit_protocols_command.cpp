@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -411,6 +412,11 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   // fixed (docs/performance.md).
   if (const char* e = std::getenv("KERNELGATE_AUDIT_RESIDENT"); e && std::string(e) == "1")
     shared.resident_bytes = dev.memory_bytes / 4 / static_cast<std::size_t>(workers);
+  // KERNELGATE_AUDIT_GUARD=BYTES: every fresh buffer inside 0xff guards of at least BYTES a side,
+  // so near out-of-bounds accesses read NaN instead of ending the worker (off by default until
+  // the H200 has measured it: docs/performance.md).
+  if (const char* e = std::getenv("KERNELGATE_AUDIT_GUARD"); e && shared.resident_bytes == 0)
+    shared.guard_bytes = std::strtoull(e, nullptr, 10);
   // Candidates of each task not yet done (or found not to compile).
   std::map<std::string, int> left;
   // A task's mutants wait for its controls: their slowest call sets the mutants' per-call limit.

@@ -19,6 +19,7 @@
 #include "oracles/device_equal.h"
 #include "oracles/device_fingerprint.h"
 #include "reports/json_schema.h"
+#include "sandbox/worker_session.h"
 #include "reports/remove_tree.h"
 #include "reports/result_schema.h"
 #include "suite/cli.h"
@@ -470,6 +471,39 @@ TEST(gpu_timing, device_fingerprint_matches_the_host) {
     EXPECT_EQ(run(bytes.size(), b.get()).differ, 1u) << "byte " << at;
     EXPECT_EQ(run(bytes.size(), nullptr).differ, 0u) << "no second buffer";
   }
+}
+
+// The audit's guarded buffers (sandbox/worker_session.h, "guard_bytes"): the tensor sits between
+// two 0xff guards of max(guard, its size) bytes; a read just past its end sees 0xff, a write
+// inside leaves the guards intact, one byte written before it or after it is seen.
+TEST(gpu_timing, guarded_buffers_show_a_write_out_of_bounds) {
+  KG_REQUIRE_GPU();
+  cuda_stream s;
+  for (const std::size_t guard : {std::size_t{0}, std::size_t{4096}}) {
+    device_tensor d(static_cast<int>(dtype::float32), {1000, 3}, guard); // 12,000 bytes
+    EXPECT_EQ(d.guard_size, guard ? 12'032u : 0u); // max(guard, 12,000), rounded to 256 bytes
+    KG_CUDA_CHECK(cudaMemset(d.ptr, 0x11, d.bytes));
+    EXPECT_TRUE(d.guards_intact(s.get()));
+    if (guard == 0) continue;
+    unsigned char past[4] = {};
+    KG_CUDA_CHECK(cudaMemcpy(past, static_cast<char*>(d.ptr) + d.bytes, 4, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(past[0], 0xff);
+    EXPECT_EQ(past[3], 0xff);
+    for (const std::ptrdiff_t at : {std::ptrdiff_t{-1}, static_cast<std::ptrdiff_t>(d.bytes + 7000)}) {
+      KG_CUDA_CHECK(cudaMemset(static_cast<char*>(d.ptr) + at, 0, 1));
+      EXPECT_FALSE(d.guards_intact(s.get())) << "a byte at " << at;
+      KG_CUDA_CHECK(cudaMemset(static_cast<char*>(d.ptr) + at, 0xff, 1));
+      EXPECT_TRUE(d.guards_intact(s.get()));
+    }
+  }
+  // device_all_bytes on its own: a tail after the 16-byte words, an unaligned start.
+  device_buffer b(4096 + 5);
+  KG_CUDA_CHECK(cudaMemset(b.get(), 0xab, b.size()));
+  EXPECT_TRUE(device_all_bytes(b.get(), b.size(), 0xab, s.get()));
+  EXPECT_TRUE(device_all_bytes(static_cast<char*>(b.get()) + 3, b.size() - 3, 0xab, s.get()));
+  KG_CUDA_CHECK(cudaMemset(static_cast<char*>(b.get()) + b.size() - 1, 0, 1));
+  EXPECT_FALSE(device_all_bytes(b.get(), b.size(), 0xab, s.get()));
+  EXPECT_TRUE(device_all_bytes(b.get(), b.size() - 1, 0xab, s.get()));
 }
 
 // Green contexts (issue: workloads under test): the split nearest 33 / 99 that the device grants
