@@ -27,10 +27,18 @@ cleanup() {
   rm -rf "$LOCAL_SLURM_DIR" "$scratch"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*"; exit 1; }
+fail() { # what failed, then what Slurm and the shards said, so a CI log shows why
+  echo "FAIL: $*"
+  squeue 2>/dev/null
+  for f in "$scratch"/*/slurm/*.log "$LOCAL_SLURM_DIR"/log/slurmctld.log; do
+    [ -f "$f" ] && { echo "== $f"; tail -n 15 "$f"; }
+  done
+  exit 1
+}
 
 t0=$SECONDS
-env_line=$(bash "$src/scripts/local_slurm.sh" start) || fail "the local cluster did not start"
+env_line=$(bash "$src/scripts/local_slurm.sh" start) ||
+  env_line=$(bash "$src/scripts/local_slurm.sh" start) || fail "the local cluster did not start"
 eval "$env_line"
 echo "cluster up in $((SECONDS - t0)) s (SLURM_CONF=$SLURM_CONF)"
 
