@@ -289,17 +289,13 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
   if (ec || !fs::is_directory(scratch))
     return bad_input(err, "cannot create output folder '" + dir.string() + "'");
   try {
-    shard_manifest m;
-    m.command = "audit checker";
-    m.spec = part;
+    std::vector<std::string> items, assigned;
     for (const auto& c : all)
-      m.items.push_back(c.row);
+      items.push_back(c.row);
     for (const auto& c : work)
-      m.assigned.push_back(c.row);
-    m.identity = identity;
-    m.environment = collect_environment();
-    m.slurm = slurm_context();
-    write_shard_manifest(dir, m);
+      assigned.push_back(c.row);
+    write_shard_manifest(dir, make_shard_manifest("audit checker", part, std::move(items),
+                                                  std::move(assigned), identity));
   } catch (const std::exception& e) {
     return bad_input(err, e.what());
   }

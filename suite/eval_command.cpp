@@ -293,14 +293,10 @@ write_kernelbench_files(const fs::path& file_name, const std::vector<task_def>& 
 nlohmann::json evaluation_record(const pair_plan& p, const candidate_verdict& v,
                                  const nlohmann::json* torch) {
   nlohmann::json rec = {
-      {"type", "evaluation"},
-      {"id", pair_id(p)},
-      {"task", p.task->id},
-      {"candidate", p.candidate},
-      {"source", p.source.string()},
-      {"status", std::string(status_name(*v.status))},
-      {"status_reason", v.reason},
-      {"detail", v.detail}};
+      {"type", "evaluation"},        {"id", pair_id(p)},
+      {"task", p.task->id},          {"candidate", p.candidate},
+      {"source", p.source.string()}, {"status", std::string(status_name(*v.status))},
+      {"status_reason", v.reason},   {"detail", v.detail}};
   // The timing figures at the top of the record (the layout `kernelgate fastp` reads).
   for (const char* k : {"candidate_us", "baseline_us", "speedup", "speedup_ci95"})
     if (v.detail.contains(k)) rec[k] = v.detail[k];
@@ -366,19 +362,16 @@ std::optional<int> open_eval_output(const eval_options& o, const std::vector<std
   std::vector<shard_item> items;
   for (const auto& p : plan.pairs) // a task's trials are shared by its candidates: its set-up
     items.push_back({pair_id(p), 1, p.task->id, 1});
-  shard_manifest m;
-  m.command = "eval";
-  m.spec = part;
+  std::vector<std::string> ids, assigned;
   for (const auto& it : items)
-    m.items.push_back(it.id);
+    ids.push_back(it.id);
   std::vector<pair_plan> mine;
   for (const auto i : items_of_shard(items, part)) {
     mine.push_back(plan.pairs[i]);
-    m.assigned.push_back(items[i].id);
+    assigned.push_back(items[i].id);
   }
-  m.identity = plan.config;
-  m.environment = collect_environment();
-  m.slurm = slurm_context();
+  const auto m =
+      make_shard_manifest("eval", part, std::move(ids), std::move(assigned), plan.config);
   if (!o.shard.empty()) plan.config["shard"] = {{"index", part.index}, {"count", part.count}};
   const fs::path dir = o.resume.empty() ? fs::path(o.out) : fs::path(o.resume);
   try {

@@ -335,18 +335,15 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
     return exit_code::bad_input;
   }
   try { // what `kernelgate merge` needs to put the shards back together
-    shard_manifest m;
-    m.command = "run";
-    m.spec = part;
+    std::vector<std::string> items, assigned;
     for (const auto& w : ordered)
-      m.items.push_back(w.id);
+      items.push_back(w.id);
     for (const auto& w : mine)
-      m.assigned.push_back(w.id);
-    m.identity = identity;
-    m.identity.erase("order"); // (the items)
-    m.environment = collect_environment();
-    m.slurm = slurm_context();
-    write_shard_manifest(dir, m);
+      assigned.push_back(w.id);
+    auto id = identity;
+    id.erase("order"); // (the items)
+    write_shard_manifest(dir, make_shard_manifest("run", part, std::move(items),
+                                                  std::move(assigned), std::move(id)));
   } catch (const output_error& e) {
     err << "kernelgate: " << printable(e.what(), 400) << "\n";
     return exit_code::bad_input;

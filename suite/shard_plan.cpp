@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "reports/environment.h"
 #include "reports/result_writer.h"
 
 namespace kg {
@@ -119,6 +120,20 @@ nlohmann::json slurm_context() {
         "SLURMD_NODENAME", "SLURM_JOB_PARTITION", "CUDA_VISIBLE_DEVICES"})
     if (const char* v = std::getenv(k)) s[k] = v;
   return s;
+}
+
+shard_manifest make_shard_manifest(std::string command, shard_spec spec,
+                                   std::vector<std::string> items,
+                                   std::vector<std::string> assigned, nlohmann::json identity) {
+  shard_manifest m;
+  m.command = std::move(command);
+  m.spec = spec;
+  m.items = std::move(items);
+  m.assigned = std::move(assigned);
+  m.identity = std::move(identity);
+  m.environment = collect_environment();
+  m.slurm = slurm_context();
+  return m;
 }
 
 void write_shard_manifest(const std::filesystem::path& dir, const shard_manifest& m) {

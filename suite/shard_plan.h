@@ -60,6 +60,11 @@ inline constexpr const char* shard_manifest_file = "shard.json";
 // null outside Slurm.
 nlohmann::json slurm_context();
 
+// A manifest of this process: environment and Slurm context filled in.
+shard_manifest make_shard_manifest(std::string command, shard_spec spec,
+                                   std::vector<std::string> items,
+                                   std::vector<std::string> assigned, nlohmann::json identity);
+
 // Writes DIR/shard.json atomically (throws output_error); reads it (throws std::runtime_error
 // naming the file and what is wrong).
 void write_shard_manifest(const std::filesystem::path& dir, const shard_manifest& m);
