@@ -18,6 +18,7 @@
 #include "reports/result_writer.h"
 #include "sandbox/worker.h"
 #include "suite/audit.h"
+#include "suite/audit_agreement_command.h"
 #include "suite/audit_checker_command.h"
 #include "suite/compare_command.h"
 #include "suite/eval_command.h"
@@ -60,6 +61,7 @@ struct cli_values {
   mutants_options mutants;
   mutants_equivalence_options mutants_equivalence;
   audit_checker_options audit_checker;
+  audit_agreement_options audit_agreement;
   report_options report;
   std::string validate_file;
   history_options history;
@@ -148,7 +150,7 @@ void declare_audit(CLI::App& app, cli_values& v) {
   for (auto n : audit_names())
     names += (names.empty() ? "" : ", ") + std::string(n);
   // NAME is required unless the checker subcommand is given (checked when dispatching).
-  add_text(c, "name", v.audit.name, "NAME", "the audit (" + names + "); required but with checker");
+  add_text(c, "name", v.audit.name, "NAME", "the audit (" + names + "); required but with checker or agreement");
   add_choice(c, "--backend", v.audit.backend, {"cpu", "cuda"}, "where the kernels run");
   add_text(c, "--protocol", v.audit.protocol, "NAME", "the checker applied (kernelgate protocols)");
   c->add_flag("--no-progress", v.audit.no_progress, "plain lines even on a terminal");
@@ -202,6 +204,19 @@ void declare_audit(CLI::App& app, cli_values& v) {
            "--out");
   add_history_option(k, v.checker_history);
   k->add_flag("--no-progress", o.no_progress, "one line per candidate even on a terminal");
+  auto* g = c->add_subcommand("agreement", "do two audited checkers give the same verdicts? "
+                                           "(e.g. an outside checker against the protocol it "
+                                           "models)");
+  auto& a = v.audit_agreement;
+  add_text(g, "first", a.first, "A", "an audit checker output folder or its kill_matrix.json")
+      ->required();
+  add_text(g, "second", a.second, "B", "the other folder or kill_matrix.json")->required();
+  add_text(g, "--checkers", a.checkers, "NAME[,NAME]",
+           "the column of A and of B (one name: both); default each side's only column");
+  add_text(g, "--json", a.json, "FILE", "also write the comparison and every difference here");
+  add_number<double>(
+      g, "--min-agreement", a.min_agreement, "F", [](double x) { return x >= 0 && x <= 1; },
+      "a fraction in [0, 1]", "exit 1 when the agreement is below this (0: never)");
 }
 
 void declare_time(CLI::App& app, cli_values& v) {
@@ -750,6 +765,8 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
       return append_audit_checker_to_history(v.checker_history, o.out, checker, args, out, err);
     });
   }
+  if (path == "audit agreement")
+    return run_audit_agreement_command(v.audit_agreement, out, err);
   if (path == "audit" && v.audit.name.empty()) {
     err << "kernelgate: audit: NAME is required (or: audit checker --cmd ... | --protocol ...)\n";
     return exit_code::bad_input;

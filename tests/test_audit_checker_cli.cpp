@@ -185,3 +185,55 @@ TEST(audit_checker_cli, bad_input_is_one_line_and_exit_2_before_any_call) {
     EXPECT_FALSE(fs::exists(out / "verdicts.jsonl")) << c.says;
   }
 }
+
+TEST(audit_checker_cli, agreement_compares_two_audited_checkers_row_by_row) {
+  // Accept-all against the exact checker: both accept the control; on each witnessed mutant the
+  // exact one kills and accept-all lets it through. The crashing checker gives no verdict at all.
+  const auto original = (fx().root / "k" / "twice.cu").string();
+  const auto exact = audit("agree-exact", "cmp -s {candidate} '" + original + "'");
+  const auto accept = audit("agree-accept", "exit 0 # {candidate}");
+  const auto crash = audit("agree-crash", "kill -SEGV $$ # {candidate}");
+  const int w = fx().witnessed;
+  const auto json = accept.out / "agreement.json";
+  auto r = run({"audit", "agreement", exact.out.string(), accept.out.string(), "--json",
+                json.string()});
+  ASSERT_EQ(r.rc, exit_code::ok) << r.err;
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["compared"], w + 1);
+  EXPECT_EQ(j["compared_controls"], 1);
+  EXPECT_EQ(j["same"], 1);
+  EXPECT_EQ(j["killed_only_by"]["cmd"], w); // (both columns are "cmd": the first's count wins)
+  ASSERT_EQ(j["differences"].size(), static_cast<std::size_t>(w));
+  EXPECT_EQ(j["differences"][0]["first"], "killed");
+  EXPECT_EQ(j["differences"][0]["second"], "survived");
+  EXPECT_NEAR(j["agreement"].get<double>(), 1.0 / (w + 1), 1e-12);
+  EXPECT_NE(r.out.find("same verdict: 1 of " + std::to_string(w + 1)), std::string::npos) << r.out;
+  // The same checker against itself agrees everywhere; a bar above what is measured fails.
+  r = run({"audit", "agreement", exact.out.string(), (exact.out / "kill_matrix.json").string(),
+           "--min-agreement", "1"});
+  EXPECT_EQ(r.rc, exit_code::ok) << r.out;
+  EXPECT_NE(r.out.find("different: 0"), std::string::npos) << r.out;
+  r = run({"audit", "agreement", exact.out.string(), accept.out.string(), "--min-agreement",
+           "0.99"});
+  EXPECT_EQ(r.rc, exit_code::failures) << r.out;
+  // No verdicts on one side: every row left out, nothing compared.
+  r = run({"audit", "agreement", accept.out.string(), crash.out.string(), "--json", json.string()});
+  ASSERT_EQ(r.rc, exit_code::ok) << r.err;
+  std::ifstream in2(json);
+  const auto k = nlohmann::json::parse(in2);
+  EXPECT_EQ(k["compared"], 0);
+  EXPECT_EQ(k["left_out"]["no_verdict_second"], w + 1);
+  // Bad input: one line, exit 2.
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {exact.out.string(), (exact.out / "none").string()},
+           {exact.out.string(), accept.out.string(), "--checkers", "kernelbench"},
+           {exact.out.string(), (exact.out / "summary.json").string()},
+       }) {
+    std::vector<std::string> a = {"audit", "agreement"};
+    a.insert(a.end(), args.begin(), args.end());
+    r = run(a);
+    EXPECT_EQ(r.rc, exit_code::bad_input) << r.out;
+    EXPECT_EQ(lines(r.err), 1) << r.err;
+  }
+}

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "mutants/checker_agreement.h"
 #include "mutants/input_suite.h"
 #include "mutants/kill_matrix.h"
 
@@ -289,4 +290,47 @@ TEST(input_suite, exact_search_matches_brute_force_on_random_matrices) {
     EXPECT_EQ(covered_by(mask), reachable) << "trial " << trial;
     EXPECT_GE(greedy_cover(p, all).chosen.size(), e.chosen.size());
   }
+}
+
+TEST(kill_matrix, two_checkers_agree_where_both_gave_a_verdict) {
+  // small_matrix's kernelbench against strict of another run with rows of its own:
+  //   a0 K/K same, a1 K/K same, a2 S/K differ (killed only by strict), p0 S/E (no verdict on
+  //   the second side), p1 S/. (missing there), p2 S/K differ, control S/S same; x9 only in the
+  //   second. Compared 5, same 3.
+  const auto a = small_matrix();
+  kill_matrix b({{"a0", "arithmetic", "relu", witness_status::witnessed, false},
+                 {"a1", "arithmetic", "relu", witness_status::witnessed, false},
+                 {"a2", "arithmetic", "relu", witness_status::witnessed, false},
+                 {"p0", "precision", "relu", witness_status::witnessed, false},
+                 {"p1", "precision", "relu", witness_status::unwitnessed, false},
+                 {"p2", "precision", "relu", witness_status::equivalent, false},
+                 {"x9", "precision", "relu", witness_status::witnessed, false},
+                 {"control:relu", "", "relu", witness_status::not_run, true}},
+                {"other"});
+  for (const auto* id : {"a0", "a1", "a2", "p2"})
+    b.set(id, "other", kill_verdict::killed);
+  b.set("p0", "other", kill_verdict::error);
+  b.set("control:relu", "other", kill_verdict::survived);
+  b.set("x9", "other", kill_verdict::killed);
+  const auto r = compare_checkers(a, "kernelbench", b, "other");
+  EXPECT_EQ(r.compared, 5);
+  EXPECT_EQ(r.same, 3);
+  EXPECT_EQ(r.compared_controls, 1);
+  EXPECT_EQ(r.compared_witnessed, 3); // a0, a1, a2 (p2 is equivalent)
+  EXPECT_EQ(r.killed_by_a_only, 0);
+  EXPECT_EQ(r.killed_by_b_only, 2);
+  EXPECT_EQ(r.no_verdict_b, 2); // p0 (error), p1 (missing)
+  EXPECT_EQ(r.only_in_b, 1);
+  EXPECT_EQ(r.only_in_a, 0);
+  ASSERT_EQ(r.differences.size(), 2u);
+  EXPECT_EQ(r.differences[0].row.id, "a2");
+  EXPECT_EQ(r.differences[1].row.id, "p2");
+  EXPECT_DOUBLE_EQ(r.rate(), 0.6);
+  // Wilson 95% for 3 of 5 (z = 1.959964): centre (0.6 + z^2/10) / (1 + z^2/5) = 0.5566,
+  // half-width z sqrt(0.24/5 + z^2/100) / (1 + z^2/5) = 0.3258.
+  EXPECT_NEAR(r.rate_ci95().lo, 0.2307, 1e-3);
+  EXPECT_NEAR(r.rate_ci95().hi, 0.8824, 1e-3);
+  EXPECT_THROW((void)compare_checkers(a, "nope", b, "other"), std::out_of_range);
+  kill_matrix c({{"a0", "arithmetic", "softmax", witness_status::witnessed, false}}, {"other"});
+  EXPECT_THROW((void)compare_checkers(a, "kernelbench", c, "other"), std::invalid_argument);
 }
