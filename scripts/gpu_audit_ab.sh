@@ -7,15 +7,18 @@
 #                   (VAR=VALUE), into ctx.log: what a CUDA context costs to come up;
 #                2. `mutants generate` over every kernel, every STEP-th mutant kept (default 16:
 #                   about 270 of 4,339, every task), into sample/;
-#                3. per CONFIGS entry (MODE:WORKERS[:VAR=VALUE], MODE fresh or resident), the
-#                   audit of the sample with `--protocol all`, a cold compile cache of its own,
-#                   at most LIMIT_S seconds, its phase sums into ab.log;
-#                4. with CMD=1, the example checker (examples/kernelbench_checker) through --cmd on
-#                   the first configuration's witnessed mutants and controls (CMD_JOBS at once),
-#                   then `audit agreement` against that run's kernelbench column.
+#                3. with CMD=1: `audit checker --protocol all` on the tasks AGREE_TASKS matches
+#                   (a regex, default every task of the sample), then the example checker
+#                   (examples/kernelbench_checker) through --cmd on its witnessed mutants and
+#                   controls (CMD_JOBS at once), then `audit agreement` against its kernelbench
+#                   column;
+#                4. per CONFIGS entry (MODE:WORKERS[:VAR=VALUE], MODE fresh or resident), the
+#                   audit of the sample's AB_TASKS (default all) with `--protocol all`, a cold
+#                   compile cache of its own, at most LIMIT_S seconds, its phase sums into ab.log.
+#                Every audit's worker count: WORKERS entries, default 8.
 #   PHASE=wait   waits for what PHASE=start began
 # Files back: build.log, ctx.log, ab.log, agreement.txt, agreement.json, cmd_summary.json,
-# verdicts-N.jsonl (per configuration).
+# verdicts-ab-N.jsonl (per configuration), verdicts-agree.jsonl, verdicts-cmd.jsonl.
 set -uo pipefail
 phase=${PHASE:-start}
 wait_s=${WAIT_S:-560}
@@ -40,8 +43,25 @@ if [ "$phase" = start ]; then
     mkdir -p '$w/sample'
     awk 'NR % ${STEP:-16} == 1' '$w/catalog/catalog.jsonl' >'$w/sample/catalog.jsonl'
     echo \"sample: \$(wc -l <'$w/sample/catalog.jsonl') mutants, every ${STEP:-16}th\" >>'$w/ab.log'
+    if [ '${CMD:-0}' = 1 ]; then
+      s=\$(date +%s)
+      KG_PHASE_LOG='$w/phases-agree.log' '$kg' audit checker --protocol all --catalog '$w/sample' \
+        --tasks '${AGREE_TASKS:-.*}' --no-progress --out '$w/agree' >'$w/agree.log' 2>&1
+      echo \"protocols (tasks ${AGREE_TASKS:-.*}): exit \$? in \$(( \$(date +%s) - s )) s, \$(wc -l <'$w/agree/verdicts.jsonl') candidates judged\" >>'$w/ab.log'
+      grep -E '^(compile|witness|every)' '$w/agree.log' >>'$w/ab.log'
+      s=\$(date +%s)
+      '$kg' audit checker --cmd '$checker {task} {candidate} {workdir}' --catalog '$w/sample' \
+        --tasks '${AGREE_TASKS:-.*}' --witnesses '$w/agree/witnesses.jsonl' --jobs ${CMD_JOBS:-12} \
+        --timeout 120 --no-progress --out '$w/cmd' >'$w/cmd.log' 2>&1
+      echo \"cmd: exit \$? in \$(( \$(date +%s) - s )) s\" >>'$w/ab.log'
+      tail -12 '$w/cmd.log' >>'$w/ab.log'
+      '$kg' audit agreement '$w/agree' '$w/cmd' --checkers kernelbench,cmd \
+        --json '$w/agreement.json' >'$w/agreement.txt' 2>&1
+      echo \"agreement: exit \$?\" >>'$w/ab.log'
+      head -4 '$w/agreement.txt' >>'$w/ab.log'
+    fi
     i=0
-    for c in ${CONFIGS:-fresh:8 resident:8}; do
+    for c in ${CONFIGS:-}; do
       i=\$((i + 1))
       mode=\${c%%:*}; rest=\${c#*:}; workers=\${rest%%:*}; extra=\${rest#*:}
       [ \"\$extra\" = \"\$rest\" ] && extra=
@@ -49,31 +69,20 @@ if [ "$phase" = start ]; then
       s=\$(date +%s)
       env \$extra KERNELGATE_AUDIT_RESIDENT=\$r KERNELGATE_CACHE='$w/cache-'\$i \
         KG_PHASE_LOG='$w/phases-'\$i.log timeout ${LIMIT_S:-240} '$kg' audit checker \
-        --protocol all --catalog '$w/sample' --workers \$workers --no-progress \
-        --out '$w/ab-'\$i >'$w/ab-'\$i.log 2>&1
+        --protocol all --catalog '$w/sample' --tasks '${AB_TASKS:-.*}' --workers \$workers \
+        --no-progress --out '$w/ab-'\$i >'$w/ab-'\$i.log 2>&1
       rc=\$?
       echo \"config \$i (\$c): exit \$rc in \$(( \$(date +%s) - s )) s, \$(wc -l <'$w/ab-'\$i/verdicts.jsonl) candidates judged\" >>'$w/ab.log'
       grep -E '^(compile|witness|every)' '$w/ab-'\$i.log >>'$w/ab.log'
       python3 scripts/audit_seconds.py '$w/phases-'\$i.log /dev/null | head -12 >>'$w/ab.log'
     done
-    if [ '${CMD:-0}' = 1 ]; then
-      s=\$(date +%s)
-      '$kg' audit checker --cmd '$checker {task} {candidate} {workdir}' --catalog '$w/sample' \
-        --witnesses '$w/ab-1/witnesses.jsonl' --jobs ${CMD_JOBS:-12} --timeout 120 --no-progress \
-        --out '$w/cmd' >'$w/cmd.log' 2>&1
-      echo \"cmd: exit \$? in \$(( \$(date +%s) - s )) s\" >>'$w/ab.log'
-      tail -12 '$w/cmd.log' >>'$w/ab.log'
-      '$kg' audit agreement '$w/ab-1' '$w/cmd' --checkers kernelbench,cmd \
-        --json '$w/agreement.json' >'$w/agreement.txt' 2>&1
-      echo \"agreement: exit \$?\" >>'$w/ab.log'
-    fi
     touch '$w/done'" </dev/null >/dev/null 2>&1 &
 fi
 [ -d "$w" ] || { echo "nothing started on this machine (PHASE=start first)"; exit 1; }
 while [ ! -f "$w/done" ] && [ $((SECONDS - t0)) -lt "$wait_s" ]; do sleep 5; done
 for f in ctx.log ab.log agreement.txt agreement.json; do cp "$w/$f" "$logs/" 2>/dev/null; done
 cp "$w/cmd/summary.json" "$logs/cmd_summary.json" 2>/dev/null
-for d in "$w"/ab-*/; do
+for d in "$w"/ab-*/ "$w"/agree/ "$w"/cmd/; do
   [ -f "$d/verdicts.jsonl" ] && cp "$d/verdicts.jsonl" "$logs/verdicts-$(basename "$d").jsonl"
 done
 cat "$w/ctx.log" 2>/dev/null
