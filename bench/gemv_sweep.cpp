@@ -21,14 +21,23 @@
 // first and the three best of those are then re-timed with 4 and 16 warps per block (where the
 // family has them). lm_head is timed with a handful of configurations only.
 //
+// cuBLAS beside them (issue 24's like-for-like claim): for every (shape, batch) the same product
+// through cublasGemmEx (bf16 in and out, float32 accumulation, cuBLAS's default algorithm;
+// kernels/decode/gemm_cublas.h, the call the decode engine makes above the GEMV's batch), checked
+// and timed by the same harness, cold L2 and all, in the same process. The end prints ours against
+// it per (shape, batch). --backend counters times both by the CUPTI range profiler's kernel
+// duration (what ncu reports), which leaves launch gaps out of both.
+//
 //   kg_bench_gemv_sweep [--quick] [--full] [--list] [--max-wall S] [--shapes a,b] [--batches 1,8]
-//                       [--cluster 0|1|both]
+//                       [--cluster 0|1|both] [--no-cublas] [--backend NAME]
 //     --quick   the down projection at batch 1 and 8 only (every family)
 //     --no-ceiling  skip each weight's read-ceiling rows (a plain contiguous read of it)
 //     --kinds   simt, bulk, mma, sweep, tsweep, packed (a comma list): time only these
 //     families (and the
 //               table's current configuration)
-//     --shapes  down, qkv, o_proj, gate_up, lm_head (a comma list); --batches 1..32 (a list)
+//     --shapes  down, qkv, o_proj, gate_up, lm_head (a comma list); --batches 1..128 (a list)
+//     --no-cublas  leave cuBLAS out
+//     --backend auto, events, graph, cupti or counters (timing/gpu_timer.h; default auto)
 //     --cluster  split-K simt and mma configurations with the workspace finish (0), the cluster
 //               finish (1, gemv_config::cluster) or both (default)
 //     --list    print the configurations that would be timed, and their number (no GPU needed)
@@ -43,7 +52,9 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -53,6 +64,7 @@
 #include "gpu/cuda_check.h"
 #include "gpu/device_buffer.h"
 #include "gpu/device_info.h"
+#include "kernels/decode/gemm_cublas.h"
 #include "kernels/decode/gemv_bf16.h"
 #include "timing/copy_bandwidth.h"
 #include "timing/gpu_timer.h"
@@ -75,6 +87,8 @@ struct sweep_options {
   std::vector<int> clusters = {0, 1}; // --cluster 0|1|both
   bool no_ceiling = false;            // --no-ceiling: skip the read-ceiling rows
   std::vector<std::string> kinds;     // --kinds: these families only (the table's row always)
+  bool cublas = true;                 // --no-cublas: leave cuBLAS out
+  timing_backend backend = timing_backend::automatic;
 };
 
 std::vector<std::string> split_list(const std::string& s) {
@@ -230,6 +244,7 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
 
 struct measured {
   gemv_config c;
+  std::string label; // a row that is not one of our configurations ("cublas")
   double median_us = 0, lo_us = 0, hi_us = 0, gbps = 0;
   bool ok = false;
 };
@@ -292,16 +307,14 @@ struct shape_data {
 
 // Runs `c` twice on poisoned outputs; "" when both match the reference and each other bitwise,
 // else what went wrong.
-std::string check_config(shape_data& d, const shape_def& s, int batch, const gemv_config& c,
-                         void* ws) {
+// `launch` queues the product into d.y on the legacy stream and returns "" or why it failed.
+template <class Launch>
+std::string check_launch(shape_data& d, const shape_def& s, int batch, Launch launch) {
   const std::size_t count = static_cast<std::size_t>(batch) * s.n;
   std::vector<std::uint16_t> runs[2];
   for (auto& out : runs) {
     KG_CUDA_CHECK(cudaMemset(d.y.get(), 0xff, count * 2)); // NaN: an unwritten output shows
-    const cudaError_t e =
-        launch_gemv_bf16(static_cast<const __nv_bfloat16*>(d.x.get()), d.weights(c),
-                         static_cast<__nv_bfloat16*>(d.y.get()), batch, s.n, s.k, c, ws, nullptr);
-    if (e != cudaSuccess) return std::string("launch failed: ") + cudaGetErrorString(e);
+    if (const std::string e = launch(); !e.empty()) return e;
     KG_CUDA_CHECK(cudaDeviceSynchronize());
     out.resize(count);
     KG_CUDA_CHECK(cudaMemcpy(out.data(), d.y.get(), count * 2, cudaMemcpyDeviceToHost));
@@ -322,6 +335,28 @@ std::string check_config(shape_data& d, const shape_def& s, int batch, const gem
   return "";
 }
 
+std::string check_config(shape_data& d, const shape_def& s, int batch, const gemv_config& c,
+                         void* ws) {
+  return check_launch(d, s, batch, [&]() -> std::string {
+    const cudaError_t e =
+        launch_gemv_bf16(static_cast<const __nv_bfloat16*>(d.x.get()), d.weights(c),
+                         static_cast<__nv_bfloat16*>(d.y.get()), batch, s.n, s.k, c, ws, nullptr);
+    return e == cudaSuccess ? "" : std::string("launch failed: ") + cudaGetErrorString(e);
+  });
+}
+
+// cuBLAS's product into d.y on `blas`'s stream.
+std::string run_cublas(cublas_gemm& blas, shape_data& d, const shape_def& s, int batch) {
+  try {
+    blas.run(static_cast<const __nv_bfloat16*>(d.x.get()),
+             static_cast<const __nv_bfloat16*>(d.w.get()), static_cast<__nv_bfloat16*>(d.y.get()),
+             batch, s.n, s.k);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
 void print_header() {
   std::cout << std::left << std::setw(9) << "shape" << std::right << std::setw(6) << "batch"
             << "  " << std::left << std::setw(22) << "config" << std::right << std::setw(10)
@@ -333,7 +368,8 @@ void print_header() {
 void print_row(const shape_def& s, int batch, const measured& m, const std::string& check,
                double copy) {
   std::cout << std::left << std::setw(9) << s.name << std::right << std::setw(6) << batch << "  "
-            << std::left << std::setw(22) << config_name(m.c) << std::right;
+            << std::left << std::setw(22) << (m.label.empty() ? config_name(m.c) : m.label)
+            << std::right;
   if (!m.ok) {
     std::cout << "  FAIL: " << check << "\n";
     return;
@@ -347,7 +383,8 @@ void print_row(const shape_def& s, int batch, const measured& m, const std::stri
 
 int usage() {
   std::cerr << "usage: kg_bench_gemv_sweep [--quick] [--full] [--list] [--max-wall S] "
-               "[--shapes a,b] [--batches 1,8] [--cluster 0|1|both] [--kinds a,b] [--no-ceiling]\n";
+               "[--shapes a,b] [--batches 1,8] [--cluster 0|1|both] [--kinds a,b] [--no-ceiling] "
+               "[--no-cublas] [--backend NAME]\n";
   return 2;
 }
 
@@ -366,7 +403,13 @@ int main(int argc, char** argv) {
       opt.list = true;
     else if (a == "--no-ceiling")
       opt.no_ceiling = true;
-    else if (a == "--kinds" && i + 1 < argc)
+    else if (a == "--no-cublas")
+      opt.cublas = false;
+    else if (a == "--backend" && i + 1 < argc) {
+      const auto b = parse_timing_backend(argv[++i]);
+      if (!b) return usage();
+      opt.backend = *b;
+    } else if (a == "--kinds" && i + 1 < argc)
       opt.kinds = split_list(argv[++i]);
     else if (a == "--max-wall" && i + 1 < argc)
       opt.max_wall = std::atof(argv[++i]);
@@ -375,7 +418,7 @@ int main(int argc, char** argv) {
     else if (a == "--batches" && i + 1 < argc) {
       for (const auto& b : split_list(argv[++i])) {
         const int v = std::atoi(b.c_str());
-        if (v < 1 || v > 32) return usage();
+        if (v < 1 || v > 128) return usage();
         opt.batches.push_back(v);
       }
     } else if (a == "--cluster" && i + 1 < argc) {
@@ -441,12 +484,17 @@ int main(int argc, char** argv) {
   const double copy = copy_1g.gbps, copy_us = copy_1g.median_us;
   timing_options o;
   o.max_wall_seconds = opt.max_wall;
+  o.backend = opt.backend;
   gpu_timer timer(o);
+  std::unique_ptr<cublas_gemm> blas;
+  if (opt.cublas) blas = std::make_unique<cublas_gemm>(timer.stream());
   std::cout << std::fixed << std::setprecision(1) << "device: " << dev.name << " (" << dev.sm_count
             << " SMs), timing backend " << timing_backend_name(o.backend) << ", max wall "
             << opt.max_wall << " s per configuration\n"
             << "copy bandwidth (read + write), device to device, 1 GiB: " << copy << " GB/s ("
-            << copy_us << " us); fractions below are of it\n\n";
+            << copy_us << " us); fractions below are of it\n"
+            << (blas ? "cuBLAS " + cublas_version() + " beside every (shape, batch)\n" : "")
+            << "\n";
   print_header();
 
   workspace ws;
@@ -456,6 +504,7 @@ int main(int argc, char** argv) {
   std::map<std::pair<std::pair<const shape_def*, int>, int>, double> family_best;
   // The same per split-K finish: 0 none (split_k 1), 1 workspace, 2 cluster.
   std::map<std::pair<std::pair<const shape_def*, int>, int>, double> finish_best;
+  std::map<std::pair<const shape_def*, int>, measured> against_cublas; // cuBLAS per (shape, batch)
   device_buffer sink(4096 * sizeof(unsigned));
   for (const auto& s : shapes) {
     shape_data d(s, max_batch);
@@ -531,6 +580,31 @@ int main(int argc, char** argv) {
       for (const auto& m : done)
         if (m.ok && (!b || m.median_us < b->median_us)) b = &m;
       if (b) best.push_back({{&s, batch}, *b});
+      if (blas) { // cuBLAS, checked and timed as ours are
+        measured m;
+        m.label = "cublas";
+        std::string check =
+            check_launch(d, s, batch, [&] { return run_cublas(*blas, d, s, batch); });
+        if (check.empty()) {
+          try {
+            const auto t = timer.measure([&](cudaStream_t st) {
+              (void)st; // (the handle is bound to the timer's stream: timer.stream())
+              if (const auto e = run_cublas(*blas, d, s, batch); !e.empty())
+                throw std::runtime_error(e);
+            });
+            m.median_us = t.summary.median;
+            m.lo_us = t.median_ci.lo;
+            m.hi_us = t.median_ci.hi;
+            m.gbps = min_bytes / (m.median_us * 1e-6) / 1e9;
+            m.ok = true;
+          } catch (const std::exception& e) {
+            check = std::string("timing failed: ") + e.what();
+          }
+        }
+        if (!m.ok) ++failures;
+        print_row(s, batch, m, check, copy);
+        if (m.ok) against_cublas[{&s, batch}] = m;
+      }
       for (const auto& m : done)
         if (m.ok) {
           double& f = family_best[{{&s, batch}, static_cast<int>(m.c.kind)}];
@@ -572,6 +646,27 @@ int main(int argc, char** argv) {
               << "}, // " << s->name << " b" << batch << ": " << std::fixed << std::setprecision(2)
               << m.median_us << " us, " << std::setprecision(1) << 100.0 * m.gbps / copy
               << "% of copy;" << families.str() << "\n";
+  }
+  if (!against_cublas.empty()) {
+    std::cout << "\nours against cuBLAS, same process and timer (ratio: cuBLAS time / ours; "
+                 "above 1 ours is faster)\n"
+              << std::left << std::setw(9) << "shape" << std::right << std::setw(6) << "batch"
+              << std::setw(12) << "ours us" << std::setw(9) << "of copy" << std::setw(12)
+              << "cuBLAS us" << std::setw(9) << "of copy" << std::setw(8) << "ratio"
+              << "  ours\n";
+    for (const auto& [key, m] : best) {
+      const auto it = against_cublas.find(key);
+      if (it == against_cublas.end()) continue;
+      const auto& c = it->second;
+      // Ahead only where both medians' intervals do not overlap; else a tie.
+      const char* verdict = m.hi_us < c.lo_us ? "ahead" : c.hi_us < m.lo_us ? "behind" : "tie";
+      std::cout << std::left << std::setw(9) << key.first->name << std::right << std::setw(6)
+                << key.second << std::fixed << std::setprecision(2) << std::setw(12) << m.median_us
+                << std::setprecision(1) << std::setw(8) << 100.0 * m.gbps / copy << "%"
+                << std::setprecision(2) << std::setw(12) << c.median_us << std::setprecision(1)
+                << std::setw(8) << 100.0 * c.gbps / copy << "%" << std::setprecision(3)
+                << std::setw(8) << c.median_us / m.median_us << "  " << verdict << "\n";
+    }
   }
   std::cout << "\ntargets: down b1 >= 85% of copy, down b8 >= 80%\n";
   if (failures) {
