@@ -41,7 +41,7 @@ if [ "$phase" = start ]; then
     done
     '$kg' mutants generate --out '$w/catalog' >'$w/ab.log' 2>&1
     mkdir -p '$w/sample'
-    awk 'NR % ${STEP:-16} == 1' '$w/catalog/catalog.jsonl' >'$w/sample/catalog.jsonl'
+    awk '(NR - 1) % ${STEP:-16} == 0' '$w/catalog/catalog.jsonl' >'$w/sample/catalog.jsonl'
     echo \"sample: \$(wc -l <'$w/sample/catalog.jsonl') mutants, every ${STEP:-16}th\" >>'$w/ab.log'
     if [ '${CMD:-0}' = 1 ]; then
       s=\$(date +%s)

@@ -58,6 +58,9 @@ std::string read_audit_inputs(const audit_checker_options& o, audit_inputs& in) 
     if (auto why = read_statuses(o.witnesses, in.status); !why.empty()) return why;
   // An id the whole catalog lacks says the files do not belong together; ids of filtered-out
   // tasks are simply not used.
+  // A protocol audit's witnesses.jsonl also has a line per control ("control:<path>"): not a
+  // mutant, and the controls are sent anyway.
+  std::erase_if(in.status, [](const auto& e) { return e.first.rfind("control:", 0) == 0; });
   for (const auto& [id, s] : in.status)
     if (!every_id.count(id)) return "--witnesses names mutant " + id + ", which the catalog lacks";
   for (const auto& m : in.mutants) {

@@ -237,3 +237,19 @@ TEST(audit_checker_cli, agreement_compares_two_audited_checkers_row_by_row) {
     EXPECT_EQ(lines(r.err), 1) << r.err;
   }
 }
+
+TEST(audit_checker_cli, takes_a_protocol_audits_witness_file_with_its_control_lines) {
+  // `audit checker --protocol` writes a line per control too ("control:<path>", status
+  // "control" or a witness status): --cmd takes that file as it is, controls aside.
+  const auto& f = fx();
+  const auto file = kg::test::scratch_dir("audit-checker") / "with-controls.jsonl";
+  {
+    std::ofstream w(file);
+    w << nlohmann::json{{"id", "control:k/twice.cu"}, {"status", "witnessed"}}.dump() << "\n";
+    std::ifstream in(f.witnesses);
+    w << in.rdbuf();
+  }
+  const auto a = audit("with-controls", "exit 0 # {candidate}", {"--witnesses", file.string()});
+  ASSERT_EQ(a.r.rc, exit_code::ok) << a.r.err;
+  EXPECT_EQ(a.summary["score"]["intended"], f.witnessed);
+}

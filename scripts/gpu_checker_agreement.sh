@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# On the GPU machine: the example outside checker (examples/kernelbench_checker) through
+# `audit checker --cmd` against `--protocol kernelbench` on the mutants of AGREE_TASKS (a regex),
+# then `audit agreement`. Reuses audit-ab/agree (gpu_audit_ab.sh, CMD=1) when it is there.
+# Logs and the agreement into $OUT.
+OUT=${OUT:-$PWD/gpu-logs}; mkdir -p "$OUT"
+T=${AGREE_TASKS:-'^(relu|gelu_tanh|softmax_lastdim|layernorm_affine_fp32|sum_lastdim|silu|abs_fp32)$'}
+nvidia-smi --query-gpu=name,temperature.gpu,utilization.gpu,memory.used --format=csv,noheader
+ps -eo pid,etime,cmd | grep -E "kg_worker|kernelgate" | grep -v grep | head -5
+BUILD_TARGET=kernelgate source scripts/gpu_build.sh || exit 1
+cd "$root"
+kg="$BUILD_DIR/suite/kernelgate"; w="$root/audit-ab"
+if [ ! -f "$w/agree/witnesses.jsonl" ]; then
+  "$kg" mutants generate --out "$w/sample" >/dev/null 2>&1
+  s=$SECONDS; "$kg" audit checker --protocol all --catalog "$w/sample" --tasks "$T" --no-progress --out "$w/agree" > "$OUT/agree.log" 2>&1
+  echo "protocols: exit $? in $((SECONDS-s)) s"; grep -E "^(compile|witness|every)" "$OUT/agree.log"
+fi
+s=$SECONDS
+"$kg" audit checker --cmd "python3 $root/examples/kernelbench_checker/checker.py {task} {candidate} {workdir}" --catalog "$w/sample" --tasks "$T" --witnesses "$w/agree/witnesses.jsonl" --jobs 12 --timeout 120 --no-progress --out "$w/cmd" > "$OUT/cmd.log" 2>&1
+echo "cmd: exit $? in $((SECONDS-s)) s"; tail -12 "$OUT/cmd.log"
+"$kg" audit agreement "$w/agree" "$w/cmd" --checkers kernelbench,cmd --json "$OUT/agreement.json" > "$OUT/agreement.txt" 2>&1
+echo "agreement: exit $?"; head -60 "$OUT/agreement.txt"
+cp "$w/agree/verdicts.jsonl" "$OUT/verdicts-agree.jsonl"; cp "$w/cmd/verdicts.jsonl" "$OUT/verdicts-cmd.jsonl"; cp "$w/agree/summary.json" "$OUT/agree-summary.json"
