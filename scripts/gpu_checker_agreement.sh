@@ -5,7 +5,9 @@
 # Logs and the agreement into $OUT.
 OUT=${OUT:-$PWD/gpu-logs}; mkdir -p "$OUT"
 T=${AGREE_TASKS:-'^(relu|gelu_tanh|softmax_lastdim|layernorm_affine_fp32|sum_lastdim|silu|abs_fp32)$'}
-nvidia-smi --query-gpu=name,temperature.gpu,utilization.gpu,memory.used --format=csv,noheader
+state=$(nvidia-smi --query-gpu=name,temperature.gpu,utilization.gpu,memory.used --format=csv,noheader)
+echo "$state"
+case "$state" in *"requires reset"*) echo "the GPU needs a reset: nothing run"; exit 3 ;; esac
 ps -eo pid,etime,cmd | grep -E "kg_worker|kernelgate" | grep -v grep | head -5
 BUILD_TARGET=kernelgate source scripts/gpu_build.sh || exit 1
 cd "$root"
