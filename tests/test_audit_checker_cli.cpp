@@ -195,8 +195,8 @@ TEST(audit_checker_cli, agreement_compares_two_audited_checkers_row_by_row) {
   const auto crash = audit("agree-crash", "kill -SEGV $$ # {candidate}");
   const int w = fx().witnessed;
   const auto json = accept.out / "agreement.json";
-  auto r = run({"audit", "agreement", exact.out.string(), accept.out.string(), "--json",
-                json.string()});
+  auto r =
+      run({"audit", "agreement", exact.out.string(), accept.out.string(), "--json", json.string()});
   ASSERT_EQ(r.rc, exit_code::ok) << r.err;
   std::ifstream in(json);
   const auto j = nlohmann::json::parse(in);
@@ -214,8 +214,8 @@ TEST(audit_checker_cli, agreement_compares_two_audited_checkers_row_by_row) {
            "--min-agreement", "1"});
   EXPECT_EQ(r.rc, exit_code::ok) << r.out;
   EXPECT_NE(r.out.find("different: 0"), std::string::npos) << r.out;
-  r = run({"audit", "agreement", exact.out.string(), accept.out.string(), "--min-agreement",
-           "0.99"});
+  r = run(
+      {"audit", "agreement", exact.out.string(), accept.out.string(), "--min-agreement", "0.99"});
   EXPECT_EQ(r.rc, exit_code::failures) << r.out;
   // No verdicts on one side: every row left out, nothing compared.
   r = run({"audit", "agreement", accept.out.string(), crash.out.string(), "--json", json.string()});
