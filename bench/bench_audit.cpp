@@ -95,4 +95,38 @@ static void bm_per_element_at_4m(benchmark::State& state) {
 }
 BENCHMARK(bm_per_element_at_4m)->Unit(benchmark::kMillisecond);
 
+// The audit's witness plan after a mutant's first disagreement needs pass or fail only: a
+// passing output is scanned whole either way, a wrong one (here every element) stops at its
+// first element outside.
+static void bm_first_mismatch_passing_4m(benchmark::State& state) {
+  const auto [oracle, out] = judged_pair();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(
+        kg::first_allclose_mismatch(oracle, out, 1e-5, 1e-5, kg::tolerance_side::reference));
+}
+BENCHMARK(bm_first_mismatch_passing_4m)->Unit(benchmark::kMillisecond);
+
+static std::pair<kg::host_tensor, kg::host_tensor> wrong_pair() {
+  auto [oracle, out] = judged_pair();
+  for (std::int64_t i = 0; i < out.numel(); ++i)
+    out.set(i, 0.0); // a mutant's output: zeros against sin(0.001 i), wrong from element 1
+  return {std::move(oracle), std::move(out)};
+}
+
+static void bm_compare_allclose_wrong_4m(benchmark::State& state) {
+  const auto [oracle, out] = wrong_pair();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(
+        kg::compare_allclose(oracle, out, 1e-5, 1e-5, kg::tolerance_side::reference));
+}
+BENCHMARK(bm_compare_allclose_wrong_4m)->Unit(benchmark::kMillisecond);
+
+static void bm_first_mismatch_wrong_4m(benchmark::State& state) {
+  const auto [oracle, out] = wrong_pair();
+  for (auto _ : state)
+    benchmark::DoNotOptimize(
+        kg::first_allclose_mismatch(oracle, out, 1e-5, 1e-5, kg::tolerance_side::reference));
+}
+BENCHMARK(bm_first_mismatch_wrong_4m)->Unit(benchmark::kMicrosecond);
+
 BENCHMARK_MAIN();

@@ -122,25 +122,54 @@ bool any_nonfinite(const host_tensor& t) {
 
 } // namespace
 
-compare_result compare_allclose(const host_tensor& ref, const host_tensor& cand, double atol,
-                                double rtol, tolerance_side side, const host_tensor* extra_atol) {
-  compare_result res;
+namespace {
+
+// allclose's element rule, shared by the full comparison and the first-mismatch search.
+inline bool allclose_element(double r, double c, double atol, double rtol, tolerance_side side) {
+  if (std::isnan(r) || std::isnan(c)) return false; // equal_nan=False
+  if (r == c) return true;                          // equal infinities
+  if (!std::isfinite(r) || !std::isfinite(c)) return false;
+  const double s = side == tolerance_side::candidate ? std::fabs(c) : std::fabs(r);
+  return std::fabs(r - c) <= atol + rtol * s;
+}
+
+void check_extra(const host_tensor& ref, const host_tensor* extra_atol) {
   if (extra_atol && extra_atol->numel() != ref.numel())
     throw std::invalid_argument("compare_allclose: extra_atol has " +
                                 std::to_string(extra_atol->numel()) + " elements, ref " +
                                 std::to_string(ref.numel()));
+}
+
+} // namespace
+
+compare_result compare_allclose(const host_tensor& ref, const host_tensor& cand, double atol,
+                                double rtol, tolerance_side side, const host_tensor* extra_atol) {
+  compare_result res;
+  check_extra(ref, extra_atol);
   if (!scan(ref, cand, res, [&](std::int64_t i, double r, double c) {
         const double extra = extra_atol ? extra_atol->at(i) : 0.0; // (rare: a second pass)
-        if (std::isnan(r) || std::isnan(c)) return false;          // equal_nan=False
-        if (r == c) return true;                                   // equal infinities
-        if (!std::isfinite(r) || !std::isfinite(c)) return false;
-        const double s = side == tolerance_side::candidate ? std::fabs(c) : std::fabs(r);
-        return std::fabs(r - c) <= atol + extra + rtol * s;
+        return allclose_element(r, c, atol + extra, rtol, side);
       }))
     return res;
   res.pass = res.mismatches == 0;
   if (!res.pass) res.reason = "tolerance";
   return res;
+}
+
+std::int64_t first_allclose_mismatch(const host_tensor& ref, const host_tensor& cand, double atol,
+                                     double rtol, tolerance_side side,
+                                     const host_tensor* extra_atol) {
+  check_extra(ref, extra_atol);
+  if (ref.shape != cand.shape) return 0; // (compare_allclose's first_mismatch for it too)
+  return with_element_reader(ref, [&](auto ref_at) {
+    return with_element_reader(cand, [&](auto cand_at) -> std::int64_t {
+      for (std::int64_t i = 0; i < ref.numel(); ++i) {
+        const double extra = extra_atol ? extra_atol->at(i) : 0.0;
+        if (!allclose_element(ref_at(i), cand_at(i), atol + extra, rtol, side)) return i;
+      }
+      return -1;
+    });
+  });
 }
 
 compare_result compare_matched_ratio(const host_tensor& ref, const host_tensor& cand, double atol,

@@ -1,6 +1,6 @@
 // Comparators: each returns a verdict with the error statistics behind it. They model the peers'
-// checkers exactly (oracles/protocol.h and docs/architecture.md say how) so kernelgate can audit them, plus two of its
-// own that compare against an fp64 oracle.
+// checkers exactly (oracles/protocol.h and docs/architecture.md say how) so kernelgate can audit
+// them, plus two of its own that compare against an fp64 oracle.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +62,13 @@ struct comparator_spec {
 compare_result compare_allclose(const host_tensor& ref, const host_tensor& cand, double atol,
                                 double rtol, tolerance_side side,
                                 const host_tensor* extra_atol = nullptr);
+// compare_allclose's first_mismatch without the rest of its statistics: the index of the first
+// element it would count as a mismatch, -1 when none (0 for a shape mismatch). It stops there, so
+// a check that needs only pass or fail (the audit's witness plan after a mutant's first
+// disagreement) does not scan the whole output.
+std::int64_t first_allclose_mismatch(const host_tensor& ref, const host_tensor& cand, double atol,
+                                     double rtol, tolerance_side side,
+                                     const host_tensor* extra_atol = nullptr);
 compare_result compare_matched_ratio(const host_tensor& ref, const host_tensor& cand, double atol,
                                      double rtol, double required_ratio,
                                      bool allow_matching_neg_inf = false);

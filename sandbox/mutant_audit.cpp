@@ -188,9 +188,8 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
   {
     std::map<std::string, std::size_t> first_of;
     for (std::size_t i = 0; i < plan.size(); ++i)
-      shared_with[i] = first_of
-                           .emplace(plan[i].key.id() + (plan[i].busy ? "/busy" : ""), i)
-                           .first->second;
+      shared_with[i] =
+          first_of.emplace(plan[i].key.id() + (plan[i].busy ? "/busy" : ""), i).first->second;
   }
   // A crash in the witness plan witnesses the mutant; each further one would cost a worker start,
   // so the configurations after it are not run (they count as not disagreeing in its kill row).
@@ -283,8 +282,10 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
         scoped_phase phase("audit.judge");
         // The worst element only for a group's first disagreement: that is the evidence kept
         // (later trials are judged in plan order, after it).
+        // (statistics off: nothing here reads a comparison's counts, only pass or fail and, for
+        // a group's first disagreement, the evidence)
         const auto j = judge(task, plan[i].key, *data[i], *reference[i], plan[i].regime, *outs,
-                             *plan[i].rule, !failed[plan[i].group]);
+                             *plan[i].rule, !failed[plan[i].group], false);
         if (j.pass)
           settle(i, std::nullopt, "");
         else
@@ -304,12 +305,12 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     disagreement d;
     d.crash = o.timed_out ? "timed out (the worker was killed after " +
                                 std::to_string(limit.timeout_seconds) + " s)"
-              : o.trial_hung() ? "hung (the call ran past the per-trial limit of " +
-                                     seconds_text(opt.trial_limit_seconds) + " s)"
-                               : "worker " + o.describe() +
-                                     (wr.contains("error")
-                                          ? ": " + one_line(wr["error"].get<std::string>())
-                                          : std::string());
+              : o.trial_hung()
+                  ? "hung (the call ran past the per-trial limit of " +
+                        seconds_text(opt.trial_limit_seconds) + " s)"
+                  : "worker " + o.describe() +
+                        (wr.contains("error") ? ": " + one_line(wr["error"].get<std::string>())
+                                              : std::string());
     for (std::size_t i = f; i < plan.size(); ++i)
       if (shared_with[i] == f && needed(i, false)) {
         if (plan[i].group == witness_group) witness_crashed = true;

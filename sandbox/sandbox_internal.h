@@ -44,10 +44,13 @@ std::optional<std::vector<host_tensor>> read_outputs(const task_def& task, const
 // tolerance plus the condition term, or opt.peer's checker against `reference`.
 // evidence = false: the verdict and its sentence only, without the worst element (a pass over
 // the outputs that only the first disagreement of a check or a witness plan shows).
+// statistics = false (the audit): the oracle checks stop at their first element outside and
+// `comparisons` stays empty; the whole comparison runs only for a failure with evidence. The
+// verdicts are the same (oracles/comparators.h, first_allclose_mismatch).
 judgement judge(const task_def& task, const trial_key& key, const trial_data& data,
                 const std::vector<host_tensor>& reference, const std::string& regime,
                 const std::vector<host_tensor>& outs, const sandbox_options& opt,
-                bool evidence = true);
+                bool evidence = true, bool statistics = true);
 
 // A peer compares with the LibTorch reference; without one, the oracle rounded to the output
 // dtype stands in.

@@ -52,6 +52,35 @@ TEST(allclose, shape_mismatch_fails) {
   EXPECT_EQ(r.reason, "shape_mismatch");
 }
 
+TEST(allclose, first_mismatch_alone_stops_where_the_full_comparison_counts_its_first) {
+  // Hand-made pairs, each element chosen for a branch of the rule: within atol, within rtol on
+  // the reference side only, NaN, equal and opposite infinities, a finite value against an
+  // infinite one, and a per-element extra atol that admits element 5 only.
+  const auto ref = f64({1.0, 10.0, NAN, INFINITY, INFINITY, 2.0, 3.0});
+  const auto cand = f64({1.05, 10.9, NAN, INFINITY, -INFINITY, 2.5, 4.0});
+  const auto extra = f64({0, 0, 0, 0, 0, 0.45, 0});
+  for (const auto side : {tolerance_side::reference, tolerance_side::candidate})
+    for (const host_tensor* x : {static_cast<const host_tensor*>(nullptr), &extra})
+      for (int from = 0; from < 7; ++from) { // every suffix: each element in turn comes first
+        std::vector<double> r, c, e;
+        for (int i = from; i < 7; ++i) {
+          r.push_back(ref.at(i));
+          c.push_back(cand.at(i));
+          e.push_back(extra.at(i));
+        }
+        const auto er = f64(e);
+        const host_tensor* xe = x ? &er : nullptr;
+        const auto full = compare_allclose(f64(r), f64(c), 0.1, 0.1, side, xe);
+        EXPECT_EQ(first_allclose_mismatch(f64(r), f64(c), 0.1, 0.1, side, xe), full.first_mismatch)
+            << "from " << from;
+      }
+  // By hand, reference side, no extra term: 1 passes (0.05 <= 0.1 + 0.1), 10.9 passes
+  // (0.9 <= 0.1 + 1.0), NaN fails first.
+  EXPECT_EQ(first_allclose_mismatch(ref, cand, 0.1, 0.1, tolerance_side::reference), 2);
+  EXPECT_EQ(first_allclose_mismatch(f64({1, 2}), f64({1, 2}), 0, 0, tolerance_side::reference), -1);
+  EXPECT_EQ(first_allclose_mismatch(f64({1, 2}), f64({1}), 1, 1, tolerance_side::reference), 0);
+}
+
 TEST(matched_ratio, sol_lets_one_percent_be_wrong_by_any_amount) {
   std::vector<double> ref(100, 1.0), one(100, 1.0), two(100, 1.0);
   one[17] = 1e6;
