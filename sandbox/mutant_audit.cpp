@@ -208,6 +208,9 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     if (plan[i].group != witness_group) decided[plan[i].group] = true;
   };
   const fs::path result_file = opt.work_dir / "worker_result.json";
+  // One set of output buffers for every trial of this candidate: each read overwrites them, and
+  // a large task's tens of megabytes are not zero-filled and faulted in again per trial.
+  std::vector<host_tensor> outs;
   while (a.worker_runs < opt.max_runs && a.timeouts < opt.max_timeouts) {
     std::vector<std::size_t> sent; // the plan trial (first of its inputs) per manifest entry
     nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
@@ -265,10 +268,9 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
       if (fault.empty() && t.value("wrote_outside", false))
         fault = "kg_run wrote outside its buffers (into the guard around one)";
       const auto trial_dir = opt.work_dir / ("t" + std::to_string(f));
-      std::optional<std::vector<host_tensor>> outs;
       if (fault.empty()) {
         scoped_phase phase("audit.judge"); // this process's reading and judging of the outputs
-        if (!(outs = read_outputs(task, plan[f].key, trial_dir)))
+        if (!read_outputs_into(task, plan[f].key, trial_dir, outs))
           fault = "the worker wrote no output";
       }
       for (std::size_t i = f; i < plan.size(); ++i) { // every plan trial of these inputs
@@ -284,7 +286,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
         // (later trials are judged in plan order, after it).
         // (statistics off: nothing here reads a comparison's counts, only pass or fail and, for
         // a group's first disagreement, the evidence)
-        const auto j = judge(task, plan[i].key, *data[i], *reference[i], plan[i].regime, *outs,
+        const auto j = judge(task, plan[i].key, *data[i], *reference[i], plan[i].regime, outs,
                              *plan[i].rule, !failed[plan[i].group], false);
         if (j.pass)
           settle(i, std::nullopt, "");

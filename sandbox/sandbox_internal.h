@@ -39,6 +39,10 @@ nlohmann::json trial_entry(const task_def& task, const trial_key& key, const tri
 // The outputs a call wrote (nullopt: a file is missing or of the wrong size).
 std::optional<std::vector<host_tensor>> read_outputs(const task_def& task, const trial_key& key,
                                                      const std::filesystem::path& out_prefix);
+// The same into `outs`, reusing each tensor's buffer where its size already fits (the audit reads
+// a candidate's outputs trial after trial); false when a file is missing or of the wrong size.
+bool read_outputs_into(const task_def& task, const trial_key& key,
+                       const std::filesystem::path& out_prefix, std::vector<host_tensor>& outs);
 
 // One call's outputs against the protocol: the fp64 oracle within the task's (regime's)
 // tolerance plus the condition term, or opt.peer's checker against `reference`.
