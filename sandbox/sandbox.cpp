@@ -22,16 +22,6 @@
 namespace kg {
 namespace sandbox_detail {
 
-std::optional<host_tensor> read_tensor(const std::filesystem::path& f, dtype type,
-                                       const std::vector<std::int64_t>& shape) {
-  host_tensor t(type, shape);
-  std::ifstream in(f, std::ios::binary | std::ios::ate);
-  if (!in || static_cast<std::size_t>(in.tellg()) != t.bytes.size()) return std::nullopt;
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
-  return t;
-}
-
 // The strict protocol's draws: per shape, at least one draw per input regime the task declares
 // (draw 0 is N(0,1) and carries the LibTorch reference), the others in an order drawn from the
 // run's seed; about half of the later draws run on a busy stream.
