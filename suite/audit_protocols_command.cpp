@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -179,6 +180,23 @@ std::vector<std::size_t> audit_judging_order(const std::vector<std::string>& tas
 int run_audit_protocols_command(const audit_checker_options& o, std::ostream& out,
                                 std::ostream& err) {
   const auto t_start = std::chrono::steady_clock::now();
+  // Every worker's CUDA context with one hardware queue instead of the driver's eight: on the
+  // H200 a kg_worker came up in 159 ms against 224 ms alone and 468 ms against 1,079 ms eight
+  // at once (docs/performance.md), and a crashing candidate costs a context. Nothing is timed
+  // here; a candidate whose streams must run concurrently (one waiting on another's kernel)
+  // would hang, so a control that does shows as rejected. KERNELGATE_AUDIT_CONNECTIONS=N (1..32)
+  // sets another count, 0 the driver's default; a CUDA_DEVICE_MAX_CONNECTIONS already set is
+  // kept. Set here, before any thread starts: setenv races with threads reading the environment
+  // (the compile's nvcc launches).
+  {
+    const char* e = std::getenv("KERNELGATE_AUDIT_CONNECTIONS");
+    const std::string n = e && *e ? e : "1";
+    int v = -1;
+    const auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
+    if (ec != std::errc() || p != n.data() + n.size() || v < 0 || v > 32)
+      return bad_input(err, "KERNELGATE_AUDIT_CONNECTIONS='" + n + "' is not a count 0..32");
+    if (v > 0) ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", n.c_str(), 0);
+  }
   if (o.out.empty()) return bad_input(err, "--out is empty");
   if (o.timeout < 0) return bad_input(err, "--timeout must be > 0");
   if (o.witness_seeds < 1) return bad_input(err, "--witness-seeds must be >= 1");
@@ -412,17 +430,6 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   // fixed (docs/performance.md).
   if (const char* e = std::getenv("KERNELGATE_AUDIT_RESIDENT"); e && std::string(e) == "1")
     shared.resident_bytes = dev.memory_bytes / 4 / static_cast<std::size_t>(workers);
-  // Every worker's CUDA context with one hardware queue instead of the driver's eight: on the
-  // H200 a kg_worker came up in 159 ms against 224 ms alone and 468 ms against 1,079 ms eight
-  // at once (docs/performance.md), and a crashing candidate costs a context. Nothing is timed
-  // here; a candidate whose streams must run concurrently (one waiting on another's kernel)
-  // would hang, so a control that does shows as rejected. KERNELGATE_AUDIT_CONNECTIONS=N sets
-  // another count, 0 the driver's default; a CUDA_DEVICE_MAX_CONNECTIONS already set is kept.
-  {
-    const char* e = std::getenv("KERNELGATE_AUDIT_CONNECTIONS");
-    const std::string n = e && *e ? e : "1";
-    if (n != "0") ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", n.c_str(), 0);
-  }
   // KERNELGATE_AUDIT_GUARD=BYTES: every fresh buffer inside 0xff guards of at least BYTES a side,
   // so near out-of-bounds accesses read NaN instead of ending the worker (off by default until
   // the H200 has measured it: docs/performance.md).
