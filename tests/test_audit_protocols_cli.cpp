@@ -10,6 +10,7 @@
 // real worker's watchdog cuts it (exit 6), and is decided as the crashing one is.
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -348,6 +349,12 @@ TEST(audit_protocols_cli, bad_input_is_one_line_and_runs_nothing) {
   r = run({"audit", "checker", "--catalog", f.catalog.string(), "--out", out.string()});
   EXPECT_EQ(r.rc, exit_code::bad_input);
   EXPECT_NE(r.err.find("give --cmd or --protocol"), std::string::npos) << r.err;
+  ::setenv("KERNELGATE_AUDIT_CONNECTIONS", "many", 1);
+  r = run({"audit", "checker", "--protocol", "strict", "--catalog", f.catalog.string(), "--root",
+           f.root.string(), "--out", out.string()});
+  ::unsetenv("KERNELGATE_AUDIT_CONNECTIONS");
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("KERNELGATE_AUDIT_CONNECTIONS='many'"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out / "verdicts.jsonl"));
 }
 
@@ -533,9 +540,9 @@ TEST(audit_protocols_cli, a_shared_first_call_is_judged_by_each_rule_and_the_sec
   ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
   ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
   ::setenv("KG_FAKE_COPY_INPUT", "1", 1);
-  const auto r = run({"audit", "checker", "--protocol", "all", "--catalog", f.catalog.string(),
-                      "--root", f.root.string(), "--tasks", "relu", "--workers", "2", "--out",
-                      (base / "out").string()});
+  const auto r =
+      run({"audit", "checker", "--protocol", "all", "--catalog", f.catalog.string(), "--root",
+           f.root.string(), "--tasks", "relu", "--workers", "2", "--out", (base / "out").string()});
   ::unsetenv("KERNELGATE_FAKE_DEVICE");
   ::unsetenv("KERNELGATE_WORKER");
   ::unsetenv("KERNELGATE_CACHE");
