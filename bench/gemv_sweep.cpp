@@ -531,18 +531,11 @@ int main(int argc, char** argv) {
       const double min_bytes =
           2.0 * (static_cast<double>(s.n) * s.k + static_cast<double>(batch) * (s.k + s.n));
       std::vector<measured> done;
-      auto run_one = [&](const gemv_config& c) {
-        measured m;
-        m.c = c;
-        void* w = ws.get(gemv_workspace_bytes(c, batch, s.n, s.k));
-        std::string check = check_config(d, s, batch, c, w);
+      // Times `work` into m once `check` (the output check's finding) is empty; prints the row.
+      auto time_row = [&](measured& m, std::string check, const work_fn& work) {
         if (check.empty()) {
           try {
-            const auto t = timer.measure([&](cudaStream_t st) {
-              KG_CUDA_CHECK(launch_gemv_bf16(static_cast<const __nv_bfloat16*>(d.x.get()),
-                                             d.weights(c), static_cast<__nv_bfloat16*>(d.y.get()),
-                                             batch, s.n, s.k, c, w, st));
-            });
+            const auto t = timer.measure(work);
             m.median_us = t.summary.median;
             m.lo_us = t.median_ci.lo;
             m.hi_us = t.median_ci.hi;
@@ -554,6 +547,16 @@ int main(int argc, char** argv) {
         }
         if (!m.ok) ++failures;
         print_row(s, batch, m, check, copy);
+      };
+      auto run_one = [&](const gemv_config& c) {
+        measured m;
+        m.c = c;
+        void* w = ws.get(gemv_workspace_bytes(c, batch, s.n, s.k));
+        time_row(m, check_config(d, s, batch, c, w), [&](cudaStream_t st) {
+          KG_CUDA_CHECK(launch_gemv_bf16(static_cast<const __nv_bfloat16*>(d.x.get()), d.weights(c),
+                                         static_cast<__nv_bfloat16*>(d.y.get()), batch, s.n, s.k, c,
+                                         w, st));
+        });
         done.push_back(m);
       };
       for (const auto& c : first_pass(s, batch, dev.sm_count, opt.full, opt.clusters, opt.kinds))
@@ -583,26 +586,11 @@ int main(int argc, char** argv) {
       if (blas) { // cuBLAS, checked and timed as ours are
         measured m;
         m.label = "cublas";
-        std::string check =
-            check_launch(d, s, batch, [&] { return run_cublas(*blas, d, s, batch); });
-        if (check.empty()) {
-          try {
-            const auto t = timer.measure([&](cudaStream_t st) {
-              (void)st; // (the handle is bound to the timer's stream: timer.stream())
-              if (const auto e = run_cublas(*blas, d, s, batch); !e.empty())
-                throw std::runtime_error(e);
-            });
-            m.median_us = t.summary.median;
-            m.lo_us = t.median_ci.lo;
-            m.hi_us = t.median_ci.hi;
-            m.gbps = min_bytes / (m.median_us * 1e-6) / 1e9;
-            m.ok = true;
-          } catch (const std::exception& e) {
-            check = std::string("timing failed: ") + e.what();
-          }
-        }
-        if (!m.ok) ++failures;
-        print_row(s, batch, m, check, copy);
+        time_row(m, check_launch(d, s, batch, [&] { return run_cublas(*blas, d, s, batch); }),
+                 [&](cudaStream_t) { // (the handle is bound to the timer's stream)
+                   if (const auto e = run_cublas(*blas, d, s, batch); !e.empty())
+                     throw std::runtime_error(e);
+                 });
         if (m.ok) against_cublas[{&s, batch}] = m;
       }
       for (const auto& m : done)
