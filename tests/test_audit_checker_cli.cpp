@@ -2,6 +2,7 @@
 // one that crashes, one that hangs, and one that compares the candidate with the original): the
 // verdicts, scores, false rejections and outputs each must give, computed from the fixture by
 // hand.
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -16,6 +17,7 @@
 #include "reports/json_schema.h"
 #include "scratch_dir.h"
 #include "suite/exit_codes.h"
+#include "timing/interrupt.h"
 
 using namespace kg;
 using kg::test::lines;
@@ -151,6 +153,36 @@ TEST(audit_checker_cli, a_checker_that_compares_with_the_original_kills_every_mu
   EXPECT_EQ(a.summary["score"]["survived"], 0);
   EXPECT_TRUE(a.summary["false_rejections"].empty());
   EXPECT_TRUE(a.summary["escapes"].empty());
+}
+
+TEST(audit_checker_cli, a_checker_ended_by_the_signal_that_stops_us_gives_no_verdict) {
+  // As under Slurm's requeue: SIGTERM reaches the checker first and kernelgate (this process)
+  // 0.3 s later (the 0.1 s lets setsid leave the group, which dies with the checker). The checker's
+  // death is no verdict; a resume makes that call again (the same command, which accepts once
+  // `resumed` exists).
+  const auto resumed_flag = kg::test::scratch_dir("audit-checker") / "resumed";
+  fs::remove(resumed_flag);
+  const std::string cmd = "[ -e '" + resumed_flag.string() +
+                          "' ] && exit 0; p=$PPID; setsid sh -c \"sleep 0.4; kill -TERM $p\" "
+                          "</dev/null >/dev/null 2>&1 & sleep 0.1; kill -TERM $$ # {candidate}";
+  struct sigaction old_int = {};
+  struct sigaction old_term = {};
+  sigaction(SIGINT, nullptr, &old_int);
+  sigaction(SIGTERM, nullptr, &old_term);
+  install_interrupt_handlers();
+  const auto stopped = audit("terminated", cmd, {"--jobs", "1"});
+  const bool was_stopped = stop_requested();
+  clear_stop();
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  ASSERT_TRUE(was_stopped) << "the delayed SIGTERM never arrived";
+  EXPECT_EQ(stopped.r.rc, exit_code::interrupted) << stopped.r.err;
+  EXPECT_EQ(fs::file_size(stopped.out / "verdicts.jsonl"), 0u);
+  std::ofstream(resumed_flag) << "";
+  const auto resumed = audit("terminated", cmd, {"--jobs", "1", "--resume", stopped.out.string()});
+  ASSERT_EQ(resumed.r.rc, exit_code::ok) << resumed.r.err;
+  EXPECT_EQ(resumed.summary["calls"], fx().witnessed + 1);
+  EXPECT_EQ(resumed.summary["score"]["survived"], fx().witnessed);
 }
 
 TEST(audit_checker_cli, bad_input_is_one_line_and_exit_2_before_any_call) {

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <thread>
 
 namespace kg {
 namespace {
@@ -16,6 +17,12 @@ void install_interrupt_handlers() {
   std::signal(SIGTERM, on_signal);
 }
 bool stop_requested() {
+  return stop_flag != 0;
+}
+bool stop_requested_within(std::chrono::milliseconds wait) {
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (stop_flag == 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   return stop_flag != 0;
 }
 void throw_if_stop_requested() {
