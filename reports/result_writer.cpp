@@ -1,5 +1,6 @@
 #include "reports/result_writer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -70,6 +71,17 @@ result_writer::result_writer(resume_tag, std::filesystem::path dir, std::string 
   std::error_code ec;
   std::filesystem::remove(dir_ / "result.json", ec);
   if (ec) throw output_error("cannot remove stale " + (dir_ / "result.json").string());
+  // Records of work an interrupted run never did (they keep its result's accounting whole) are
+  // this run's to do: the file is rewritten without them, torn tail included.
+  const auto not_done = [](const nlohmann::json& r) { return r.value("interrupted", false); };
+  if (std::any_of(records_.begin(), records_.end(), not_done)) {
+    std::erase_if(records_, not_done);
+    std::string text;
+    for (const auto& r : records_)
+      text += r.dump() + "\n";
+    write_file_atomically(file, text);
+    cut = 0;
+  }
   fd_ = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd_ < 0) throw output_error("cannot append to " + file.string());
   if (cut) { // drop the torn tail: the file then ends with its last newline

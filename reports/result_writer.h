@@ -30,6 +30,8 @@ public:
   // Resuming (`kernelgate run --resume DIR`): keeps the whole records of DIR/records.jsonl as this
   // run's first records, cuts a torn last line off the file (a record being written when the run
   // was killed: its work is redone) and appends after them. `torn` gets the lines cut (0 or 1).
+  // A record marked "interrupted": true (work an interrupted run wrote down as not done) is
+  // dropped from the file: its work is this run's.
   struct resume_tag {};
   result_writer(resume_tag, std::filesystem::path dir, std::string kind,
                 std::vector<std::string> argv, nlohmann::json environment, nlohmann::json config,

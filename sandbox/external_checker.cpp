@@ -1,7 +1,5 @@
 #include "sandbox/external_checker.h"
 
-#include <csignal>
-
 #include "sandbox/process.h"
 
 namespace kg {
@@ -77,9 +75,6 @@ checker_answer run_external_checker(const std::string& command_template,
   const auto r = run_process({"/bin/sh", "-c", command}, workdir / "checker.log", limits);
   checker_answer a;
   a.seconds = r.seconds;
-  const auto job_signal = [](int sig) { return sig == SIGTERM || sig == SIGINT || sig == SIGHUP; };
-  a.terminated = !r.timed_out && (r.exited ? r.exit_code > 128 && job_signal(r.exit_code - 128)
-                                           : job_signal(r.signal));
   if (r.timed_out) {
     a.verdict = kill_verdict::timeout;
     a.detail = "no answer within " + std::to_string(timeout_seconds) + " s";

@@ -35,10 +35,6 @@ struct checker_answer {
   kill_verdict verdict = kill_verdict::missing; // survived (accepted), killed, error or timeout
   std::string detail;                           // "exit 1", "killed by signal 11 ...", "timeout"
   double seconds = 0;
-  // Ended by SIGTERM, SIGINT or SIGHUP, or a shell's 128+n for one of them: the signals a job
-  // manager (Slurm's requeue and preemption, a Ctrl-C) sends to every process of a job, ours
-  // included. Such an end may be ours being stopped, not the checker's answer.
-  bool terminated = false;
 };
 
 // One call: creates workdir, runs the command, maps its end to a verdict (above). Throws

@@ -13,7 +13,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "timing/interrupt.h"
+
 namespace kg {
+
+bool process_result::ended_by_job_signal() const {
+  const auto job_signal = [](int sig) { return sig == SIGTERM || sig == SIGINT || sig == SIGHUP; };
+  if (timed_out) return false; // our own SIGKILL
+  return exited ? exit_code > 128 && job_signal(exit_code - 128) : job_signal(signal);
+}
 
 std::string process_result::describe() const {
   if (timed_out) return "timed out after " + std::to_string(seconds) + " s";
@@ -73,6 +81,11 @@ void describe_status(int status, process_result& r) {
   }
 }
 
+namespace {
+// Slurm signals a job's processes together; our handler runs within milliseconds.
+constexpr std::chrono::milliseconds job_signal_grace{2000};
+} // namespace
+
 process_result run_process(const std::vector<std::string>& argv, const std::filesystem::path& log,
                            const process_limits& limits) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -95,6 +108,10 @@ process_result run_process(const std::vector<std::string>& argv, const std::file
   }
   ::kill(-pid, SIGKILL); // anything the child left running in its group
   describe_status(status, r);
+  // The job manager signals every process of a job in no set order: a child may die of it
+  // before our own handler has run. Give the handler that moment, so that callers checking
+  // stop_requested() next see the stop rather than a failure of the child.
+  if (r.ended_by_job_signal()) stop_requested_within(job_signal_grace);
   return r;
 }
 

@@ -24,6 +24,10 @@ struct process_result {
   bool timed_out = false;
   double seconds = 0;
   std::string describe() const; // "exit code 3", "killed by signal 11 (Segmentation fault)", ...
+  // Ended by SIGTERM, SIGINT or SIGHUP, or a shell's 128+n for one of them: the signals a job
+  // manager (Slurm's requeue and preemption, a Ctrl-C) sends to every process of a job, ours
+  // included -- an end that may be ours being stopped rather than the child's own.
+  bool ended_by_job_signal() const;
 };
 
 // Runs argv[0] (looked up on PATH) with stdout and stderr appended to `log`. Never throws for the

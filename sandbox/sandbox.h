@@ -27,6 +27,7 @@ struct candidate_verdict {
   std::optional<eval_status> status; // none until decided
   std::string reason;
   nlohmann::json detail = nlohmann::json::object(); // trials, comparisons, imports, worker log
+  bool interrupted = false; // not evaluated: the run was stopped (SIGINT/SIGTERM) first
 };
 
 struct sandbox_options {

@@ -49,8 +49,6 @@ nlohmann::json score_json(const checker_score& s) {
 }
 
 constexpr const char* column = "cmd";
-// Slurm sends SIGTERM to a job's processes together; our handler runs within milliseconds.
-constexpr std::chrono::milliseconds termination_grace{2000};
 
 } // namespace
 
@@ -342,11 +340,8 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
         const auto a = run_external_checker(o.cmd, task_file.at(c.task), w / "candidate.cu",
                                             w / "scratch", timeout);
         // A call that ended after SIGINT/SIGTERM (Slurm's preemption and requeue signal the
-        // checker too) is no verdict: --resume makes it again. The job manager signals every
-        // process of the job in no set order, so a checker ended by such a signal may die
-        // before our own handler has run: wait for it a moment before taking that end as an
-        // answer.
-        if (a.terminated) stop_requested_within(termination_grace);
+        // checker too) is no verdict: --resume makes it again. (A checker that died of such a
+        // signal first: run_process gave our handler its moment.)
         if (stop_requested()) {
           remove_tree(w);
           break;

@@ -297,6 +297,7 @@ nlohmann::json evaluation_record(const pair_plan& p, const candidate_verdict& v,
       {"task", p.task->id},          {"candidate", p.candidate},
       {"source", p.source.string()}, {"status", std::string(status_name(*v.status))},
       {"status_reason", v.reason},   {"detail", v.detail}};
+  if (v.interrupted) rec["interrupted"] = true; // not evaluated; a --resume evaluates it
   // The timing figures at the top of the record (the layout `kernelgate fastp` reads).
   for (const char* k : {"candidate_us", "baseline_us", "speedup", "speedup_ci95"})
     if (v.detail.contains(k)) rec[k] = v.detail[k];
@@ -607,10 +608,15 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
       }
       candidate_verdict v;
       bool asked_torch = false;
-      if (stopped || stop_requested()) {
+      const auto not_evaluated = [&] {
         stopped = true;
+        v = candidate_verdict{};
         v.status = eval_status::missing;
         v.reason = "not evaluated: the run was interrupted";
+        v.interrupted = true;
+      };
+      if (stopped || stop_requested()) {
+        not_evaluated();
       } else if (p.source.empty()) {
         v.status = eval_status::missing;
         v.reason = "no candidate for this task in " + o.candidates;
@@ -648,6 +654,9 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
             v.reason = std::string("kernelgate failed evaluating this pair: ") + e.what();
           }
           remove_tree(so.work_dir); // its outputs were read; the trial files stay shared
+          // A failure reached while we were being stopped may be the stop's doing (the job's
+          // SIGTERM reaches nvcc and the worker too): unknown, not failed.
+          if (v.status != eval_status::passed && stop_requested()) not_evaluated();
         }
       }
       if (!v.status) { // (every path of evaluate_candidate decides; a harness fault if not)

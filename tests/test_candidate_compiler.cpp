@@ -43,6 +43,19 @@ TEST(process, exit_codes_signals_and_timeouts_are_reported_not_suffered) {
   EXPECT_THROW(run_process({"sh"}, "/nonexistent-dir/x.log"), std::runtime_error);
 }
 
+TEST(process, an_end_by_a_job_managers_signal_is_told_from_the_childs_own) {
+  const auto d = scratch("job-signal");
+  // SIGTERM, SIGINT, SIGHUP directly, or as a shell's 128+n for a child they ended.
+  for (const char* cmd :
+       {"kill -TERM $$", "kill -INT $$", "kill -HUP $$", "exit 143", "exit 130", "exit 129"})
+    EXPECT_TRUE(run_process({"sh", "-c", cmd}, d / "a.log").ended_by_job_signal()) << cmd;
+  // A crash, SIGKILL, an ordinary exit, and our own timeout are not.
+  for (const char* cmd : {"kill -SEGV $$", "exit 139", "kill -KILL $$", "exit 1", "exit 0"})
+    EXPECT_FALSE(run_process({"sh", "-c", cmd}, d / "b.log").ended_by_job_signal()) << cmd;
+  EXPECT_FALSE(run_process({"sh", "-c", "sleep 5"}, d / "c.log", {.timeout_seconds = 0.2})
+                   .ended_by_job_signal());
+}
+
 TEST(candidate_compiler, compiles_in_parallel_then_hits_the_cache) {
   compile_options o;
   o.cache_dir = scratch("cache");

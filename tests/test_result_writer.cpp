@@ -98,3 +98,31 @@ TEST(result_writer, resuming_keeps_whole_records_and_cuts_a_torn_line) {
   kg::remove_tree(empty);
   kg::remove_tree(dir);
 }
+
+TEST(result_writer, resuming_drops_the_records_of_work_an_interruption_left_undone) {
+  const auto dir = fresh_dir("resume_interrupted");
+  {
+    result_writer w(dir, "eval", {"x"}, {}, {});
+    w.append({{"type", "evaluation"}, {"id", "a"}, {"status", "PASSED"}});
+    w.append({{"type", "evaluation"}, {"id", "b"}, {"status", "MISSING"}, {"interrupted", true}});
+    w.append({{"type", "evaluation"}, {"id", "c"}, {"status", "MISSING"}, {"interrupted", false}});
+    w.append({{"type", "evaluation"}, {"id", "d"}, {"status", "MISSING"}, {"interrupted", true}});
+  }
+  std::ofstream(dir / "records.jsonl", std::ios::app) << R"({"type":"evalu)"; // and a torn line
+  {
+    result_writer w(result_writer::resume_tag{}, dir, "eval", {"x"}, {}, {});
+    ASSERT_EQ(w.record_count(), 2u);
+    EXPECT_EQ(w.records()[0]["id"], "a");
+    EXPECT_EQ(w.records()[1]["id"], "c");
+    w.append({{"type", "evaluation"}, {"id", "b"}, {"status", "PASSED"}});
+  }
+  int torn = -1;
+  const auto lines = read_records(dir / "records.jsonl", &torn);
+  EXPECT_EQ(torn, 0);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0]["id"], "a");
+  EXPECT_EQ(lines[1]["id"], "c");
+  EXPECT_EQ(lines[2]["id"], "b");
+  EXPECT_EQ(lines[2]["status"], "PASSED");
+  kg::remove_tree(dir);
+}

@@ -19,6 +19,7 @@
 #include "suite/exit_codes.h"
 #include "suite/shard_plan.h"
 #include "suite/slurm_command.h"
+#include "timing/interrupt.h"
 
 using namespace kg;
 using kg::test::run;
@@ -641,4 +642,19 @@ TEST(shard_cli, a_resumed_eval_keeps_its_recorded_pairs) {
   const auto other = eval(dir, {"--seed", "10", "--resume", dir.string()});
   EXPECT_EQ(other.rc, exit_code::bad_input);
   EXPECT_NE(other.err.find("a different evaluation"), std::string::npos) << other.err;
+}
+
+TEST(shard_cli, a_resumed_eval_runs_the_pairs_an_interruption_left_unevaluated) {
+  // SIGINT/SIGTERM (the flag they set, raised before the run) leaves every pair "not evaluated";
+  // a resume must evaluate those, not keep them as recorded.
+  const auto whole = fx().base / "eval-interrupt-whole";
+  ASSERT_LE(eval(whole, {"--seed", "11"}).rc, 1);
+  const auto dir = fx().base / "eval-interrupted";
+  kg::request_stop();
+  const auto stopped = eval(dir, {"--seed", "11"});
+  kg::clear_stop();
+  EXPECT_EQ(stopped.rc, exit_code::interrupted) << stopped.err;
+  const auto r = eval(dir, {"--seed", "11", "--resume", dir.string()});
+  ASSERT_LE(r.rc, 1) << r.err;
+  EXPECT_EQ(eval_statuses(dir), eval_statuses(whole));
 }
