@@ -9,11 +9,12 @@
 // each run) for bitwise identity. One row per configuration is printed as it is measured; the
 // end prints the best configuration per (shape, batch) as rows of pick_gemv_config's table.
 //
-// Six configuration families are timed side by side (gemv_kind, gemv_bf16.h): simt (weights
+// Seven configuration families are timed side by side (gemv_kind, gemv_bf16.h): simt (weights
 // through registers, float32 FMAs), bulk (cp.async.bulk ring in shared memory), mma (tensor
 // cores, weights as the A operand), sweep (a fixed grid computing whole rows, batch 1-2), tsweep
-// (tensor cores over the sweep's fixed grid, batch up to 8) and packed (the mma kernel over the
-// weights' packed copy, made once per shape by pack_gemv_weights and not timed).
+// (tensor cores over the sweep's fixed grid, batch up to 8), packed (the mma kernel over the
+// weights' packed copy, made once per shape by pack_gemv_weights and not timed) and gemm (a
+// skinny GEMM with both operands staged in shared memory, batch 16-128).
 //
 // Pruning (off with --full): configurations that need several launches for the batch, those
 // whose lanes, blocks or warps would get less than one unrolled step per K slice, and split-K
@@ -32,7 +33,7 @@
 //                       [--cluster 0|1|both] [--no-cublas] [--backend NAME]
 //     --quick   the down projection at batch 1 and 8 only (every family)
 //     --no-ceiling  skip each weight's read-ceiling rows (a plain contiguous read of it)
-//     --kinds   simt, bulk, mma, sweep, tsweep, packed (a comma list): time only these
+//     --kinds   simt, bulk, mma, sweep, tsweep, packed, gemm (a comma list): time only these
 //     families (and the
 //               table's current configuration)
 //     --shapes  down, qkv, o_proj, gate_up, lm_head (a comma list); --batches 1..128 (a list)
@@ -119,6 +120,9 @@ std::string config_name(const gemv_config& c) {
   case gemv_kind::tsweep:
     o << "g" << 132 * c.rows_per_warp << " u" << c.unroll;
     break;
+  case gemv_kind::gemm:
+    o << "rpw" << c.rows_per_warp << " st" << c.unroll << " bw" << c.batch_warps;
+    break;
   }
   o << " w" << c.warps_per_block << " s" << c.split_k;
   if (c.cluster) o << " cl";
@@ -126,19 +130,21 @@ std::string config_name(const gemv_config& c) {
 }
 
 // pick_gemv_config's table spelling: {rows_per_warp, warps_per_block, unroll, split_k[, kind[,
-// cluster]]}.
+// cluster[, batch_warps]]]}.
 std::string table_config(const gemv_config& c) {
   std::ostringstream o;
   o << "{" << c.rows_per_warp << ", " << c.warps_per_block << ", " << c.unroll << ", " << c.split_k;
   if (c.kind != gemv_kind::simt || c.cluster) o << ", gemv_kind::" << gemv_kind_name(c.kind);
-  if (c.cluster) o << ", " << c.cluster;
+  if (c.cluster || c.batch_warps != 1) o << ", " << c.cluster;
+  if (c.batch_warps != 1) o << ", " << c.batch_warps;
   o << "}";
   return o.str();
 }
 
 bool same(const gemv_config& a, const gemv_config& b) {
   return a.kind == b.kind && a.rows_per_warp == b.rows_per_warp && a.unroll == b.unroll &&
-         a.warps_per_block == b.warps_per_block && a.split_k == b.split_k && a.cluster == b.cluster;
+         a.warps_per_block == b.warps_per_block && a.split_k == b.split_k &&
+         a.cluster == b.cluster && a.batch_warps == b.batch_warps;
 }
 
 // Rows of one block (the mma family's warps share one 16-row tile; a sweep block computes about
@@ -149,6 +155,7 @@ int block_rows(const gemv_config& c, int n) {
     const int lanes = 132 * c.rows_per_warp / c.split_k;
     return 16 * (((n + 15) / 16 + lanes - 1) / lanes);
   }
+  if (c.kind == gemv_kind::gemm) return c.rows_per_warp * c.warps_per_block / c.batch_warps;
   return c.kind == gemv_kind::mma || c.kind == gemv_kind::packed
              ? c.rows_per_warp
              : c.rows_per_warp * c.warps_per_block;
@@ -177,6 +184,12 @@ bool worth_timing(const gemv_config& c, const shape_def& s, int batch, int sm_co
     break;
   case gemv_kind::tsweep: // its grid is fixed: every split is worth a look
     return true;
+  case gemv_kind::gemm: // batch 8 up; at least one k tile per stage of its ring in every slice;
+                        // its blocks are few and fat, so a split is worth a look until the
+                        // tiles fill the SMs twice over
+    if (batch < 8 || slice_chunks < 8.0 * c.unroll) return false;
+    return c.split_k == 1 ||
+           (s.n + block_rows(c, s.n) - 1) / block_rows(c, s.n) * (c.split_k / 2) < 2LL * sm_count;
   }
   const long long tiles = (s.n + block_rows(c, s.n) - 1) / block_rows(c, s.n);
   const long long warps = tiles * c.warps_per_block;
@@ -199,7 +212,9 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
     for (const gemv_config c :
          {gemv_config{1, 8, 4, 1}, gemv_config{1, 8, 8, 1}, gemv_config{2, 8, 4, 1},
           gemv_config{4, 8, 2, 1}, gemv_config{2, 8, 4, 1, gemv_kind::bulk},
-          gemv_config{16, 8, 2, 1, gemv_kind::mma}, gemv_config{16, 8, 4, 1, gemv_kind::mma}})
+          gemv_config{16, 8, 2, 1, gemv_kind::mma}, gemv_config{16, 8, 4, 1, gemv_kind::mma},
+          gemv_config{16, 8, 4, 1, gemv_kind::gemm}, gemv_config{16, 8, 3, 1, gemv_kind::gemm},
+          gemv_config{32, 8, 4, 1, gemv_kind::gemm, 0, 2}})
       if (batch <= gemv_batch_group(c) && gemv_config_supported(c, batch, s.n, s.k)) add(c);
     return out;
   }
@@ -210,7 +225,8 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
     // mma: every warps_per_block in the first pass (its warps split K, so the count matters
     // more than elsewhere, and the family has only five (unroll, warps) pairs).
     if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma &&
-        c.kind != gemv_kind::packed && c.kind != gemv_kind::sweep && c.kind != gemv_kind::tsweep)
+        c.kind != gemv_kind::packed && c.kind != gemv_kind::sweep && c.kind != gemv_kind::tsweep &&
+        c.kind != gemv_kind::gemm)
       return;
     for (int cl : clusters) {
       c.cluster = cl;
@@ -239,6 +255,16 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
       for (int unroll : {1, 2})
         for (int wpb : {4, 8, 16})
           consider({grid, wpb, unroll, split, gemv_kind::tsweep});
+  // gemm: every (rows a warp, warps, warps across the batch, stages, split); batch 16 up mainly.
+  for (int split : {1, 2, 4, 8})
+    for (int rpw : {16, 32, 64})
+      for (int wpb : {4, 8})
+        for (int bw : {1, 2})
+          for (int stages : {3, 4}) {
+            gemv_config c{rpw, wpb, stages, split, gemv_kind::gemm};
+            c.batch_warps = bw;
+            consider(c);
+          }
   return out;
 }
 
@@ -613,7 +639,7 @@ int main(int argc, char** argv) {
     const auto& [s, batch] = key;
     std::ostringstream families;
     for (const gemv_kind k : {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep,
-                              gemv_kind::tsweep, gemv_kind::packed}) {
+                              gemv_kind::tsweep, gemv_kind::packed, gemv_kind::gemm}) {
       const auto it = family_best.find({{s, batch}, static_cast<int>(k)});
       families << " " << gemv_kind_name(k) << " ";
       if (it == family_best.end())

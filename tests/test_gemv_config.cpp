@@ -64,6 +64,10 @@ TEST(gemv_config, picks_supported_configurations_for_every_qwen3_shape_and_batch
         EXPECT_EQ(k % 64, 0);
         EXPECT_GT(gemv_packed_bytes(n, k), 0u);
         break;
+      case gemv_kind::gemm:
+        EXPECT_TRUE(in(c.rows_per_warp, {16, 32, 64}));
+        EXPECT_TRUE(in(c.unroll, {3, 4}));
+        break;
       }
       EXPECT_TRUE(gemv_config_supported(c, batch, n, k));
     }
@@ -203,6 +207,56 @@ TEST(gemv_config, unsupported_requests_return_invalid_value_without_touching_the
   EXPECT_TRUE(gemv_config_supported({1, 4, 2, 1}, 1, 4 * 65536 + 1, 256));
   EXPECT_FALSE(gemv_config_supported({16, 8, 2, 2, mma}, 1, 16 * 65536 + 1, 256));
   EXPECT_TRUE(gemv_config_supported({16, 8, 2, 2, mma}, 1, 16 * 65536, 256));
+}
+
+// The gemm family's rules (gemv_bf16.h), each limit worked out by hand: a warp's m16n8 tiles =
+// rows_per_warp / 16 x batch tile / (8 x batch_warps) <= 16, the batch tile the group's batch
+// rounded up to a power of two (at least 16 x batch_warps), at most 256 rows a block, and a ring
+// of stages x (rows + batch tile) x 128 bytes <= 200 KB.
+TEST(gemv_config, the_gemm_family_keeps_its_tiles_in_registers_and_its_ring_in_shared_memory) {
+  constexpr auto gemm = gemv_kind::gemm;
+  auto ok = [](int rpw, int wpb, int stages, int split, int bw, int batch, int n = 2560,
+               int k = 9728) {
+    gemv_config c{rpw, wpb, stages, split, gemm};
+    c.batch_warps = bw;
+    return gemv_config_supported(c, batch, n, k);
+  };
+  // Batch 128, one warp across: 16 rows x 128 columns = 16 tiles; 32 rows would be 32.
+  EXPECT_TRUE(ok(16, 8, 4, 1, 1, 128));  // 128 rows: 4 x 256 rows x 128 B = 128 KB
+  EXPECT_FALSE(ok(32, 8, 4, 1, 1, 128)); // 32 tiles
+  EXPECT_TRUE(ok(32, 8, 4, 1, 2, 128));  // two warps across: 2 x 8 = 16 tiles, 128 rows
+  EXPECT_FALSE(ok(64, 8, 4, 1, 2, 128)); // 4 x 8 = 32 tiles
+  // Batch 100 rounds to 128; batch 130 is a group of 128 and one of 2 (rounded to 16).
+  EXPECT_FALSE(ok(32, 4, 3, 1, 1, 100));
+  EXPECT_FALSE(ok(32, 4, 3, 1, 1, 130));
+  EXPECT_TRUE(ok(32, 4, 3, 1, 1, 64)); // 2 x 8 tiles
+  // Rows: 64 x 8 = 512 rows a block is too many; 64 x 4 = 256 fits (batch 16: 4 x 2 tiles, a
+  // ring of 4 x (256 + 16) x 128 B = 136 KB).
+  EXPECT_FALSE(ok(64, 8, 4, 1, 1, 16));
+  EXPECT_TRUE(ok(64, 4, 4, 1, 1, 16));
+  // The largest ring the tile limits leave: 64 x 8 / 2 = 256 rows with a batch tile of 64 at 4
+  // stages, 4 x 320 x 128 B = 160 KB (the 200 KB limit never binds before the others).
+  EXPECT_TRUE(ok(64, 8, 4, 1, 2, 64));
+  EXPECT_TRUE(ok(32, 8, 4, 1, 1, 16));
+  // Other fields: stages 3 or 4, warps 4 or 8, batch_warps 1 or 2 (only here), no cluster.
+  EXPECT_FALSE(ok(16, 8, 2, 1, 1, 32));
+  EXPECT_FALSE(ok(16, 16, 4, 1, 1, 32));
+  EXPECT_FALSE(ok(16, 8, 4, 1, 3, 32));
+  EXPECT_FALSE(ok(16, 8, 4, 3, 1, 32));
+  EXPECT_FALSE(ok(8, 8, 4, 1, 1, 32));
+  EXPECT_FALSE(gemv_config_supported({16, 8, 4, 2, gemm, 1}, 32, 2560, 9728));
+  gemv_config simt{1, 8, 2, 1};
+  simt.batch_warps = 2;
+  EXPECT_FALSE(gemv_config_supported(simt, 4, 64, 256));
+  // Any k % 8 == 0 (a partial last k tile is zero-filled) and any n, batch.
+  EXPECT_TRUE(ok(16, 4, 3, 8, 1, 1, 37, 8 * 53));
+  EXPECT_TRUE(ok(32, 8, 3, 4, 2, 333, 517, 8 * 1333));
+  // The batch group: 128 rows; the workspace is every family's.
+  EXPECT_EQ(gemv_batch_group({16, 8, 4, 1, gemm}), 128);
+  for (int split : {2, 4, 8})
+    EXPECT_EQ(gemv_workspace_bytes({16, 8, 4, split, gemm}, 64, 2560, 9728),
+              gemv_workspace_bytes({1, 8, 2, split}, 64, 2560, 9728));
+  EXPECT_STREQ(gemv_kind_name(gemm), "gemm");
 }
 
 // The workspace layout is the same for every family: one zero-filled workspace serves them all.

@@ -1,8 +1,8 @@
 // The decode GEMV (kernels/decode/gemv_bf16.h) on the GPU (label gpu; each test skips with a
 // visible message where no CUDA device exists): every supported configuration of every family
-// (simt, bulk, mma, sweep, tsweep, packed) against an fp64 host oracle on odd shapes (row tails,
-// K slices of odd length, partial batch groups), and bitwise identical output across runs, split
-// K included.
+// (simt, bulk, mma, sweep, tsweep, packed, gemm) against an fp64 host oracle on odd shapes (row
+// tails, K slices of odd length, partial batch groups), and bitwise identical output across runs,
+// split K included.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -97,7 +97,14 @@ std::string name(const gemv_config& c) {
   return std::string(gemv_kind_name(c.kind)) + ", rows_per_warp " +
          std::to_string(c.rows_per_warp) + ", unroll " + std::to_string(c.unroll) +
          ", warps_per_block " + std::to_string(c.warps_per_block) + ", split_k " +
-         std::to_string(c.split_k) + (c.cluster ? ", cluster finish" : "");
+         std::to_string(c.split_k) + (c.cluster ? ", cluster finish" : "") +
+         (c.batch_warps != 1 ? ", batch_warps " + std::to_string(c.batch_warps) : "");
+}
+
+gemv_config gemm_config(int rpw, int wpb, int stages, int split, int batch_warps) {
+  gemv_config c{rpw, wpb, stages, split, gemv_kind::gemm};
+  c.batch_warps = batch_warps;
+  return c;
 }
 
 // `c` on `p` against the oracle, then once more for bitwise identity.
@@ -134,6 +141,25 @@ int check_family(problem& p, gemv_kind kind, int cluster = 0) {
           check_config(p, c, ws.get());
           ++checked;
         }
+  return checked;
+}
+
+// Every supported gemm configuration on `p`, through one workspace zero-filled once. Returns how
+// many.
+int check_gemm_family(problem& p) {
+  device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
+  KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+  int checked = 0;
+  for (int split : {1, 2, 4, 8})
+    for (int rpw : {16, 32, 64})
+      for (int wpb : {4, 8})
+        for (int bw : {1, 2})
+          for (int stages : {3, 4}) {
+            const gemv_config c = gemm_config(rpw, wpb, stages, split, bw);
+            if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
+            check_config(p, c, ws.get());
+            ++checked;
+          }
   return checked;
 }
 
@@ -330,6 +356,44 @@ TEST(gpu_gemv, the_tile_sweep_family_matches_the_oracle_and_repeats_bitwise) {
   EXPECT_GT(checked, 100);
 }
 
+// The gemm family (batch 16 to 128 on the tensor cores, both operands staged in shared memory),
+// every configuration: n not a multiple of any block's rows (a last tile with rows past n,
+// zero-filled), k not a multiple of the 64-element k tile (a zero-filled partial last tile), K
+// slices of uneven length and empty ones (split 8 of 7 k tiles), batches that fill no batch tile
+// (1, 13, 33, 100) or exactly (16, 64, 128), and 130 (a group of 128, then one of 2), against
+// the fp64 oracle and bitwise repeatable.
+TEST(gpu_gemv, the_gemm_family_matches_the_oracle_and_repeats_bitwise) {
+  KG_REQUIRE_GPU();
+  for (const auto& [n, k] : {std::pair{37, 8 * 53}, std::pair{517, 8 * 1333}})
+    for (int batch : {1, 13, 16, 33, 64, 100, 128, 130}) {
+      problem p(batch, n, k);
+      EXPECT_GT(check_gemm_family(p), 0) << n << "x" << k << " batch " << batch;
+    }
+  // At batch 16 on the odd shape: 4 splits x 3 rows x 2 warps x 2 batch_warps x 2 stages, less
+  // 64 rows x 8 warps with one across the batch (512 rows a block) at each split and stage count.
+  problem p(16, 37, 8 * 53);
+  EXPECT_EQ(check_gemm_family(p), 96 - 4 * 2);
+}
+
+// The gemm family on the Qwen3-4B down projection's shape at the batches it is for, with the
+// split-K finish under hundreds of racing blocks, repeated: one bit pattern.
+TEST(gpu_gemv, the_gemm_family_split_k_is_bitwise_repeatable_on_a_real_shape) {
+  KG_REQUIRE_GPU();
+  for (int batch : {32, 128}) {
+    problem p(batch, 2560, 9728);
+    for (const gemv_config c :
+         {gemm_config(16, 8, 4, 4, 1), gemm_config(32, 8, 3, 8, 2), gemm_config(16, 4, 4, 2, 2)}) {
+      if (!gemv_config_supported(c, batch, p.n, p.k)) continue;
+      device_buffer ws(gemv_workspace_bytes(c, p.batch, p.n, p.k));
+      KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+      check_config(p, c, ws.get());
+      const auto first = p.run(c, ws.get());
+      for (int i = 0; i < 10; ++i)
+        ASSERT_EQ(p.run(c, ws.get()), first) << name(c) << ": run " << i + 2 << " differs";
+    }
+  }
+}
+
 // The cluster finish adds the same slice sums in the same order as the workspace finish: the
 // same bits, launch after launch, with thousands of clusters in flight.
 TEST(gpu_gemv, the_cluster_finish_gives_the_workspace_finish_bits) {
@@ -363,7 +427,8 @@ TEST(gpu_gemv, a_programmatic_launch_reads_x_only_after_the_kernel_ahead_has_wri
        {gemv_config{2, 8, 2, 4}, gemv_config{1, 8, 4, 2, gemv_kind::simt, 1},
         gemv_config{16, 4, 2, 1, gemv_kind::mma}, gemv_config{16, 4, 2, 4, gemv_kind::mma},
         gemv_config{2, 16, 2, 1, gemv_kind::sweep}, gemv_config{2, 8, 2, 2, gemv_kind::bulk},
-        gemv_config{1, 16, 1, 1, gemv_kind::tsweep}, gemv_config{2, 8, 2, 4, gemv_kind::tsweep}}) {
+        gemv_config{1, 16, 1, 1, gemv_kind::tsweep}, gemv_config{2, 8, 2, 4, gemv_kind::tsweep},
+        gemm_config(16, 8, 4, 1, 1), gemm_config(32, 4, 3, 4, 2)}) {
     device_buffer ws(std::max(gemv_workspace_bytes(c, batch, n, 8 * 301),
                               gemv_workspace_bytes(c, batch, 517, k)) +
                      16);

@@ -28,6 +28,7 @@ bool in(int v, std::initializer_list<int> set) {
 
 bool supported(const gemv_config& c) {
   if (!in(c.split_k, {1, 2, 4, 8}) || !in(c.cluster, {0, 1})) return false;
+  if (c.kind != gemv_kind::gemm && c.batch_warps != 1) return false;
   // Clusters of the split blocks (at most 8, the portable cluster size): the simt family only
   // (the mma family's registers decide its waves: gemv_bf16_mma.cu).
   if (c.cluster && (c.split_k == 1 || c.kind != gemv_kind::simt)) return false;
@@ -53,12 +54,44 @@ bool supported(const gemv_config& c) {
     return in(c.rows_per_warp, {1, 2, 3, 4}) && in(c.unroll, {1, 2}) &&
            in(c.warps_per_block, {4, 8, 16}) && !c.cluster &&
            gemv_detail::sweep_grid_unit * c.rows_per_warp % c.split_k == 0;
+  case gemv_kind::gemm:
+    return in(c.rows_per_warp, {16, 32, 64}) && in(c.warps_per_block, {4, 8}) &&
+           in(c.batch_warps, {1, 2}) && in(c.unroll, {3, 4}) && !c.cluster;
   }
   return false;
 }
 
-// Rows of one block: the mma and packed families' warps share one 16-row tile.
+int next_pow2(int v) {
+  int p = 1;
+  while (p < v)
+    p *= 2;
+  return p;
+}
+
+// The gemm family's batch tile for a group of nb rows: a power of two, two n8 tiles a warp at
+// least (ldmatrix loads them in pairs).
+int gemm_batch_tile(const gemv_config& c, int nb) {
+  const int least = 16 * c.batch_warps;
+  return nb <= least ? least : next_pow2(nb);
+}
+
+// The gemm family's limits at its largest batch tile (a launch's groups are never larger than
+// the first): accumulators, tile rows, ring bytes.
+bool gemm_fits(const gemv_config& c, int batch) {
+  const int group = batch < gemv_detail::gemm_max_batch ? batch : gemv_detail::gemm_max_batch;
+  const int bn = gemm_batch_tile(c, group);
+  const int rows = gemv_detail::gemm_tile_rows(c.rows_per_warp, c.warps_per_block, c.batch_warps);
+  return bn <= gemv_detail::gemm_max_batch &&
+         c.rows_per_warp / 16 * (bn / (8 * c.batch_warps)) <= gemv_detail::gemm_max_mma_tiles &&
+         rows <= gemv_detail::gemm_max_tile_rows &&
+         gemv_detail::gemm_smem_bytes(rows, bn, c.unroll) <= gemv_detail::gemm_max_smem_bytes;
+}
+
+// Rows of one block: the mma and packed families' warps share one 16-row tile; the gemm
+// family's may sit side by side along the batch.
 long long tile_rows(const gemv_config& c) {
+  if (c.kind == gemv_kind::gemm)
+    return gemv_detail::gemm_tile_rows(c.rows_per_warp, c.warps_per_block, c.batch_warps);
   return c.kind == gemv_kind::mma || c.kind == gemv_kind::packed
              ? c.rows_per_warp
              : c.rows_per_warp * c.warps_per_block;
@@ -85,11 +118,10 @@ int slice_chunks(int k8, int split) {
   return (per_slice + 1) / 2 * 2;
 }
 
-int next_pow2(int v) {
-  int p = 1;
-  while (p < v)
-    p *= 2;
-  return p;
+// The gemm family's K slices: whole k tiles.
+int gemm_slice_chunks(int k8, int split) {
+  const int tiles = (k8 + gemv_detail::gemm_tile_chunks - 1) / gemv_detail::gemm_tile_chunks;
+  return (tiles + split - 1) / split * gemv_detail::gemm_tile_chunks;
 }
 
 cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int blocks,
@@ -101,6 +133,9 @@ cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int b
     return gemv_detail::launch_gemv_sweep(a, bg, c.unroll, c.warps_per_block, blocks, s);
   if (c.kind == gemv_kind::tsweep)
     return gemv_detail::launch_gemv_tsweep(a, c.unroll, c.warps_per_block, blocks, s);
+  if (c.kind == gemv_kind::gemm)
+    return gemv_detail::launch_gemv_gemm(a, gemm_batch_tile(c, a.nb), c.rows_per_warp,
+                                         c.batch_warps, c.warps_per_block, c.unroll, blocks, s);
   const int nt = bg <= 8 ? 1 : bg <= 16 ? 2 : 4; // mma, packed: 8-column batch tiles
   if (c.kind == gemv_kind::mma)
     return gemv_detail::launch_gemv_mma(a, nt, c.unroll, c.warps_per_block, blocks, s);
@@ -181,13 +216,14 @@ constexpr table_row config_table[] = {
 
 namespace {
 
-constexpr name_table<gemv_kind, 6> gemv_kind_names{{
+constexpr name_table<gemv_kind, 7> gemv_kind_names{{
     {gemv_kind::simt, "simt"},
     {gemv_kind::bulk, "bulk"},
     {gemv_kind::mma, "mma"},
     {gemv_kind::sweep, "sweep"},
     {gemv_kind::tsweep, "tsweep"},
     {gemv_kind::packed, "packed"},
+    {gemv_kind::gemm, "gemm"},
 }};
 
 } // namespace
@@ -223,6 +259,7 @@ bool gemv_config_supported(const gemv_config& c, int batch, int n, int k) {
   if (!supported(c) || batch <= 0 || n <= 0 || k <= 0 || k % 8 != 0) return false;
   if (c.kind == gemv_kind::packed && k % 64 != 0) return false;
   if (c.kind == gemv_kind::sweep && k / 8 > 8 * 32 * c.warps_per_block) return false;
+  if (c.kind == gemv_kind::gemm && !gemm_fits(c, batch)) return false;
   if (c.kind == gemv_kind::tsweep) {
     const int chunks =
         gemv_detail::tsweep_chunks_per_lane(slice_chunks(k / 8, c.split_k), c.warps_per_block);
@@ -268,7 +305,9 @@ cudaError_t launch_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bflo
   a.cluster = c.cluster;
   a.gated = gated ? 1 : 0;
   a.programmatic = programmatic;
-  a.slice_len = slice_chunks(a.k8, c.split_k); // the packed family interleaves its slices
+  a.slice_len = c.kind == gemv_kind::gemm // the packed family interleaves its slices
+                    ? gemm_slice_chunks(a.k8, c.split_k)
+                    : slice_chunks(a.k8, c.split_k);
   if (ws) {
     a.counters = static_cast<unsigned*>(workspace);
     a.slice_stride = static_cast<long long>(batch) * n;
@@ -308,7 +347,7 @@ cudaError_t launch_gemv_bf16_gated(const __nv_bfloat16* x, const __nv_bfloat16* 
 
 // The largest batch group a kernel exists for: simt, rows_per_warp * group <= 32 accumulators
 // per lane; bulk, at most 8 of those (larger batches are the mma family's); mma, four 8-column
-// batch tiles.
+// batch tiles; gemm, a 128-row batch tile.
 int gemv_batch_group(const gemv_config& c) {
   switch (c.kind) {
   case gemv_kind::bulk:
@@ -320,6 +359,8 @@ int gemv_batch_group(const gemv_config& c) {
     return 2;
   case gemv_kind::tsweep:
     return 8;
+  case gemv_kind::gemm:
+    return gemv_detail::gemm_max_batch;
   default:
     return 32 / c.rows_per_warp;
   }

@@ -1,5 +1,5 @@
 // The decode engine's GEMV / skinny GEMM (issue: workloads under test): y[b, n] = sum_k x[b, k]
-// w[n, k] in BF16 with float32 accumulation, for batch 1..32 and the Qwen3-4B projections. The
+// w[n, k] in BF16 with float32 accumulation, for batch 1..128 and the Qwen3-4B projections. The
 // configuration (how rows, K and the batch are split over warps and blocks) is chosen per
 // (batch, n, k) by pick_gemv_config; bench/gemv_sweep times every configuration side by side.
 // Deterministic: a split-K sums its partial results in a fixed order (no atomics), so a GEMV
@@ -43,7 +43,21 @@ namespace kg {
 //         bytes), so a tile is one contiguous range its blocks stream front to back (split K:
 //         the tile's blocks interleave their super-steps); k % 64 == 0 (gemv_bf16_packed.cu).
 //         Its w is that copy, not the row-major weights.
-enum class gemv_kind : int { simt = 0, bulk = 1, mma = 2, sweep = 3, tsweep = 4, packed = 5 };
+//   gemm: batch 16 to 128, a skinny GEMM on the tensor cores (gemv_bf16_gemm.cu): a block stages
+//         its tile's weight rows and the group's x rows, 64 elements of K at a time, in a ring of
+//         `unroll` (3, 4) shared-memory stages filled by cp.async, and its warps read both through
+//         ldmatrix, so each x byte loaded serves the whole tile. rows_per_warp: a warp's rows (16,
+//         32, 64); batch_warps: warps side by side along the batch (1, 2); the block's rows are
+//         rows_per_warp x warps_per_block / batch_warps.
+enum class gemv_kind : int {
+  simt = 0,
+  bulk = 1,
+  mma = 2,
+  sweep = 3,
+  tsweep = 4,
+  packed = 5,
+  gemm = 6
+};
 
 struct gemv_config {
   int rows_per_warp = 1;   // output rows one warp computes (its x loads serve all of them)
@@ -58,9 +72,10 @@ struct gemv_config {
   // by the last block, a tail that shows in the down projection's time (docs/performance.md).
   // No workspace.
   int cluster = 0;
+  int batch_warps = 1; // gemm: warps side by side along the batch (1 or 2); 1 elsewhere
 };
 
-// "simt", "bulk", "mma", "sweep", "tsweep" or "packed".
+// "simt", "bulk", "mma", "sweep", "tsweep", "packed" or "gemm".
 const char* gemv_kind_name(gemv_kind k);
 
 // Whether a configuration reads the packed copy of the weights (gemv_kind::packed) rather than
@@ -113,7 +128,12 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //         / split_k) rounded up to even; batch group 8.
 //   packed: as mma, with k % 64 == 0 (K slices are whole 64-element steps: ceil(k / 64 /
 //         split_k) each); w is the packed copy (pack_gemv_weights).
-//   cluster 0 or 1 (1: simt with split_k 2, 4 or 8).
+//   gemm: rows_per_warp 16, 32, 64; warps_per_block 4, 8; batch_warps 1, 2; unroll (stages)
+//         3, 4; batch tile bt = the group's batch rounded up to a power of two, at least 16 x
+//         batch_warps, at most 128; (rows_per_warp / 16) x bt / (8 x batch_warps) <= 16 m16n8
+//         tiles a warp; at most 256 rows a block and a ring of at most 200 KB; K slices are whole
+//         64-element k tiles (ceil(k / 64 / split_k) each); batch group 128.
+//   cluster 0 or 1 (1: simt with split_k 2, 4 or 8); batch_warps 1 but for gemm.
 // Returns cudaErrorInvalidValue for anything else (before touching the device), else the
 // launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`
 // (programmatic_launch.cuh): its launch overlaps that kernel's tail, and it reads and writes

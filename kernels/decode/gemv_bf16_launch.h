@@ -64,6 +64,26 @@ cudaError_t launch_gemv_packed(const gemv_args& a, int nt, int unroll, int warps
 cudaError_t launch_pack_weights(const __nv_bfloat16* w, __nv_bfloat16* packed, int n, int k,
                                 cudaStream_t s);
 
+// The gemm family (gemv_bf16_gemm.cu): bn: the batch tile the kernel is compiled for (16, 32,
+// 64 or 128, a power of two >= 16 x batch_warps and >= a.nb); rows_per_warp 16, 32, 64;
+// batch_warps 1, 2 (warps side by side along the batch); stages 3, 4. a.slice_len is a whole
+// number of k tiles (gemm_tile_chunks chunks each). cudaErrorInvalidValue outside the limits
+// below (checked on the host by gemv_config_supported).
+cudaError_t launch_gemv_gemm(const gemv_args& a, int bn, int rows_per_warp, int batch_warps,
+                             int warps_per_block, int stages, int blocks, cudaStream_t s);
+constexpr int gemm_tile_chunks = 8;     // a k tile: 64 elements, 8 16-byte chunks of a row
+constexpr int gemm_max_batch = 128;     // the largest batch tile (the family's batch group)
+constexpr int gemm_max_mma_tiles = 16;  // m16n8 tiles per warp: 64 float accumulators a lane
+constexpr int gemm_max_tile_rows = 256; // weight rows of a block
+constexpr int gemm_max_smem_bytes = 200 * 1024; // the stage ring (227 KB per block at most)
+// The block's weight rows and its ring's bytes for a batch tile bn (0 where unsupported).
+constexpr int gemm_tile_rows(int rows_per_warp, int warps_per_block, int batch_warps) {
+  return rows_per_warp * warps_per_block / batch_warps;
+}
+constexpr int gemm_smem_bytes(int tile_rows, int bn, int stages) {
+  return stages * (tile_rows + bn) * gemm_tile_chunks * 16;
+}
+
 // The sweep family (gemv_bf16_sweep.cu): bg 1 or 2; unroll 1, 2 or 4 rows in flight; blocks:
 // the fixed grid (132 x the configuration's rows_per_warp).
 cudaError_t launch_gemv_sweep(const gemv_args& a, int bg, int unroll, int warps_per_block,
