@@ -144,6 +144,17 @@ int check_family(problem& p, gemv_kind kind, int cluster = 0) {
   return checked;
 }
 
+// `c` on `p` against the oracle through a workspace of its own, then `repeats` more runs that
+// must give the first run's bits.
+void check_then_repeat(problem& p, const gemv_config& c, int repeats) {
+  device_buffer ws(gemv_workspace_bytes(c, p.batch, p.n, p.k));
+  KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+  check_config(p, c, ws.get());
+  const auto first = p.run(c, ws.get());
+  for (int i = 0; i < repeats; ++i)
+    ASSERT_EQ(p.run(c, ws.get()), first) << name(c) << ": run " << i + 2 << " differs";
+}
+
 // Every supported gemm configuration on `p`, through one workspace zero-filled once. Returns how
 // many.
 int check_gemm_family(problem& p) {
@@ -384,12 +395,7 @@ TEST(gpu_gemv, the_gemm_family_split_k_is_bitwise_repeatable_on_a_real_shape) {
     for (const gemv_config c :
          {gemm_config(16, 8, 4, 4, 1), gemm_config(32, 8, 3, 8, 2), gemm_config(16, 4, 4, 2, 2)}) {
       if (!gemv_config_supported(c, batch, p.n, p.k)) continue;
-      device_buffer ws(gemv_workspace_bytes(c, p.batch, p.n, p.k));
-      KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
-      check_config(p, c, ws.get());
-      const auto first = p.run(c, ws.get());
-      for (int i = 0; i < 10; ++i)
-        ASSERT_EQ(p.run(c, ws.get()), first) << name(c) << ": run " << i + 2 << " differs";
+      check_then_repeat(p, c, 10);
     }
   }
 }
@@ -469,12 +475,7 @@ TEST(gpu_gemv, bulk_and_mma_split_k_are_bitwise_repeatable_under_many_racing_blo
     for (const gemv_config c :
          {gemv_config{2, 8, 4, 8, gemv_kind::bulk}, gemv_config{1, 4, 8, 4, gemv_kind::bulk},
           gemv_config{16, 8, 4, 8, gemv_kind::mma}, gemv_config{16, 4, 2, 2, gemv_kind::mma}}) {
-      device_buffer ws(gemv_workspace_bytes(c, p.batch, p.n, p.k));
-      KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
-      check_config(p, c, ws.get());
-      const auto first = p.run(c, ws.get());
-      for (int i = 0; i < 10; ++i)
-        ASSERT_EQ(p.run(c, ws.get()), first) << name(c) << ": run " << i + 2 << " differs";
+      check_then_repeat(p, c, 10);
     }
   }
 }

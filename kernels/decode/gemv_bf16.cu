@@ -5,10 +5,28 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <mutex>
+#include <set>
+#include <utility>
 
 #include "kernels/decode/gemv_bf16_launch.h"
 
 namespace kg {
+
+cudaError_t gemv_detail::allow_dynamic_smem(const void* kernel, int bytes) {
+  if (bytes <= 48 * 1024) return cudaSuccess;
+  static std::mutex m;
+  static std::set<std::pair<int, const void*>> done;
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  std::lock_guard<std::mutex> lock(m);
+  if (done.count({dev, kernel})) return cudaSuccess;
+  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+  if (e == cudaSuccess) done.insert({dev, kernel});
+  return e;
+}
+
 namespace {
 
 using gemv_detail::gemv_args;

@@ -14,9 +14,6 @@
 //
 // Sums run in ascending k per lane, the warp reduction and the split-K finish are the simt
 // family's: the bits never depend on scheduling or on which SMs run the blocks.
-#include <mutex>
-#include <set>
-#include <utility>
 
 #include "kernels/decode/gemv_bf16_kernel.cuh"
 
@@ -143,27 +140,6 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bulk_kernel(const gemv_args a) 
   if (a.split > 1) finish_split_k(a, tile, R);
 }
 
-// Above 48 KB of dynamic shared memory a kernel must opt in, once per kernel and device: a
-// mutex-guarded set of (device, kernel) (several host threads may launch at once; the decode
-// engine captures graphs). Keyed by the kernel's address: every instantiation has the same type,
-// so a flag per template instantiation of this function would be shared by all of them (the
-// H200 run refused the rings above 48 KB of every kernel but the first).
-template <typename Kernel>
-cudaError_t allow_ring(Kernel kernel, int bytes) {
-  if (bytes <= 48 * 1024) return cudaSuccess;
-  static std::mutex m;
-  static std::set<std::pair<int, const void*>> done;
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  const std::pair<int, const void*> key{dev, reinterpret_cast<const void*>(kernel)};
-  std::lock_guard<std::mutex> lock(m);
-  if (done.count(key)) return cudaSuccess;
-  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess) done.insert(key);
-  return e;
-}
-
 template <int BG, int RPW, int WPB, int STAGES>
 cudaError_t launch_bulk_one(const gemv_args& a, int blocks, cudaStream_t s) {
   constexpr int bytes = bulk_ring_bytes(RPW * WPB, STAGES);
@@ -171,7 +147,7 @@ cudaError_t launch_bulk_one(const gemv_args& a, int blocks, cudaStream_t s) {
     return cudaErrorInvalidValue;
   } else {
     auto kernel = gemv_bulk_kernel<BG, RPW, WPB, STAGES>;
-    const cudaError_t e = allow_ring(kernel, bytes);
+    const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes);
     if (e != cudaSuccess) return e;
     return pdl::launch(kernel, dim3(blocks), dim3(WPB * 32), bytes, s, a.programmatic, 1u, a);
   }

@@ -15,10 +15,6 @@
 // Each block adds its k tiles in ascending order (each mma's own order is fixed by the
 // hardware), and split K ends with the other families' fixed-order slice sum: the same bits
 // whichever SMs run the blocks, so solo and co-located decode agree.
-#include <mutex>
-#include <set>
-#include <utility>
-
 #include "kernels/decode/cp_async.cuh"
 #include "kernels/decode/gemv_bf16_kernel.cuh"
 
@@ -197,23 +193,6 @@ __global__ void __launch_bounds__(WM* WN * 32) gemv_gemm_kernel(const gemv_args 
   if (a.split > 1) finish_split_k(a, tile, bm);
 }
 
-// Above 48 KB of dynamic shared memory a kernel must ask, once per device.
-template <typename Kernel>
-cudaError_t allow_smem(Kernel kernel, int bytes) {
-  if (bytes <= 48 * 1024) return cudaSuccess;
-  static std::mutex m;
-  static std::set<std::pair<int, const void*>> done;
-  int dev = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  const std::pair<int, const void*> key{dev, reinterpret_cast<const void*>(kernel)};
-  std::lock_guard<std::mutex> lock(m);
-  if (done.count(key)) return cudaSuccess;
-  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-  if (e == cudaSuccess) done.insert(key);
-  return e;
-}
-
 template <int MT, int NTW, int WM, int WN, int STAGES>
 cudaError_t launch_gemm_one(const gemv_args& a, int blocks, cudaStream_t s) {
   constexpr int smem_bytes = STAGES * stage_bytes<MT, NTW, WM, WN>;
@@ -223,7 +202,7 @@ cudaError_t launch_gemm_one(const gemv_args& a, int blocks, cudaStream_t s) {
     return cudaErrorInvalidValue;
   } else {
     auto kernel = gemv_gemm_kernel<MT, NTW, WM, WN, STAGES>;
-    const cudaError_t e = allow_smem(kernel, smem_bytes);
+    const cudaError_t e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes);
     if (e != cudaSuccess) return e;
     return pdl::launch(kernel, dim3(blocks), dim3(WM * WN * 32), smem_bytes, s, a.programmatic, 1u,
                        a);

@@ -51,6 +51,13 @@ constexpr int bulk_ring_bytes(int tile_rows, int stages) {
 }
 constexpr int bulk_max_ring_bytes = 96 * 1024; // two blocks per SM still fit (228 KB)
 
+// Above 48 KB of dynamic shared memory a kernel must opt in, once per kernel and device
+// (cudaFuncSetAttribute); this does it the first time `bytes` needs it and remembers, per device
+// and kernel address, under a mutex (several host threads may launch at once; the decode engine
+// captures graphs). Keyed by address: every GEMV kernel has the same type, and a flag per type
+// once let only the first kernel's ring past 48 KB on the H200.
+cudaError_t allow_dynamic_smem(const void* kernel, int bytes);
+
 // The tensor-core family (gemv_bf16_mma.cu): nt: 8-column batch tiles the kernel is compiled for
 // (1, 2 or 4, >= ceil(nb / 8)).
 cudaError_t launch_gemv_mma(const gemv_args& a, int nt, int unroll, int warps_per_block, int blocks,
