@@ -16,6 +16,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
+constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
 struct split_source {
   std::vector<std::string> includes; // the #include lines, in order
   std::string body;                  // the rest; each #include line left blank (line numbers)
@@ -84,6 +86,17 @@ std::optional<std::string> batch_translation_unit(const std::vector<std::string>
   return tu;
 }
 
+std::size_t probed_batch_size(double probe_seconds, double cheapest_seconds, double batch_seconds,
+                              std::size_t batch_size) {
+  batch_size = std::max<std::size_t>(batch_size, 1);
+  if (batch_seconds <= 0 || probe_seconds <= 0) return batch_size;
+  const double each = std::max(probe_seconds - cheapest_seconds, 0.0);
+  if (each <= 0) return batch_size;
+  const double more = (batch_seconds - probe_seconds) / each; // members past the first
+  if (more < 1) return 1;
+  return std::min<std::size_t>(batch_size, 1 + static_cast<std::size_t>(more));
+}
+
 std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs::path>>& groups,
                                                const fs::path& batch_dir,
                                                const compile_options& opt,
@@ -93,36 +106,63 @@ std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs:
   // gate each task's judging, so they go first) or a batch (then largest first, the longest
   // compiles started while there are still short ones to fill the cores at the end). A batch's
   // text is made by the thread that compiles it; a batch that cannot share a unit or does not
-  // compile puts its members back at the queue's front, each a job of its own.
+  // compile puts its members back at the queue's front, each a job of its own. A group sized by a
+  // probe is one job until then: taken once the probe is known, it puts its batches back at the
+  // queue's front.
   struct job {
     std::vector<std::size_t> members; // indices into the flat result list
     std::size_t batch = 0;            // the batch file's number (members.size() > 1)
     std::uintmax_t bytes = 0;
+    std::size_t probe = npos; // a whole group waiting for this flat index's compile
   };
   const std::size_t batch_size = std::max<std::size_t>(bo.batch_size, 1);
   const auto& on_compiled = bo.on_compiled;
   std::vector<fs::path> flat;
-  std::deque<job> singles;
-  std::vector<job> batches;
+  std::vector<std::size_t> first_of_group;
   for (const auto& g : groups) {
-    for (std::size_t from = 0; from < g.size(); from += batch_size) {
-      const std::size_t to = std::min(g.size(), from + batch_size);
+    first_of_group.push_back(flat.size());
+    flat.insert(flat.end(), g.begin(), g.end());
+  }
+  auto probe_of = [&](std::size_t g) -> std::size_t {
+    // A probe is a group of one source (never itself waiting for a probe).
+    if (bo.batch_seconds <= 0 || g >= bo.probes.size() || bo.probes[g] >= groups.size() ||
+        groups[bo.probes[g]].size() != 1 || groups[g].size() < 2)
+      return npos;
+    return first_of_group[bo.probes[g]];
+  };
+  std::size_t batch_files = 0;
+  // Group g's members from `from` in batches of `size`, in order.
+  auto batches_of = [&](const std::vector<std::size_t>& members, std::size_t size) {
+    std::vector<job> out;
+    for (std::size_t from = 0; from < members.size(); from += size) {
       job j;
-      for (std::size_t i = from; i < to; ++i) {
-        j.members.push_back(flat.size());
-        flat.push_back(g[i]);
+      for (std::size_t i = from; i < std::min(members.size(), from + size); ++i) {
+        j.members.push_back(members[i]);
         std::error_code ec;
-        const auto n = fs::file_size(g[i], ec);
+        const auto n = fs::file_size(flat[members[i]], ec);
         j.bytes += ec ? 0 : n;
       }
-      if (j.members.size() == 1 || bo.as_given) {
-        if (j.members.size() > 1) j.batch = batches.size() + singles.size();
-        singles.push_back(std::move(j));
-      } else {
-        j.batch = batches.size();
-        batches.push_back(std::move(j));
-      }
+      if (j.members.size() > 1) j.batch = batch_files++;
+      out.push_back(std::move(j));
     }
+    return out;
+  };
+  std::deque<job> singles;
+  std::vector<job> batches;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    std::vector<std::size_t> members(groups[g].size());
+    for (std::size_t k = 0; k < members.size(); ++k)
+      members[k] = first_of_group[g] + k;
+    if (const auto p = probe_of(g); p != npos) {
+      job j;
+      j.members = std::move(members);
+      j.probe = p;
+      singles.push_back(std::move(j)); // (in the groups' place, as_given or not)
+      continue;
+    }
+    for (auto& j : batches_of(members, batch_size))
+      (j.members.size() == 1 || bo.as_given ? singles.emplace_back(std::move(j))
+                                            : batches.emplace_back(std::move(j)));
   }
   std::stable_sort(batches.begin(), batches.end(), [](const job& a, const job& b) {
     return a.members.size() != b.members.size() ? a.members.size() > b.members.size()
@@ -134,6 +174,8 @@ std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs:
   if (!queue.empty()) fs::create_directories(batch_dir);
 
   std::vector<compile_result> out(flat.size());
+  std::vector<char> known(flat.size(), 0); // out[i] is final
+  double cheapest = 0;                     // the fastest single nvcc compile known
   std::mutex m;
   std::condition_variable cv;
   std::size_t running = 0; // jobs taken and not finished (a batch may put members back)
@@ -141,18 +183,35 @@ std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs:
     out[i] = std::move(r);
     if (on_compiled) on_compiled(i, out[i]);
   };
+  // The first job that can start now: any but a group whose probe is not known yet.
+  auto ready = [&]() -> std::deque<job>::iterator {
+    return std::find_if(queue.begin(), queue.end(),
+                        [&](const job& j) { return j.probe == npos || known[j.probe]; });
+  };
   auto body = [&] {
     std::unique_lock<std::mutex> l(m);
     for (;;) {
-      cv.wait(l, [&] { return !queue.empty() || running == 0; });
+      cv.wait(l, [&] { return ready() != queue.end() || running == 0; });
       if (queue.empty() || (bo.cancel && *bo.cancel)) return;
-      job j = std::move(queue.front());
-      queue.pop_front();
+      const auto it = ready();
+      if (it == queue.end()) return; // (a probe that will never be known: nothing runs it)
+      job j = std::move(*it);
+      queue.erase(it);
+      if (j.probe != npos) { // its probe is known: the group's batches, at the queue's front
+        const auto size =
+            probed_batch_size(out[j.probe].nvcc_seconds, cheapest, bo.batch_seconds, batch_size);
+        auto made = batches_of(j.members, size);
+        for (auto b = made.rbegin(); b != made.rend(); ++b)
+          queue.push_front(std::move(*b));
+        cv.notify_all();
+        continue;
+      }
       ++running;
       l.unlock();
       std::vector<job> back; // the members of a batch that did not make it, each alone
+      std::vector<std::pair<std::size_t, compile_result>> done;
       if (j.members.size() == 1) {
-        finish(j.members[0], compile_candidate(flat[j.members[0]], opt));
+        done.emplace_back(j.members[0], compile_candidate(flat[j.members[0]], opt));
       } else {
         std::vector<std::string> texts;
         for (const auto i : j.members)
@@ -169,14 +228,21 @@ std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs:
             each.source = flat[j.members[k]];
             each.symbol = "kg_run_" + std::to_string(k);
             each.seconds = r->seconds / static_cast<double>(j.members.size());
-            finish(j.members[k], std::move(each));
+            done.emplace_back(j.members[k], std::move(each));
           }
         } else {
           for (const auto i : j.members)
             back.push_back({{i}, 0, 0});
         }
       }
+      for (auto& [i, r] : done)
+        finish(i, std::move(r));
       l.lock();
+      for (const auto& [i, r] : done) {
+        known[i] = 1;
+        if (j.members.size() == 1 && r.ok && r.nvcc_seconds > 0)
+          cheapest = cheapest > 0 ? std::min(cheapest, r.nvcc_seconds) : r.nvcc_seconds;
+      }
       for (auto it = back.rbegin(); it != back.rend(); ++it)
         queue.push_front(std::move(*it));
       --running;

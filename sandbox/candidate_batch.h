@@ -38,7 +38,21 @@ struct batch_options {
   bool as_given = false;
   compiled_callback on_compiled;
   const std::atomic<bool>* cancel = nullptr; // once set, no job is started (results left empty)
+  // Batches sized by a probe. probes[g] (where it is not npos): a group whose first source stands
+  // for group g's members (the audit: a file's control for the file's mutants). Once its compile
+  // is known, g's batches hold as many members as fit batch_seconds by the estimate p + (m - 1)
+  // x (p - c): p the probe's nvcc_seconds, c the cheapest single compile known by then (nvcc's
+  // fixed cost). A file whose members each cost about what a whole call costs gains nothing from
+  // sharing one, and a batch of them only meets the compile's timeout (sdpa_fp32's mutants: 21 s
+  // alone, 45 s two in one call, 91 s four: docs/performance.md). Until the probe is known, the
+  // group's jobs wait and the queue's other jobs go first.
+  std::vector<std::size_t> probes;
+  double batch_seconds = 0; // 0: every batch of batch_size
 };
+
+// The members a batch of a group takes (1..batch_size): see batch_options::probes.
+std::size_t probed_batch_size(double probe_seconds, double cheapest_seconds, double batch_seconds,
+                              std::size_t batch_size);
 
 // Compiles each group's sources (files of one origin) in batches of at most `batch_size`, the
 // batch files written under `batch_dir`; returns one result per source, groups in order. A

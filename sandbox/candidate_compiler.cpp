@@ -101,6 +101,9 @@ compile_result compile_candidate(const std::filesystem::path& cu, const compile_
   if (fs::exists(dir / "ok", ec)) {
     r.ok = r.cached = true;
     r.log = file_tail(dir / "compile.log");
+    std::ifstream ok(dir / "ok");
+    std::string key;
+    if (!(ok >> key >> r.nvcc_seconds) || r.nvcc_seconds < 0) r.nvcc_seconds = 0;
     return r;
   }
   fs::create_directories(dir, ec);
@@ -117,11 +120,12 @@ compile_result compile_candidate(const std::filesystem::path& cu, const compile_
   const auto p =
       run_process(r.command, dir / "compile.log", {.timeout_seconds = opt.timeout_seconds});
   phase.reset();
-  r.seconds = p.seconds;
+  r.seconds = r.nvcc_seconds = p.seconds;
   r.log = file_tail(dir / "compile.log");
   r.ok = p.exited && p.exit_code == 0 && fs::exists(r.shared_object, ec);
   if (r.ok) {
-    std::ofstream(dir / "ok") << r.key << "\n"; // written last: a killed compile is never a hit
+    // Written last: a killed compile is never a hit. The key, then what the compile took.
+    std::ofstream(dir / "ok") << r.key << "\n" << p.seconds << "\n";
   } else if (!p.exited || p.exit_code != 0) {
     r.log = "nvcc " + p.describe() + "\n" + r.log;
   }

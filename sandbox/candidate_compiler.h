@@ -26,6 +26,10 @@ struct compile_result {
   std::vector<std::string> command;
   std::string log; // the compiler's output (tail)
   double seconds = 0;
+  // What nvcc took to make this object: this call's compile, or for a cache hit the time recorded
+  // when the entry was made (0 where the entry predates the record). What a compile of this
+  // source costs, cached or not (sandbox/candidate_batch.h sizes batches by it).
+  double nvcc_seconds = 0;
 };
 
 std::vector<std::string> candidate_nvcc_flags(); // the flags every candidate is compiled with

@@ -320,6 +320,16 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   }
   std::vector<std::vector<fs::path>> groups;
   std::vector<std::size_t> order; // work index per result, in the groups' flat order
+  // Each file's mutants batched by what its control's compile cost (candidate_batch.h).
+  std::vector<std::size_t> probes(group_members.size(), static_cast<std::size_t>(-1));
+  std::map<std::string, std::size_t> control_of_origin;
+  for (std::size_t g = 0; g < group_members.size(); ++g) {
+    const auto& c = work[group_members[g].front()];
+    if (c.row.rfind("control:", 0) == 0)
+      control_of_origin.emplace(c.origin, g);
+    else if (const auto it = control_of_origin.find(c.origin); it != control_of_origin.end())
+      probes[g] = it->second;
+  }
   for (const auto& g : group_members) {
     groups.emplace_back();
     for (const auto i : g) {
@@ -358,6 +368,9 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   };
   batch_options bo;
   bo.as_given = true;
+  bo.probes = std::move(probes);
+  // A third of the timeout: a compile slows two- or threefold under the judging's load.
+  bo.batch_seconds = copt.timeout_seconds / 3;
   bo.cancel = &cancel_compile;
   bo.on_compiled = [&](std::size_t j, const compile_result& r) {
     const std::size_t i = order[j];

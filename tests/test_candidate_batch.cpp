@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ std::string kernel(const std::string& factor, const std::string& extra = "") {
          "  return 0;\n"
          "}\n";
 }
+
+constexpr std::size_t npos_group = static_cast<std::size_t>(-1);
 
 } // namespace
 
@@ -193,4 +196,99 @@ TEST(candidate_batch, as_given_keeps_the_groups_order_and_a_cancel_starts_nothin
     EXPECT_FALSE(cut[i].ok) << i;
     EXPECT_TRUE(cut[i].key.empty()) << i;
   }
+}
+
+TEST(candidate_batch, a_probe_sizes_its_groups_batches_by_what_one_compile_costs) {
+  // By hand: members past the first fit (batch_seconds - probe) / (probe - cheapest).
+  EXPECT_EQ(probed_batch_size(21, 2.5, 40, 24), 2u);   // sdpa_fp32-like: 19 / 18.5
+  EXPECT_EQ(probed_batch_size(4.2, 2.5, 40, 24), 22u); // 1 + 35.8 / 1.7
+  EXPECT_EQ(probed_batch_size(3.1, 2.5, 40, 24), 24u); // 61 more fit: the cap
+  EXPECT_EQ(probed_batch_size(50, 3, 40, 24), 1u);     // one alone is past the budget already
+  EXPECT_EQ(probed_batch_size(2.5, 2.5, 40, 24), 24u); // costs nothing beyond nvcc's own
+  EXPECT_EQ(probed_batch_size(0, 2.5, 40, 24), 24u);   // not known: as before
+  EXPECT_EQ(probed_batch_size(21, 2.5, 0, 24), 24u);   // no budget: as before
+  EXPECT_EQ(probed_batch_size(21, 2.5, 40, 0), 1u);
+}
+
+TEST(candidate_batch, a_slow_files_mutants_are_batched_by_its_probe_and_a_fast_files_whole) {
+  // A stand-in for nvcc: 0.1 s a call plus 1 s for each SLOW member; it logs each call's member
+  // count (a batch's first line says it) and makes the object.
+  const auto dir = kg::test::scratch_dir("candidate-batch") / "probed";
+  fs::create_directories(dir);
+  const auto nvcc = dir / "nvcc";
+  std::ofstream(nvcc) << "#!/bin/sh\n"
+                         "[ \"$1\" = --version ] && { echo fake nvcc 1; exit 0; }\n"
+                         "out=; for a; do [ \"$prev\" = -o ] && out=$a; prev=$a; done\n"
+                         "src=$a; slow=$(grep -c SLOW \"$src\")\n"
+                         "n=$(sed -n 's,^// A batch of \\([0-9]*\\) candidates.*,\\1,p' \"$src\")\n"
+                         "echo \"${n:-1} $slow\" >>" +
+                             (dir / "calls.log").string() +
+                             "\n"
+                             "sleep 0.1; [ \"$slow\" -gt 0 ] && sleep \"$slow\"\n"
+                             ": >\"$out\"\n";
+  fs::permissions(nvcc, fs::perms::owner_all);
+  auto file = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return dir / name;
+  };
+  std::vector<std::vector<fs::path>> groups = {{file("fast.cu", kernel("2.0f"))},
+                                               {file("slow.cu", kernel("3.0f", "// SLOW\n"))}};
+  groups.emplace_back();
+  for (int i = 0; i < 6; ++i)
+    groups.back().push_back(
+        file("f" + std::to_string(i) + ".cu", kernel(std::to_string(i) + ".5f")));
+  groups.emplace_back();
+  for (int i = 0; i < 4; ++i)
+    groups.back().push_back(
+        file("s" + std::to_string(i) + ".cu", kernel(std::to_string(i) + ".25f", "// SLOW\n")));
+  compile_options opt;
+  opt.nvcc = nvcc.string();
+  opt.cache_dir = dir / "cache";
+  opt.jobs = 2;
+  batch_options bo;
+  bo.batch_size = 24;
+  bo.as_given = true;
+  bo.probes = {npos_group, npos_group, 0, 1};
+  // The slow probe ~1.1 s, the cheapest ~0.1 s: (2.6 - 1.1) / 1.0 -> one more, batches of 2;
+  // the fast file's 6 in one batch.
+  bo.batch_seconds = 2.6;
+  const auto r = compile_in_batches(groups, dir / "batches", opt, bo);
+  ASSERT_EQ(r.size(), 12u);
+  for (std::size_t i = 0; i < r.size(); ++i)
+    EXPECT_TRUE(r[i].ok) << i << r[i].log;
+  EXPECT_GT(r[1].nvcc_seconds, 1.0);
+  std::multiset<std::string> calls;
+  {
+    std::ifstream log(dir / "calls.log");
+    for (std::string line; std::getline(log, line);)
+      calls.insert(line);
+  }
+  // Members and SLOW lines per call: the two probes, the fast batch, two slow batches of two.
+  EXPECT_EQ(calls, (std::multiset<std::string>{"1 0", "1 1", "6 0", "2 2", "2 2"}));
+  EXPECT_EQ(r[8].shared_object, r[9].shared_object);
+  EXPECT_NE(r[9].shared_object, r[10].shared_object);
+  EXPECT_EQ(r[10].symbol, "kg_run_0");
+  EXPECT_EQ(r[11].symbol, "kg_run_1");
+  // From the cache: the probe's cost is read back, so the batches (and their entries) are the
+  // same and nothing is compiled again.
+  fs::remove(dir / "calls.log");
+  const auto again = compile_in_batches(groups, dir / "batches", opt, bo);
+  EXPECT_TRUE(again[1].cached);
+  EXPECT_NEAR(again[1].nvcc_seconds, r[1].nvcc_seconds, 0.01);
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    EXPECT_TRUE(again[i].cached) << i;
+    EXPECT_EQ(again[i].shared_object, r[i].shared_object) << i;
+  }
+  EXPECT_FALSE(fs::exists(dir / "calls.log"));
+  // Without a budget: the slow file's 4 in one batch, as before.
+  fs::remove_all(dir / "cache");
+  bo.batch_seconds = 0;
+  const auto plain = compile_in_batches(groups, dir / "batches", opt, bo);
+  std::multiset<std::string> plain_calls;
+  {
+    std::ifstream log(dir / "calls.log");
+    for (std::string line; std::getline(log, line);)
+      plain_calls.insert(line);
+  }
+  EXPECT_EQ(plain_calls, (std::multiset<std::string>{"1 0", "1 1", "6 0", "4 4"}));
 }
