@@ -42,7 +42,8 @@ public:
   result_writer& operator=(const result_writer&) = delete;
 
   // One write(2) of the whole line, record and newline together: a kill leaves records.jsonl
-  // holding whole lines only.
+  // holding whole lines, but for at worst a last line cut short (a SIGKILL ends a write of more
+  // than a page part way), which read_records drops.
   void append(nlohmann::json record);
   std::size_t record_count() const { return records_.size(); }
   const std::vector<nlohmann::json>& records() const { return records_; }

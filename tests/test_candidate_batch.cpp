@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "reports/remove_tree.h"
 #include "sandbox/candidate_batch.h"
 #include "scratch_dir.h"
 
@@ -281,7 +282,7 @@ TEST(candidate_batch, a_slow_files_mutants_are_batched_by_its_probe_and_a_fast_f
   }
   EXPECT_FALSE(fs::exists(dir / "calls.log"));
   // Without a budget: the slow file's 4 in one batch, as before.
-  fs::remove_all(dir / "cache");
+  kg::remove_tree(dir / "cache");
   bo.batch_seconds = 0;
   const auto plain = compile_in_batches(groups, dir / "batches", opt, bo);
   std::multiset<std::string> plain_calls;
