@@ -49,40 +49,31 @@ constexpr int block_cols = NTW * 8 * WN;
 template <int MT, int NTW, int WM, int WN>
 constexpr int stage_bytes = (block_rows<MT, WM> + block_cols<NTW, WN>)*row_bytes;
 
-// A stage <- the weight rows of k tile `kt` (rows past n and chunks past k zero-filled,
-// nothing read for them).
-template <int BM, int THREADS>
-__device__ __forceinline__ void load_weights(unsigned char* stage, const gemv_args& a, int row0,
-                                             int kt, int tid) {
-  const uint4* w = reinterpret_cast<const uint4*>(a.w);
-  constexpr int chunks = BM * gemm_tile_chunks;
+// Stage rows [at, at + ROWS) <- rows `first` .. of `src` ([.][k8] chunks) at k tile `kt`; rows
+// at or past `valid_rows` and chunks past k are zero-filled, nothing read for them.
+template <int ROWS, int THREADS>
+__device__ __forceinline__ void load_rows(unsigned char* stage, int at, const void* src, int first,
+                                          int valid_rows, int k8, int kt, int tid) {
+  const uint4* base = static_cast<const uint4*>(src);
+  constexpr int chunks = ROWS * gemm_tile_chunks;
 #pragma unroll
   for (int j = 0; j < (chunks + THREADS - 1) / THREADS; ++j) {
     const int i = tid + j * THREADS;
     if (chunks % THREADS != 0 && i >= chunks) break;
     const int r = i / gemm_tile_chunks, c = i % gemm_tile_chunks;
-    const int row = row0 + r, ch = kt * gemm_tile_chunks + c;
-    const bool valid = row < a.n && ch < a.k8;
-    cp_async16(stage + swizzled(r, c), w + (valid ? static_cast<std::size_t>(row) * a.k8 + ch : 0),
-               valid);
+    const int row = first + r, ch = kt * gemm_tile_chunks + c;
+    const bool valid = row < valid_rows && ch < k8;
+    cp_async16(stage + swizzled(at + r, c),
+               base + (valid ? static_cast<std::size_t>(row) * k8 + ch : 0), valid);
   }
 }
 
-// A stage <- x's rows of k tile `kt`, after the weights' BM rows (batch rows past nb zero).
+// A stage <- k tile `kt`: the block's BM weight rows from row0, then the group's BN x rows.
 template <int BM, int BN, int THREADS>
-__device__ __forceinline__ void load_x(unsigned char* stage, const gemv_args& a, int kt, int tid) {
-  const uint4* x = reinterpret_cast<const uint4*>(a.x);
-  constexpr int chunks = BN * gemm_tile_chunks;
-#pragma unroll
-  for (int j = 0; j < (chunks + THREADS - 1) / THREADS; ++j) {
-    const int i = tid + j * THREADS;
-    if (chunks % THREADS != 0 && i >= chunks) break;
-    const int r = i / gemm_tile_chunks, c = i % gemm_tile_chunks;
-    const int ch = kt * gemm_tile_chunks + c;
-    const bool valid = r < a.nb && ch < a.k8;
-    cp_async16(stage + swizzled(BM + r, c),
-               x + (valid ? static_cast<std::size_t>(r) * a.k8 + ch : 0), valid);
-  }
+__device__ __forceinline__ void load_stage(unsigned char* stage, const gemv_args& a, int row0,
+                                           int kt, int tid) {
+  load_rows<BM, THREADS>(stage, 0, a.w, row0, a.n, a.k8, kt, tid);
+  load_rows<BN, THREADS>(stage, BM, a.x, 0, a.nb, a.k8, kt, tid);
 }
 
 // One k tile's four k16 steps of the warp's MT x NTW mma tiles.
@@ -146,8 +137,7 @@ __global__ void __launch_bounds__(WM* WN * 32) gemv_gemm_kernel(const gemv_args 
 #pragma unroll
   for (int j = 0; j < STAGES - 1; ++j) {
     if (j < count) {
-      load_weights<bm, threads>(stage(j), a, row0, kt0 + j, tid);
-      load_x<bm, bn, threads>(stage(j), a, kt0 + j, tid);
+      load_stage<bm, bn, threads>(stage(j), a, row0, kt0 + j, tid);
     }
     cp_async_commit();
   }
@@ -167,8 +157,7 @@ __global__ void __launch_bounds__(WM* WN * 32) gemv_gemm_kernel(const gemv_args 
     __syncthreads();             // ... and every thread's; the slot of tile i - 1 is free
     const int next = i + STAGES - 1;
     if (next < count) {
-      load_weights<bm, threads>(stage(next), a, row0, kt0 + next, tid);
-      load_x<bm, bn, threads>(stage(next), a, kt0 + next, tid);
+      load_stage<bm, bn, threads>(stage(next), a, row0, kt0 + next, tid);
     }
     cp_async_commit(); // (empty near the end: the group count stays in step)
     compute_tile<MT, NTW, bm>(base + (i % STAGES) * stage_size, warp_row0, warp_col0, lane, c);
