@@ -186,8 +186,9 @@ template <int MT, int NTW, int WM, int WN, int STAGES>
 cudaError_t launch_gemm_one(const gemv_args& a, int blocks, cudaStream_t s) {
   constexpr int smem_bytes = STAGES * stage_bytes<MT, NTW, WM, WN>;
   // The limits gemv_config_supported checks on the host: nothing outside them is compiled.
-  if constexpr (MT * NTW > gemm_max_mma_tiles || block_rows < MT,
-                WM >> gemm_max_tile_rows || smem_bytes > gemm_max_smem_bytes) {
+  constexpr int rows = block_rows<MT, WM>;
+  if constexpr (MT * NTW > gemm_max_mma_tiles || rows > gemm_max_tile_rows ||
+                smem_bytes > gemm_max_smem_bytes) {
     return cudaErrorInvalidValue;
   } else {
     auto kernel = gemv_gemm_kernel<MT, NTW, WM, WN, STAGES>;

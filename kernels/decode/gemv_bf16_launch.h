@@ -51,8 +51,9 @@ constexpr int bulk_ring_bytes(int tile_rows, int stages) {
 }
 constexpr int bulk_max_ring_bytes = 96 * 1024; // two blocks per SM still fit (228 KB)
 
-// Above 48 KB of dynamic shared memory a kernel must opt in, once per kernel and device
-// (cudaFuncSetAttribute); this does it the first time `bytes` needs it and remembers, per device
+// Above 48 KB of shared memory, static and dynamic together, a kernel must opt in, once per
+// kernel and device (cudaFuncSetAttribute); this does it the first time a kernel launches with a
+// ring (any `bytes` > 0: its static part is not known here) and remembers, per device
 // and kernel address, under a mutex (several host threads may launch at once; the decode engine
 // captures graphs). Keyed by address: every GEMV kernel has the same type, and a flag per type
 // once let only the first kernel's ring past 48 KB on the H200.
