@@ -204,31 +204,41 @@ constexpr table_row config_table[] = {
     {2560, 9728, 4, {16, 8, 2, 1, gemv_kind::packed}}, // down b4
     {2560, 9728, 8, {16, 8, 2, 1, gemv_kind::packed}}, // down b8
     {2560, 9728, 16, {16, 8, 2, 1, gemv_kind::packed}}, // down b16
-    {2560, 9728, 32, {16, 4, 2, 2, gemv_kind::mma}}, // down b32
-    {6144, 2560, 1, {2, 8, 2, 1}}, // qkv b1
+    {2560, 9728, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // down b32
+    {2560, 9728, 64, {16, 4, 3, 8, gemv_kind::gemm, 0, 2}}, // down b64
+    {2560, 9728, 128, {16, 4, 3, 4, gemv_kind::gemm, 0, 2}}, // down b128
+    {6144, 2560, 1, {2, 4, 2, 1}}, // qkv b1
     {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2
     {6144, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b4
     {6144, 2560, 8, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b8
-    {6144, 2560, 16, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b16
-    {6144, 2560, 32, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b32
+    {6144, 2560, 16, {16, 4, 4, 4, gemv_kind::gemm, 0, 2}}, // qkv b16
+    {6144, 2560, 32, {16, 8, 4, 4, gemv_kind::gemm, 0, 2}}, // qkv b32
+    {6144, 2560, 64, {32, 4, 4, 1, gemv_kind::gemm, 0, 2}}, // qkv b64
+    {6144, 2560, 128, {16, 4, 4, 1, gemv_kind::gemm, 0, 2}}, // qkv b128
     {2560, 4096, 1, {4, 16, 1, 1, gemv_kind::sweep}}, // o_proj b1
     {2560, 4096, 2, {4, 8, 2, 1, gemv_kind::sweep}}, // o_proj b2
     {2560, 4096, 4, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b4
     {2560, 4096, 8, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b8
     {2560, 4096, 16, {16, 4, 4, 1, gemv_kind::mma}}, // o_proj b16
-    {2560, 4096, 32, {16, 4, 2, 1, gemv_kind::mma}}, // o_proj b32
+    {2560, 4096, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // o_proj b32
+    {2560, 4096, 64, {16, 4, 3, 8, gemv_kind::gemm, 0, 2}}, // o_proj b64
+    {2560, 4096, 128, {16, 4, 4, 1, gemv_kind::gemm, 0, 2}}, // o_proj b128
     {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1
     {19456, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b2
     {19456, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b4
-    {19456, 2560, 8, {1, 16, 1, 1, gemv_kind::tsweep}}, // gate_up b8
-    {19456, 2560, 16, {16, 4, 4, 1, gemv_kind::mma}}, // gate_up b16
-    {19456, 2560, 32, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b32
+    {19456, 2560, 8, {16, 4, 4, 1, gemv_kind::gemm}}, // gate_up b8
+    {19456, 2560, 16, {16, 4, 4, 1, gemv_kind::gemm}}, // gate_up b16
+    {19456, 2560, 32, {32, 4, 4, 1, gemv_kind::gemm}}, // gate_up b32
+    {19456, 2560, 64, {32, 4, 4, 1, gemv_kind::gemm, 0, 2}}, // gate_up b64
+    {19456, 2560, 128, {32, 4, 3, 1, gemv_kind::gemm, 0, 2}}, // gate_up b128
     {151936, 2560, 1, {4, 8, 2, 1}}, // lm_head b1
-    {151936, 2560, 2, {4, 8, 2, 1}}, // lm_head b2
-    {151936, 2560, 4, {4, 8, 2, 1}}, // lm_head b4
-    {151936, 2560, 8, {16, 8, 2, 1, gemv_kind::mma}}, // lm_head b8
-    {151936, 2560, 16, {16, 8, 2, 1, gemv_kind::mma}}, // lm_head b16
-    {151936, 2560, 32, {16, 8, 2, 1, gemv_kind::mma}}, // lm_head b32
+    {151936, 2560, 2, {16, 8, 4, 1, gemv_kind::gemm}}, // lm_head b2
+    {151936, 2560, 4, {16, 8, 4, 1, gemv_kind::gemm}}, // lm_head b4
+    {151936, 2560, 8, {16, 8, 4, 1, gemv_kind::gemm}}, // lm_head b8
+    {151936, 2560, 16, {16, 8, 4, 1, gemv_kind::gemm}}, // lm_head b16
+    {151936, 2560, 32, {16, 8, 3, 1, gemv_kind::gemm}}, // lm_head b32
+    {151936, 2560, 64, {16, 8, 3, 1, gemv_kind::gemm}}, // lm_head b64
+    {151936, 2560, 128, {32, 8, 4, 1, gemv_kind::gemm, 0, 2}}, // lm_head b128
 };
 // clang-format on
 
