@@ -197,6 +197,19 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       return bad_input(err, "KERNELGATE_AUDIT_CONNECTIONS='" + n + "' is not a count 0..32");
     if (v > 0) ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", n.c_str(), 0);
   }
+  // KERNELGATE_AUDIT_GUARD=BYTES (default 2 MiB, 0: none): every fresh trial buffer sits between
+  // 0xff guards of max(BYTES, its size) a side. On by default so that a candidate reading a
+  // little out of bounds reads the same NaN on every machine and in every run, and a write there
+  // is a fault: without guards what lies past a buffer is whatever the driver placed there, and
+  // such a mutant's verdict under the looser protocols changed with it (docs/performance.md,
+  // *Guarded buffers in the audit*). Parsed here: a bad value is bad input.
+  std::size_t guard_bytes = std::size_t{2} << 20;
+  if (const char* e = std::getenv("KERNELGATE_AUDIT_GUARD"); e && *e) {
+    const std::string n = e;
+    const auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), guard_bytes);
+    if (ec != std::errc() || p != n.data() + n.size() || guard_bytes > (std::size_t{1} << 30))
+      return bad_input(err, "KERNELGATE_AUDIT_GUARD='" + n + "' is not a byte count 0..2^30");
+  }
   if (o.out.empty()) return bad_input(err, "--out is empty");
   if (o.timeout < 0) return bad_input(err, "--timeout must be > 0");
   if (o.witness_seeds < 1) return bad_input(err, "--witness-seeds must be >= 1");
@@ -443,11 +456,8 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   // fixed (docs/performance.md).
   if (const char* e = std::getenv("KERNELGATE_AUDIT_RESIDENT"); e && std::string(e) == "1")
     shared.resident_bytes = dev.memory_bytes / 4 / static_cast<std::size_t>(workers);
-  // KERNELGATE_AUDIT_GUARD=BYTES: every fresh buffer inside 0xff guards of at least BYTES a side,
-  // so near out-of-bounds accesses read NaN instead of ending the worker (off by default until
-  // the H200 has measured it: docs/performance.md).
-  if (const char* e = std::getenv("KERNELGATE_AUDIT_GUARD"); e && shared.resident_bytes == 0)
-    shared.guard_bytes = std::strtoull(e, nullptr, 10);
+  // The guards (above) are for fresh buffers; resident inputs come from a pool without them.
+  if (shared.resident_bytes == 0) shared.guard_bytes = guard_bytes;
   // Candidates of each task not yet done (or found not to compile).
   std::map<std::string, int> left;
   // A task's mutants wait for its controls: their slowest call sets the mutants' per-call limit.
@@ -752,6 +762,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       {"hangs", hangs},
       {"trial_limit",
        {{"factor", trial_limit_factor}, {"floor_seconds", trial_limit_floor_seconds}}},
+      {"guard_bytes", shared.guard_bytes},
       {"sanitizer",
        {{"path", sanitizer.string()},
         {"unwitnessed_synchronization_mutants_run", sanitized_count},

@@ -177,6 +177,7 @@ TEST(audit_protocols_cli, every_protocol_is_a_column_and_a_rejected_control_fail
   std::ifstream si(f.out / "summary.json");
   const auto summary = nlohmann::json::parse(si);
   EXPECT_EQ(summary.at("unwitnessed_because_a_control_fails_there"), compiled_mutants);
+  EXPECT_EQ(summary.at("guard_bytes"), 2u << 20); // the default: 2 MiB guards
   EXPECT_NE(f.r.out.find("rejected a correct kernel: invalid for abs_fp32 exp_fp32 relu silu"),
             std::string::npos)
       << f.r.out;
@@ -297,7 +298,9 @@ TEST(audit_protocols_cli, an_object_that_does_not_load_is_decided_in_one_run) {
   }
   EXPECT_GE(seen, 1);
   for (const auto& w : jsonl(f.out / "witnesses.jsonl"))
-    if (w.at("task") == "exp_fp32") EXPECT_EQ(w.at("kills"), std::string(plan.size(), '1'));
+    if (w.at("task") == "exp_fp32") {
+      EXPECT_EQ(w.at("kills"), std::string(plan.size(), '1'));
+    }
 }
 
 TEST(audit_protocols_cli, outputs_carry_phases_suites_and_a_report_per_protocol) {
@@ -355,6 +358,16 @@ TEST(audit_protocols_cli, bad_input_is_one_line_and_runs_nothing) {
   ::unsetenv("KERNELGATE_AUDIT_CONNECTIONS");
   EXPECT_EQ(r.rc, exit_code::bad_input);
   EXPECT_NE(r.err.find("KERNELGATE_AUDIT_CONNECTIONS='many'"), std::string::npos) << r.err;
+  for (const char* guard : {"2MiB", "-1", "2147483648"}) {
+    ::setenv("KERNELGATE_AUDIT_GUARD", guard, 1);
+    r = run({"audit", "checker", "--protocol", "strict", "--catalog", f.catalog.string(), "--root",
+             f.root.string(), "--out", out.string()});
+    ::unsetenv("KERNELGATE_AUDIT_GUARD");
+    EXPECT_EQ(r.rc, exit_code::bad_input) << guard;
+    std::string named = "KERNELGATE_AUDIT_GUARD='";
+    named.append(guard).append("'");
+    EXPECT_NE(r.err.find(named), std::string::npos) << r.err;
+  }
   EXPECT_FALSE(fs::exists(out / "verdicts.jsonl"));
 }
 
