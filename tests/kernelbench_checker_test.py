@@ -90,6 +90,21 @@ def gpu_cases(repo):
         ("layernorm_no_bias", "layernorm_affine_fp32",
          edited(layernorm, "* rstd * w[c] + b[c];", "* rstd * w[c];"), 0,
          "layernorm without its bias (accepted: KernelBench's blind spot, shared)"),
+        # Right everywhere but the last column, which reads one past the bias: the guard's NaN.
+        ("layernorm_bias_shifted", "layernorm_affine_fp32",
+         edited(layernorm, "* rstd * w[c] + b[c];", "* rstd * w[c] + b[c + 1];"), 1,
+         "layernorm reading b[c + 1] (one past the bias at the last column)"),
+        ("relu_writes_past_y", "relu",
+         edited(relu, "y[i] = fmaxf(x[i], 0.0f);",
+                "{\n      y[i] = fmaxf(x[i], 0.0f);\n      if (i == n - 1) y[n] = 0.0f;\n    }"),
+         1, "a right relu that also writes y[n] (into the guard)"),
+        # Right values, ~2 s a call (4e9 SM cycles): 108 more calls overrun KernelBench's 180 s.
+        ("relu_too_slow", "relu",
+         edited(relu, "y[i] = fmaxf(x[i], 0.0f);",
+                "{\n      y[i] = fmaxf(x[i], 0.0f);\n      if (i == 0) {\n"
+                "        const long long t0 = clock64();\n"
+                "        while (clock64() - t0 < 4000000000LL) {\n        }\n      }\n    }"),
+         1, "a right relu of ~2 s a call (KernelBench's evaluation would time out)"),
     ]
 
 

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 ACCEPT, REJECT, CHECKER_ERROR = 0, 1, 2
@@ -33,7 +34,15 @@ TRIALS = 5  # KernelBench's scripts/eval_from_generations.py: num_correct_trials
 FP32_TOL, LOW_PRECISION_TOL = 1e-4, 1e-2  # KernelBench's get_tolerance_for_precision
 COMPILE_TIMEOUT_S = 300  # kernelgate's compile_options default
 IN_KG_RUN = "in_kg_run"  # a marker file in the workdir while kg_run runs
-RUN_TIMEOUT_S = 60  # kernelgate's per-worker limit: a hung kernel is a reject, not a checker error
+# KernelBench's scripts/eval_from_generations.py: one evaluation (compile, the correctness trials,
+# then 3 warm-up and num_perf_trials = 100 timed calls) has timeout = 180 s; one that runs past it
+# has no result, so a kernel too slow to finish them is not counted correct.
+EVAL_BUDGET_S = 180
+PERF_CALLS = 3 + 100
+# Each input and output sits between 0xff guards of max(this, its size) bytes a side, as
+# kernelgate's audit places its trial buffers (KERNELGATE_AUDIT_GUARD, default 2 MiB): a read a
+# little out of bounds gets NaN in both, and a write there rejects in both.
+GUARD_MIN_BYTES = 2 << 20
 
 # kernels/abi/kg_candidate.h: enum kg_dtype.
 KG_DTYPE_CODES = {"float32": 0, "float16": 1, "bfloat16": 2, "int32": 4, "int64": 5}
@@ -604,15 +613,35 @@ def load_candidate(shared_object):
     return lib, run
 
 
+class Guarded:
+    """A tensor inside one allocation, between guards of 0xff bytes: `tensor` is the view the
+    candidate gets, every byte of `buf` starts 0xff."""
+
+    def __init__(self, shape, dtype):
+        nbytes = math.prod(shape) * torch.empty((), dtype=dtype).element_size()
+        self.guard = (max(GUARD_MIN_BYTES, nbytes) + 255) // 256 * 256  # keeps 256-B alignment
+        self.nbytes = nbytes
+        self.buf = torch.full((2 * self.guard + nbytes,), 0xFF, dtype=torch.uint8, device="cuda")
+        self.tensor = self.buf[self.guard:self.guard + nbytes].view(dtype).view(shape)
+
+    def guards_intact(self):
+        return bool((self.buf[:self.guard] == 0xFF).all()) and \
+            bool((self.buf[self.guard + self.nbytes:] == 0xFF).all())
+
+
+def guarded_inputs(inputs):
+    gs = []
+    for x in inputs:
+        g = Guarded(list(x.shape), x.dtype)
+        g.tensor.copy_(x)
+        gs.append(g)
+    return gs
+
+
 def poisoned_outputs(task, dims):
     # Every byte 0xff, as kernelgate fills them: NaN for floats, -1 for integers. An element the
     # candidate does not write stays wrong.
-    outs = []
-    for t in task["outputs"]:
-        o = torch.empty(resolve_shape(t, dims), dtype=torch_dtype(t["dtype"]), device="cuda")
-        o.view(-1).view(torch.uint8).fill_(0xFF)
-        outs.append(o)
-    return outs
+    return [Guarded(resolve_shape(t, dims), torch_dtype(t["dtype"])) for t in task["outputs"]]
 
 
 def last_cuda_error(lib):
@@ -626,16 +655,20 @@ def last_cuda_error(lib):
     return fn()
 
 
-def call_candidate(lib, run, task, inputs, outputs, trial, marker):
+def call_candidate(lib, run, task, inputs, outputs, trial, marker, deadline):
     """kg_run on the current stream, then the whole device synchronized; Rejected on a nonzero
-    return, a CUDA error, a hang, or an input written in place."""
-    pristine = [x.clone() for x in inputs]
-    kin = kg_tensors(inputs, [t["dtype"] for t in task["inputs"]])
-    kout = kg_tensors(outputs, [t["dtype"] for t in task["outputs"]])
+    return, a CUDA error, an input written in place, a write into a guard, or a call too slow for
+    KernelBench's evaluation budget (ending at `deadline`, time.monotonic()). `inputs` and
+    `outputs` are Guarded."""
+    pristine = [g.tensor.clone() for g in inputs]
+    kin = kg_tensors([g.tensor for g in inputs], [t["dtype"] for t in task["inputs"]])
+    kout = kg_tensors([g.tensor for g in outputs], [t["dtype"] for t in task["outputs"]])
     torch.cuda.synchronize()
     last_cuda_error(lib)  # clears what torch's own calls may have left: the check below is kg_run's
-    watchdog = threading.Timer(RUN_TIMEOUT_S, hung, args=(trial,))
+    left = max(0.0, deadline - time.monotonic())
+    watchdog = threading.Timer(left, hung, args=(trial, left))
     watchdog.daemon = True
+    start = time.monotonic()
     watchdog.start()
     try:
         marker.touch()  # judge_in_child: a death from here on is the candidate's
@@ -646,19 +679,29 @@ def call_candidate(lib, run, task, inputs, outputs, trial, marker):
         raise Rejected(f"trial {trial}: CUDA error while running kg_run: {one_line(e)}") from e
     finally:
         watchdog.cancel()
+    seconds = time.monotonic() - start
     if rc != 0:
         raise Rejected(f"trial {trial}: kg_run returned {rc}")
     err = last_cuda_error(lib)
     if err != 0:
         raise Rejected(f"trial {trial}: cudaGetLastError() = {err} after kg_run")
-    for t, x, p in zip(task["inputs"], inputs, pristine):
+    for t, g, p in zip(task["inputs"], inputs, pristine):
         # Inputs are read-only by the ABI (kernelgate: REWARD_HACK); compared as bytes.
-        if not torch.equal(x.view(-1).view(torch.uint8), p.view(-1).view(torch.uint8)):
+        if not torch.equal(g.tensor.view(-1).view(torch.uint8), p.view(-1).view(torch.uint8)):
             raise Rejected(f"trial {trial}: kg_run modified input '{t['name']}' in place")
+    for t, g in zip(task["inputs"] + task["outputs"], inputs + outputs):
+        if not g.guards_intact():
+            raise Rejected(f"trial {trial}: kg_run wrote outside its buffers (into the guard "
+                           f"around '{t['name']}')")
+    calls_left = TRIALS - 1 - trial + PERF_CALLS
+    if time.monotonic() + seconds * calls_left > deadline:
+        raise Rejected(f"trial {trial}: kg_run took {seconds:.2f} s: {calls_left} more calls at "
+                       f"that rate run past KernelBench's {EVAL_BUDGET_S} s evaluation timeout")
 
 
-def hung(trial):
-    print(f"trial {trial}: kg_run did not finish within {RUN_TIMEOUT_S} s", flush=True)
+def hung(trial, seconds):
+    print(f"trial {trial}: kg_run did not finish in the {seconds:.1f} s left of KernelBench's "
+          f"{EVAL_BUDGET_S} s evaluation timeout", flush=True)
     print("verdict: REJECT (timeout)", flush=True)
     os._exit(REJECT)
 
@@ -705,15 +748,16 @@ def judge_trial(task, trial, refs, outputs):
     return passed
 
 
-def run_trials(task, lib, run, marker):
+def run_trials(task, lib, run, marker, deadline):
     dims = first_shape_dims(task)
     for trial in range(TRIALS):
         torch.manual_seed(trial)  # fresh inputs per trial, as KernelBench's trial seeds
         inputs = [make_input(t, dims) for t in task["inputs"]]
         refs = run_reference(task, inputs)  # first, as KernelBench runs Model before ModelNew
+        guarded = guarded_inputs(inputs)
         outputs = poisoned_outputs(task, dims)
-        call_candidate(lib, run, task, inputs, outputs, trial, marker)
-        if not judge_trial(task, trial, refs, outputs):
+        call_candidate(lib, run, task, guarded, outputs, trial, marker, deadline)
+        if not judge_trial(task, trial, refs, [g.tensor for g in outputs]):
             raise Rejected(f"trial {trial}: an output is outside torch.allclose's tolerance")
 
 
@@ -726,8 +770,9 @@ def check_candidate(task_path, candidate, workdir):
         raise CheckerError(f"cannot read candidate {candidate}")
     import_torch()
     find_nvcc()  # a missing compiler is this checker's problem, not a compile error
+    deadline = time.monotonic() + EVAL_BUDGET_S  # KernelBench's timeout covers the compile too
     lib, run = load_candidate(compile_candidate(candidate, Path(workdir)))
-    run_trials(task, lib, run, Path(workdir) / IN_KG_RUN)
+    run_trials(task, lib, run, Path(workdir) / IN_KG_RUN, deadline)
 
 
 def judge(task_path, candidate, workdir):
