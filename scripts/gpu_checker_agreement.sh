@@ -2,8 +2,8 @@
 # On the GPU machine: the example outside checker (examples/kernelbench_checker) through
 # `audit checker --cmd` against `--protocol kernelbench` on the mutants of AGREE_TASKS (a regex),
 # then `audit agreement`. Reuses audit-ab/agree (gpu_audit_ab.sh, CMD=1) when it is there.
-# Logs and the agreement into $OUT; the --cmd audit writes there as it goes (streamed verdicts
-# survive a call cut short).
+# Logs and the agreement into $OUT (the --cmd audit's verdicts copied there as it goes: streamed
+# verdicts survive a call cut short).
 OUT=${OUT:-$PWD/gpu-logs}; mkdir -p "$OUT"
 T=${AGREE_TASKS:-'^(relu|gelu_tanh|softmax_lastdim|layernorm_affine_fp32|sum_lastdim|silu|abs_fp32)$'}
 state=$(nvidia-smi --query-gpu=name,temperature.gpu,utilization.gpu,memory.used --format=csv,noheader)
@@ -22,7 +22,13 @@ fi
 cp "$w/agree/verdicts.jsonl" "$OUT/verdicts-agree.jsonl"; cp "$w/agree/summary.json" "$OUT/agree-summary.json"
 cp "$w/agree/kill_matrix.json" "$OUT/agree-kill_matrix.json"
 s=$SECONDS
-"$kg" audit checker --cmd "python3 $root/examples/kernelbench_checker/checker.py {task} {candidate} {workdir}" --catalog "$w/sample" --tasks "$T" --witnesses "$w/agree/witnesses.jsonl" --jobs 12 --timeout 120 --no-progress --out "$OUT/cmd" > "$OUT/cmd.log" 2>&1
+# The --cmd audit's folder stays off $OUT (its per-call workdirs would flood what comes back);
+# its verdicts are copied there every 15 s and at the end, so a call cut short keeps them.
+(while sleep 15; do cp "$w/cmd/verdicts.jsonl" "$OUT/verdicts-cmd.jsonl" 2>/dev/null; done) &
+copier=$!
+"$kg" audit checker --cmd "python3 $root/examples/kernelbench_checker/checker.py {task} {candidate} {workdir}" --catalog "$w/sample" --tasks "$T" --witnesses "$w/agree/witnesses.jsonl" --jobs 12 --timeout 240 --no-progress --out "$w/cmd" > "$OUT/cmd.log" 2>&1
 echo "cmd: exit $? in $((SECONDS-s)) s"; tail -12 "$OUT/cmd.log"
-"$kg" audit agreement "$w/agree" "$OUT/cmd" --checkers kernelbench,cmd --json "$OUT/agreement.json" > "$OUT/agreement.txt" 2>&1
+kill $copier 2>/dev/null; cp "$w/cmd/verdicts.jsonl" "$OUT/verdicts-cmd.jsonl"
+cp "$w/cmd/summary.json" "$OUT/cmd-summary.json" 2>/dev/null
+"$kg" audit agreement "$w/agree" "$w/cmd" --checkers kernelbench,cmd --json "$OUT/agreement.json" > "$OUT/agreement.txt" 2>&1
 echo "agreement: exit $?"; head -60 "$OUT/agreement.txt"
