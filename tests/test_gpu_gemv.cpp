@@ -1,8 +1,8 @@
 // The decode GEMV (kernels/decode/gemv_bf16.h) on the GPU (label gpu; each test skips with a
 // visible message where no CUDA device exists): every supported configuration of every family
-// (simt, bulk, mma, sweep, tsweep, packed, gemm) against an fp64 host oracle on odd shapes (row
-// tails, K slices of odd length, partial batch groups), and bitwise identical output across runs,
-// split K included.
+// (simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma) against an fp64 host oracle on odd shapes
+// (row tails, K slices of odd length, partial batch groups), and bitwise identical output across
+// runs, split K included.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -16,11 +16,11 @@
 
 #include "gpu_test_support.h"
 
-#include "kernels/decode/decode_kernels.h"
-#include "kernels/decode/gemv_bf16.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_raii.h"
 #include "gpu/device_buffer.h"
+#include "kernels/decode/decode_kernels.h"
+#include "kernels/decode/gemv_bf16.h"
 
 using namespace kg;
 
@@ -171,6 +171,24 @@ int check_gemm_family(problem& p) {
             check_config(p, c, ws.get());
             ++checked;
           }
+  return checked;
+}
+
+// Every supported wgmma configuration on `p`, through one workspace zero-filled once. Returns how
+// many.
+int check_wgmma_family(problem& p) {
+  device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
+  KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+  int checked = 0;
+  for (int split : {1, 2, 4, 8})
+    for (int rpg : {64, 128})
+      for (int wpb : {4, 8})
+        for (int stages : {3, 4}) {
+          const gemv_config c{rpg, wpb, stages, split, gemv_kind::wgmma};
+          if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
+          check_config(p, c, ws.get());
+          ++checked;
+        }
   return checked;
 }
 
@@ -384,6 +402,27 @@ TEST(gpu_gemv, the_gemm_family_matches_the_oracle_and_repeats_bitwise) {
   // 64 rows x 8 warps with one across the batch (512 rows a block) at each split and stage count.
   problem p(16, 37, 8 * 53);
   EXPECT_EQ(check_gemm_family(p), 96 - 4 * 2);
+}
+
+// The wgmma family (the gemm family's ring read by warpgroup instructions): every configuration,
+// on the gemm family's odd shapes and batches (a last row tile past n, a partial last k tile,
+// empty K slices, batch tiles 16 to 128 part filled, a batch of two groups), against the fp64
+// oracle and bitwise repeatable; then the down projection's shape with its split K under
+// hundreds of racing blocks, ten times over.
+TEST(gpu_gemv, the_wgmma_family_matches_the_oracle_and_repeats_bitwise) {
+  KG_REQUIRE_GPU();
+  for (const auto& [n, k] : {std::pair{37, 8 * 53}, std::pair{517, 8 * 1333}})
+    for (int batch : {1, 13, 16, 33, 64, 100, 128, 130}) {
+      problem p(batch, n, k);
+      // 4 splits x 2 rows x 2 warpgroup counts x 2 stage counts, every one within the limits.
+      EXPECT_EQ(check_wgmma_family(p), 32) << n << "x" << k << " batch " << batch;
+    }
+  for (int batch : {32, 128}) {
+    problem p(batch, 2560, 9728);
+    for (const gemv_config c :
+         {gemv_config{128, 8, 4, 4, gemv_kind::wgmma}, gemv_config{64, 4, 3, 8, gemv_kind::wgmma}})
+      check_then_repeat(p, c, 10);
+  }
 }
 
 // The gemm family on the Qwen3-4B down projection's shape at the batches it is for, with the

@@ -77,6 +77,9 @@ bool supported(const gemv_config& c) {
   case gemv_kind::gemm:
     return in(c.rows_per_warp, {16, 32, 64}) && in(c.warps_per_block, {4, 8}) &&
            in(c.batch_warps, {1, 2}) && in(c.unroll, {3, 4}) && !c.cluster;
+  case gemv_kind::wgmma:
+    return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
+           in(c.unroll, {3, 4}) && !c.cluster;
   }
   return false;
 }
@@ -107,11 +110,24 @@ bool gemm_fits(const gemv_config& c, int batch) {
          gemv_detail::gemm_smem_bytes(rows, bn, c.unroll) <= gemv_detail::gemm_max_smem_bytes;
 }
 
+// The wgmma family's limits at its largest batch tile: accumulators, tile rows, ring bytes.
+bool wgmma_fits(const gemv_config& c, int batch) {
+  const int group = batch < gemv_detail::gemm_max_batch ? batch : gemv_detail::gemm_max_batch;
+  const int bn = gemm_batch_tile(c, group);
+  const int rows = gemv_detail::wgmma_tile_rows(c.rows_per_warp, c.warps_per_block);
+  return bn <= gemv_detail::gemm_max_batch &&
+         c.rows_per_warp / 64 * bn / 2 <= gemv_detail::wgmma_max_accumulators &&
+         rows <= gemv_detail::gemm_max_tile_rows &&
+         gemv_detail::wgmma_smem_bytes(rows, bn, c.unroll) <= gemv_detail::wgmma_max_smem_bytes;
+}
+
 // Rows of one block: the mma and packed families' warps share one 16-row tile; the gemm
 // family's may sit side by side along the batch.
 long long tile_rows(const gemv_config& c) {
   if (c.kind == gemv_kind::gemm)
     return gemv_detail::gemm_tile_rows(c.rows_per_warp, c.warps_per_block, c.batch_warps);
+  if (c.kind == gemv_kind::wgmma)
+    return gemv_detail::wgmma_tile_rows(c.rows_per_warp, c.warps_per_block);
   return c.kind == gemv_kind::mma || c.kind == gemv_kind::packed
              ? c.rows_per_warp
              : c.rows_per_warp * c.warps_per_block;
@@ -156,6 +172,9 @@ cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int b
   if (c.kind == gemv_kind::gemm)
     return gemv_detail::launch_gemv_gemm(a, gemm_batch_tile(c, a.nb), c.rows_per_warp,
                                          c.batch_warps, c.warps_per_block, c.unroll, blocks, s);
+  if (c.kind == gemv_kind::wgmma)
+    return gemv_detail::launch_gemv_wgmma(a, gemm_batch_tile(c, a.nb), c.rows_per_warp,
+                                          c.warps_per_block, c.unroll, blocks, s);
   const int nt = bg <= 8 ? 1 : bg <= 16 ? 2 : 4; // mma, packed: 8-column batch tiles
   if (c.kind == gemv_kind::mma)
     return gemv_detail::launch_gemv_mma(a, nt, c.unroll, c.warps_per_block, blocks, s);
@@ -246,7 +265,7 @@ constexpr table_row config_table[] = {
 
 namespace {
 
-constexpr name_table<gemv_kind, 7> gemv_kind_names{{
+constexpr name_table<gemv_kind, 8> gemv_kind_names{{
     {gemv_kind::simt, "simt"},
     {gemv_kind::bulk, "bulk"},
     {gemv_kind::mma, "mma"},
@@ -254,6 +273,7 @@ constexpr name_table<gemv_kind, 7> gemv_kind_names{{
     {gemv_kind::tsweep, "tsweep"},
     {gemv_kind::packed, "packed"},
     {gemv_kind::gemm, "gemm"},
+    {gemv_kind::wgmma, "wgmma"},
 }};
 
 } // namespace
@@ -290,6 +310,7 @@ bool gemv_config_supported(const gemv_config& c, int batch, int n, int k) {
   if (c.kind == gemv_kind::packed && k % 64 != 0) return false;
   if (c.kind == gemv_kind::sweep && k / 8 > 8 * 32 * c.warps_per_block) return false;
   if (c.kind == gemv_kind::gemm && !gemm_fits(c, batch)) return false;
+  if (c.kind == gemv_kind::wgmma && !wgmma_fits(c, batch)) return false;
   if (c.kind == gemv_kind::tsweep) {
     const int chunks =
         gemv_detail::tsweep_chunks_per_lane(slice_chunks(k / 8, c.split_k), c.warps_per_block);
@@ -335,7 +356,7 @@ cudaError_t launch_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bflo
   a.cluster = c.cluster;
   a.gated = gated ? 1 : 0;
   a.programmatic = programmatic;
-  a.slice_len = c.kind == gemv_kind::gemm // the packed family interleaves its slices
+  a.slice_len = c.kind == gemv_kind::gemm || c.kind == gemv_kind::wgmma // whole k tiles
                     ? gemm_slice_chunks(a.k8, c.split_k)
                     : slice_chunks(a.k8, c.split_k);
   if (ws) {
@@ -390,6 +411,7 @@ int gemv_batch_group(const gemv_config& c) {
   case gemv_kind::tsweep:
     return 8;
   case gemv_kind::gemm:
+  case gemv_kind::wgmma:
     return gemv_detail::gemm_max_batch;
   default:
     return 32 / c.rows_per_warp;

@@ -49,6 +49,11 @@ namespace kg {
 //         ldmatrix, so each x byte loaded serves the whole tile. rows_per_warp: a warp's rows (16,
 //         32, 64); batch_warps: warps side by side along the batch (1, 2); the block's rows are
 //         rows_per_warp x warps_per_block / batch_warps.
+//   wgmma: batch 16 to 128 on Hopper's warpgroup instructions (gemv_bf16_wgmma.cu): the gemm
+//         family's ring, read by wgmma.mma_async through shared-memory descriptors instead of
+//         ldmatrix. rows_per_warp: a warpgroup's rows (64, 128); warps_per_block 4 or 8 (one or
+//         two warpgroups of 128 threads); the block's rows are rows_per_warp x warps_per_block /
+//         4.
 enum class gemv_kind : int {
   simt = 0,
   bulk = 1,
@@ -56,7 +61,8 @@ enum class gemv_kind : int {
   sweep = 3,
   tsweep = 4,
   packed = 5,
-  gemm = 6
+  gemm = 6,
+  wgmma = 7
 };
 
 struct gemv_config {
@@ -75,7 +81,7 @@ struct gemv_config {
   int batch_warps = 1; // gemm: warps side by side along the batch (1 or 2); 1 elsewhere
 };
 
-// "simt", "bulk", "mma", "sweep", "tsweep", "packed" or "gemm".
+// "simt", "bulk", "mma", "sweep", "tsweep", "packed", "gemm" or "wgmma".
 const char* gemv_kind_name(gemv_kind k);
 
 // Whether a configuration reads the packed copy of the weights (gemv_kind::packed) rather than
@@ -133,6 +139,10 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //         batch_warps, at most 128; (rows_per_warp / 16) x bt / (8 x batch_warps) <= 16 m16n8
 //         tiles a warp; at most 256 rows a block and a ring of at most 200 KB; K slices are whole
 //         64-element k tiles (ceil(k / 64 / split_k) each); batch group 128.
+//   wgmma: rows_per_warp (a warpgroup's rows) 64, 128; warps_per_block 4, 8; unroll (stages) 3,
+//         4; the gemm family's batch tile (at least 16), (rows_per_warp / 64) x bt / 2 <= 128
+//         accumulators a thread; at most 256 rows a block and a ring of at most 200 KB (plus 1 KB
+//         of alignment); K slices and batch group as gemm.
 //   cluster 0 or 1 (1: simt with split_k 2, 4 or 8); batch_warps 1 but for gemm.
 // Returns cudaErrorInvalidValue for anything else (before touching the device), else the
 // launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`

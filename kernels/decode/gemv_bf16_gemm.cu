@@ -15,22 +15,14 @@
 // Each block adds its k tiles in ascending order (each mma's own order is fixed by the
 // hardware), and split K ends with the other families' fixed-order slice sum: the same bits
 // whichever SMs run the blocks, so solo and co-located decode agree.
-#include "kernels/decode/cp_async.cuh"
 #include "kernels/decode/gemv_bf16_kernel.cuh"
+#include "kernels/decode/gemv_bf16_stage.cuh"
 
 namespace kg::gemv_detail {
 namespace {
 
-using kg::decode::cp_async16;
 using kg::decode::cp_async_commit;
 using kg::decode::cp_async_wait;
-
-constexpr int row_bytes = gemm_tile_chunks * 16; // one row of a k tile in shared memory
-
-// Byte offset of chunk c of stage row r (see the top: chunks swizzled by the row's low bits).
-__device__ __forceinline__ unsigned swizzled(int r, int c) {
-  return static_cast<unsigned>(r * row_bytes + ((c ^ (r & 7)) << 4));
-}
 
 // Four 8 x 8 b16 matrices from shared memory: lane l gives the address of row l % 8 of matrix
 // l / 8; d[j] is this lane's part of matrix j (row lane / 4, columns 2 (lane % 4) + {0, 1}).
@@ -48,33 +40,6 @@ template <int NTW, int WN>
 constexpr int block_cols = NTW * 8 * WN;
 template <int MT, int NTW, int WM, int WN>
 constexpr int stage_bytes = (block_rows<MT, WM> + block_cols<NTW, WN>)*row_bytes;
-
-// Stage rows [at, at + ROWS) <- rows `first` .. of `src` ([.][k8] chunks) at k tile `kt`; rows
-// at or past `valid_rows` and chunks past k are zero-filled, nothing read for them.
-template <int ROWS, int THREADS>
-__device__ __forceinline__ void load_rows(unsigned char* stage, int at, const void* src, int first,
-                                          int valid_rows, int k8, int kt, int tid) {
-  const uint4* base = static_cast<const uint4*>(src);
-  constexpr int chunks = ROWS * gemm_tile_chunks;
-#pragma unroll
-  for (int j = 0; j < (chunks + THREADS - 1) / THREADS; ++j) {
-    const int i = tid + j * THREADS;
-    if (chunks % THREADS != 0 && i >= chunks) break;
-    const int r = i / gemm_tile_chunks, c = i % gemm_tile_chunks;
-    const int row = first + r, ch = kt * gemm_tile_chunks + c;
-    const bool valid = row < valid_rows && ch < k8;
-    cp_async16(stage + swizzled(at + r, c),
-               base + (valid ? static_cast<std::size_t>(row) * k8 + ch : 0), valid);
-  }
-}
-
-// A stage <- k tile `kt`: the block's BM weight rows from row0, then the group's BN x rows.
-template <int BM, int BN, int THREADS>
-__device__ __forceinline__ void load_stage(unsigned char* stage, const gemv_args& a, int row0,
-                                           int kt, int tid) {
-  load_rows<BM, THREADS>(stage, 0, a.w, row0, a.n, a.k8, kt, tid);
-  load_rows<BN, THREADS>(stage, BM, a.x, 0, a.nb, a.k8, kt, tid);
-}
 
 // One k tile's four k16 steps of the warp's MT x NTW mma tiles.
 template <int MT, int NTW, int BM>

@@ -92,6 +92,22 @@ constexpr int gemm_smem_bytes(int tile_rows, int bn, int stages) {
   return stages * (tile_rows + bn) * gemm_tile_chunks * 16;
 }
 
+// The wgmma family (gemv_bf16_wgmma.cu): bn as the gemm family's (16, 32, 64 or 128, >= a.nb);
+// rows_per_group: a warpgroup's rows (64 or 128); warps_per_block 4 or 8 (one or two
+// warpgroups); stages 3, 4; a.slice_len whole k tiles. cudaErrorInvalidValue outside the limits
+// below (checked on the host by gemv_config_supported).
+cudaError_t launch_gemv_wgmma(const gemv_args& a, int bn, int rows_per_group, int warps_per_block,
+                              int stages, int blocks, cudaStream_t s);
+constexpr int wgmma_max_accumulators = 128; // float accumulators a thread: (rows / 64) x bn / 2
+// The gemm family's ring plus 1 KB to align it to the 128-byte swizzle's 1024-byte atom.
+constexpr int wgmma_max_smem_bytes = gemm_max_smem_bytes + 1024;
+constexpr int wgmma_tile_rows(int rows_per_group, int warps_per_block) {
+  return rows_per_group * (warps_per_block / 4);
+}
+constexpr int wgmma_smem_bytes(int tile_rows, int bn, int stages) {
+  return gemm_smem_bytes(tile_rows, bn, stages) + 1024;
+}
+
 // The sweep family (gemv_bf16_sweep.cu): bg 1 or 2; unroll 1, 2 or 4 rows in flight; blocks:
 // the fixed grid (132 x the configuration's rows_per_warp).
 cudaError_t launch_gemv_sweep(const gemv_args& a, int bg, int unroll, int warps_per_block,
