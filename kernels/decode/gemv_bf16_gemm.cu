@@ -81,31 +81,10 @@ __global__ void __launch_bounds__(WM* WN * 32) gemv_gemm_kernel(const gemv_args 
   extern __shared__ __align__(128) unsigned char smem[];
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
   const int warp_row0 = (warp % WM) * MT * 16, warp_col0 = (warp / WM) * NTW * 8;
-  const int tile = static_cast<int>(blockIdx.x) / a.split;
-  const int slice = static_cast<int>(blockIdx.x) % a.split;
-  const int row0 = tile * bm;
-  // a.slice_len is a whole number of k tiles; the last slices may hold fewer or none.
-  const int k_tiles = (a.k8 + gemm_tile_chunks - 1) / gemm_tile_chunks;
-  const int per_slice = a.slice_len / gemm_tile_chunks;
-  const int kt0 = slice * per_slice;
-  const int count = max(0, min(k_tiles, kt0 + per_slice) - kt0);
+  const ring_slice r = block_slice<bm>(a);
+  const int slice = r.slice, row0 = r.row0, kt0 = r.kt0, count = r.count;
   auto stage = [&](int i) { return smem + (i % STAGES) * stage_size; };
-
-  // The first k tile's weights head for L2 before the programmatic wait (nothing is read before
-  // it: gemv_prologue); then the first STAGES - 1 k tiles, commit group j completing stage j.
-  if (count > 0)
-    for (int i = tid; i < bm; i += threads)
-      if (row0 + i < a.n)
-        prefetch_l2(reinterpret_cast<const uint4*>(a.w) +
-                    static_cast<std::size_t>(row0 + i) * a.k8 + kt0 * gemm_tile_chunks);
-  gemv_prologue();
-#pragma unroll
-  for (int j = 0; j < STAGES - 1; ++j) {
-    if (j < count) {
-      load_stage<bm, bn, threads>(stage(j), a, row0, kt0 + j, tid);
-    }
-    cp_async_commit();
-  }
+  start_ring<bm, bn, threads, STAGES, stage_size>(smem, a, r, tid);
 
   float c[MT][NTW][4];
 #pragma unroll
@@ -144,7 +123,7 @@ __global__ void __launch_bounds__(WM* WN * 32) gemv_gemm_kernel(const gemv_args 
         else
           a.partial[slice * a.slice_stride + static_cast<long long>(b) * a.n + row] = c[mt][nt][e];
       }
-  if (a.split > 1) finish_split_k(a, tile, bm);
+  if (a.split > 1) finish_split_k(a, r.tile, bm);
 }
 
 template <int MT, int NTW, int WM, int WN, int STAGES>

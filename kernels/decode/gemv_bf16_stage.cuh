@@ -46,4 +46,42 @@ __device__ __forceinline__ void load_stage(unsigned char* stage, const gemv_args
   load_rows<BN, THREADS>(stage, BM, a.x, 0, a.nb, a.k8, kt, tid);
 }
 
+// A block's place in the launch (block index = row tile * split + slice, as every family) and
+// its K slice: k tiles kt0 .. kt0 + count - 1 (a.slice_len is a whole number of k tiles; the
+// last slices may hold fewer or none).
+struct ring_slice {
+  int tile, slice, row0, kt0, count;
+};
+template <int BM>
+__device__ __forceinline__ ring_slice block_slice(const gemv_args& a) {
+  ring_slice r;
+  r.tile = static_cast<int>(blockIdx.x) / a.split;
+  r.slice = static_cast<int>(blockIdx.x) % a.split;
+  r.row0 = r.tile * BM;
+  const int k_tiles = (a.k8 + gemm_tile_chunks - 1) / gemm_tile_chunks;
+  const int per_slice = a.slice_len / gemm_tile_chunks;
+  r.kt0 = r.slice * per_slice;
+  r.count = max(0, min(k_tiles, r.kt0 + per_slice) - r.kt0);
+  return r;
+}
+
+// The ring's start: the first k tile's weights head for L2 before the programmatic wait
+// (nothing is read before it: gemv_prologue); then the first STAGES - 1 k tiles into stages
+// 0 .. STAGES - 2 of the ring at `smem`, commit group j completing stage j.
+template <int BM, int BN, int THREADS, int STAGES, int STAGE_BYTES>
+__device__ __forceinline__ void start_ring(unsigned char* smem, const gemv_args& a,
+                                           const ring_slice& r, int tid) {
+  if (r.count > 0)
+    for (int i = tid; i < BM; i += THREADS)
+      if (r.row0 + i < a.n)
+        prefetch_l2(reinterpret_cast<const uint4*>(a.w) +
+                    static_cast<std::size_t>(r.row0 + i) * a.k8 + r.kt0 * gemm_tile_chunks);
+  gemv_prologue();
+#pragma unroll
+  for (int j = 0; j < STAGES - 1; ++j) {
+    if (j < r.count) load_stage<BM, BN, THREADS>(smem + j * STAGE_BYTES, a, r.row0, r.kt0 + j, tid);
+    kg::decode::cp_async_commit();
+  }
+}
+
 } // namespace kg::gemv_detail

@@ -152,26 +152,10 @@ __global__ void __launch_bounds__(WG * 128) gemv_wgmma_kernel(const gemv_args a)
   const unsigned base = (raw + smem_align - 1) & ~static_cast<unsigned>(smem_align - 1);
   unsigned char* smem = smem_raw + (base - raw);
   const int tid = static_cast<int>(threadIdx.x), wg = tid / 128, t = tid % 128;
-  const int tile = static_cast<int>(blockIdx.x) / a.split;
-  const int slice = static_cast<int>(blockIdx.x) % a.split;
-  const int row0 = tile * bm;
-  const int k_tiles = (a.k8 + gemm_tile_chunks - 1) / gemm_tile_chunks;
-  const int per_slice = a.slice_len / gemm_tile_chunks;
-  const int kt0 = slice * per_slice;
-  const int count = max(0, min(k_tiles, kt0 + per_slice) - kt0);
+  const ring_slice r = block_slice<bm>(a);
+  const int slice = r.slice, row0 = r.row0, kt0 = r.kt0, count = r.count;
   auto stage = [&](int i) { return smem + (i % STAGES) * stage_size; };
-
-  if (count > 0)
-    for (int i = tid; i < bm; i += threads)
-      if (row0 + i < a.n)
-        prefetch_l2(reinterpret_cast<const uint4*>(a.w) +
-                    static_cast<std::size_t>(row0 + i) * a.k8 + kt0 * gemm_tile_chunks);
-  gemv_prologue();
-#pragma unroll
-  for (int j = 0; j < STAGES - 1; ++j) {
-    if (j < count) load_stage<bm, BN, threads>(stage(j), a, row0, kt0 + j, tid);
-    cp_async_commit();
-  }
+  start_ring<bm, BN, threads, STAGES, stage_size>(smem, a, r, tid);
 
   float c[MT][BN / 2];
 #pragma unroll
@@ -213,7 +197,7 @@ __global__ void __launch_bounds__(WG * 128) gemv_wgmma_kernel(const gemv_args a)
       else
         a.partial[slice * a.slice_stride + static_cast<long long>(b) * a.n + row] = c[mt][e];
     }
-  if (a.split > 1) finish_split_k(a, tile, bm);
+  if (a.split > 1) finish_split_k(a, r.tile, bm);
 }
 
 template <int MT, int BN, int WG, int STAGES>
