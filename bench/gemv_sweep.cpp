@@ -9,13 +9,14 @@
 // each run) for bitwise identity. One row per configuration is printed as it is measured; the
 // end prints the best configuration per (shape, batch) as rows of pick_gemv_config's table.
 //
-// Eight configuration families are timed side by side (gemv_kind, gemv_bf16.h): simt (weights
+// Nine configuration families are timed side by side (gemv_kind, gemv_bf16.h): simt (weights
 // through registers, float32 FMAs), bulk (cp.async.bulk ring in shared memory), mma (tensor
 // cores, weights as the A operand), sweep (a fixed grid computing whole rows, batch 1-2), tsweep
 // (tensor cores over the sweep's fixed grid, batch up to 8), packed (the mma kernel over the
 // weights' packed copy, made once per shape by pack_gemv_weights and not timed), gemm (a
-// skinny GEMM with both operands staged in shared memory, batch 16-128) and wgmma (the gemm
-// family's ring read by Hopper's warpgroup instructions).
+// skinny GEMM with both operands staged in shared memory, batch 16-128), wgmma (the gemm
+// family's ring read by Hopper's warpgroup instructions) and wgmma_tma (that kernel with its ring
+// filled by TMA tensor copies).
 //
 // Pruning (off with --full): configurations that need several launches for the batch, those
 // whose lanes, blocks or warps would get less than one unrolled step per K slice, and split-K
@@ -34,9 +35,8 @@
 //                       [--cluster 0|1|both] [--no-cublas] [--backend NAME]
 //     --quick   the down projection at batch 1 and 8 only (every family)
 //     --no-ceiling  skip each weight's read-ceiling rows (a plain contiguous read of it)
-//     --kinds   simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma (a comma list): time only these
-//     families (and the
-//               table's current configuration)
+//     --kinds   simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma, wgmma_tma (a comma list):
+//               time only these families (and the table's current configuration)
 //     --shapes  down, qkv, o_proj, gate_up, lm_head (a comma list); --batches 1..128 (a list)
 //     --no-cublas  leave cuBLAS out
 //     --backend auto, events, graph, cupti or counters (timing/gpu_timer.h; default auto)
@@ -125,6 +125,7 @@ std::string config_name(const gemv_config& c) {
     o << "rpw" << c.rows_per_warp << " st" << c.unroll << " bw" << c.batch_warps;
     break;
   case gemv_kind::wgmma:
+  case gemv_kind::wgmma_tma:
     o << "rpg" << c.rows_per_warp << " st" << c.unroll;
     break;
   }
@@ -160,7 +161,8 @@ int block_rows(const gemv_config& c, int n) {
     return 16 * (((n + 15) / 16 + lanes - 1) / lanes);
   }
   if (c.kind == gemv_kind::gemm) return c.rows_per_warp * c.warps_per_block / c.batch_warps;
-  if (c.kind == gemv_kind::wgmma) return c.rows_per_warp * c.warps_per_block / 4;
+  if (c.kind == gemv_kind::wgmma || c.kind == gemv_kind::wgmma_tma)
+    return c.rows_per_warp * c.warps_per_block / 4;
   return c.kind == gemv_kind::mma || c.kind == gemv_kind::packed
              ? c.rows_per_warp
              : c.rows_per_warp * c.warps_per_block;
@@ -191,7 +193,7 @@ bool worth_timing(const gemv_config& c, const shape_def& s, int batch, int sm_co
     return true;
   case gemv_kind::gemm:  // batch 8 up; at least one k tile per stage of its ring in every slice;
   case gemv_kind::wgmma: // its blocks are few and fat, so a split is worth a look until the
-                         // tiles fill the SMs twice over
+  case gemv_kind::wgmma_tma: // tiles fill the SMs twice over
     if (batch < 8 || slice_chunks < 8.0 * c.unroll) return false;
     return c.split_k == 1 ||
            (s.n + block_rows(c, s.n) - 1) / block_rows(c, s.n) * (c.split_k / 2) < 2LL * sm_count;
@@ -221,7 +223,10 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
           gemv_config{16, 8, 4, 1, gemv_kind::gemm}, gemv_config{16, 8, 3, 1, gemv_kind::gemm},
           gemv_config{32, 8, 4, 1, gemv_kind::gemm, 0, 2},
           gemv_config{64, 4, 4, 1, gemv_kind::wgmma}, gemv_config{128, 8, 4, 1, gemv_kind::wgmma},
-          gemv_config{128, 8, 3, 1, gemv_kind::wgmma}})
+          gemv_config{128, 8, 3, 1, gemv_kind::wgmma},
+          gemv_config{64, 4, 4, 1, gemv_kind::wgmma_tma},
+          gemv_config{128, 8, 4, 1, gemv_kind::wgmma_tma},
+          gemv_config{128, 8, 3, 1, gemv_kind::wgmma_tma}})
       if (batch <= gemv_batch_group(c) && gemv_config_supported(c, batch, s.n, s.k)) add(c);
     return out;
   }
@@ -233,7 +238,7 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
     // more than elsewhere, and the family has only five (unroll, warps) pairs).
     if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma &&
         c.kind != gemv_kind::packed && c.kind != gemv_kind::sweep && c.kind != gemv_kind::tsweep &&
-        c.kind != gemv_kind::gemm && c.kind != gemv_kind::wgmma)
+        c.kind != gemv_kind::gemm && c.kind != gemv_kind::wgmma && c.kind != gemv_kind::wgmma_tma)
       return;
     for (int cl : clusters) {
       c.cluster = cl;
@@ -272,12 +277,13 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
             c.batch_warps = bw;
             consider(c);
           }
-  // wgmma: every (rows a warpgroup, warpgroups, stages, split).
-  for (int split : {1, 2, 4, 8})
-    for (int rpg : {64, 128})
-      for (int wpb : {4, 8})
-        for (int stages : {3, 4})
-          consider({rpg, wpb, stages, split, gemv_kind::wgmma});
+  // wgmma, wgmma_tma: every (rows a warpgroup, warpgroups, stages, split).
+  for (gemv_kind kind : {gemv_kind::wgmma, gemv_kind::wgmma_tma})
+    for (int split : {1, 2, 4, 8})
+      for (int rpg : {64, 128})
+        for (int wpb : {4, 8})
+          for (int stages : {3, 4})
+            consider({rpg, wpb, stages, split, kind});
   return out;
 }
 

@@ -2,7 +2,7 @@
 # On the GPU machine: issue 24's GEMV work in one device call. Builds the GEMV's GPU tests and its
 # sweep, runs the tests (every family against the fp64 oracle, bitwise repeats), then times the
 # families beside cuBLAS in one process (kg_bench_gemv_sweep; cuBLAS through the same timer).
-#   KINDS    the sweep's --kinds (default gemm,wgmma: the newest families; each (shape,
+#   KINDS    the sweep's --kinds (default wgmma,wgmma_tma: the newest families; each (shape,
 #            batch) row of the table is timed too, and cuBLAS)
 #   BATCHES  the sweep's --batches (default 1,2,4,8,16,32,64,128)
 #   SHAPES   the sweep's --shapes (default all five projections)
@@ -21,7 +21,7 @@ if [ "${TESTS:-1}" != 0 ]; then
   grep -E "tests passed|tests failed|\(Failed\)" "$logs/tests.log"
 fi
 s=$SECONDS
-./bench/kg_bench_gemv_sweep --kinds "${KINDS:-gemm,wgmma}" --batches "${BATCHES:-1,2,4,8,16,32,64,128}" \
+./bench/kg_bench_gemv_sweep --kinds "${KINDS:-wgmma,wgmma_tma}" --batches "${BATCHES:-1,2,4,8,16,32,64,128}" \
   ${SHAPES:+--shapes $SHAPES} --backend "${BACKEND:-counters}" >"$logs/sweep.log" 2>&1
 echo "sweep: exit $? in $((SECONDS - s)) s"
 # The table rows and ours against cuBLAS, from the end of the sweep's output.

@@ -69,6 +69,7 @@ TEST(gemv_config, picks_supported_configurations_for_every_qwen3_shape_and_batch
         EXPECT_TRUE(in(c.unroll, {3, 4}));
         break;
       case gemv_kind::wgmma:
+      case gemv_kind::wgmma_tma:
         EXPECT_TRUE(in(c.rows_per_warp, {64, 128}));
         EXPECT_TRUE(in(c.unroll, {3, 4}));
         break;
@@ -263,37 +264,42 @@ TEST(gemv_config, the_gemm_family_keeps_its_tiles_in_registers_and_its_ring_in_s
   EXPECT_STREQ(gemv_kind_name(gemm), "gemm");
 }
 
-// The wgmma family's rules (gemv_bf16.h), each limit worked out by hand: a thread's accumulators
-// = rows_per_warp / 64 x batch tile / 2 <= 128, at most 256 rows a block (rows_per_warp x
-// warps_per_block / 4), a ring of stages x (rows + batch tile) x 128 bytes + 1 KB <= 201 KB.
-TEST(gemv_config, the_wgmma_family_keeps_its_accumulators_and_ring_in_bounds) {
-  constexpr auto wgmma = gemv_kind::wgmma;
-  auto ok = [](int rpg, int wpb, int stages, int split, int batch, int n = 2560, int k = 9728) {
-    return gemv_config_supported({rpg, wpb, stages, split, wgmma}, batch, n, k);
-  };
-  // Batch 128: 128 rows a warpgroup is 2 x 64 = 128 accumulators, two warpgroups 256 rows, a
-  // ring of 4 x (256 + 128) x 128 B + 1 KB = 193 KB.
-  EXPECT_TRUE(ok(128, 8, 4, 1, 128));
-  EXPECT_TRUE(ok(64, 4, 3, 1, 128));
-  // Batch 100 and 130 take the 128 tile too; 16 is the least tile (batch 1).
-  EXPECT_TRUE(ok(128, 8, 4, 2, 100));
-  EXPECT_TRUE(ok(128, 8, 3, 8, 130));
-  EXPECT_TRUE(ok(64, 4, 4, 1, 1, 37, 8 * 53));
-  // Other fields: rows 64 or 128, warps 4 or 8, stages 3 or 4, batch_warps 1, no cluster.
-  EXPECT_FALSE(ok(32, 4, 4, 1, 32));
-  EXPECT_FALSE(ok(256, 4, 4, 1, 32));
-  EXPECT_FALSE(ok(64, 16, 4, 1, 32));
-  EXPECT_FALSE(ok(64, 4, 2, 1, 32));
-  EXPECT_FALSE(ok(64, 4, 4, 3, 32));
-  gemv_config bw{64, 4, 4, 1, wgmma};
-  bw.batch_warps = 2;
-  EXPECT_FALSE(gemv_config_supported(bw, 32, 2560, 9728));
-  EXPECT_FALSE(gemv_config_supported({64, 4, 4, 2, wgmma, 1}, 32, 2560, 9728));
-  EXPECT_EQ(gemv_batch_group({64, 4, 4, 1, wgmma}), 128);
-  for (int split : {2, 4, 8})
-    EXPECT_EQ(gemv_workspace_bytes({64, 4, 4, split, wgmma}, 64, 2560, 9728),
-              gemv_workspace_bytes({1, 8, 2, split}, 64, 2560, 9728));
-  EXPECT_STREQ(gemv_kind_name(wgmma), "wgmma");
+// The wgmma families' rules (gemv_bf16.h; wgmma_tma has wgmma's), each limit worked out by hand: a
+// thread's accumulators = rows_per_warp / 64 x batch tile / 2 <= 128, at most 256 rows a block
+// (rows_per_warp x warps_per_block / 4), a ring of stages x (rows + batch tile) x 128 bytes + 1 KB
+// <= 201 KB.
+TEST(gemv_config, the_wgmma_families_keep_their_accumulators_and_ring_in_bounds) {
+  for (const gemv_kind wgmma : {gemv_kind::wgmma, gemv_kind::wgmma_tma}) {
+    SCOPED_TRACE(gemv_kind_name(wgmma));
+    auto ok = [wgmma](int rpg, int wpb, int stages, int split, int batch, int n = 2560,
+                      int k = 9728) {
+      return gemv_config_supported({rpg, wpb, stages, split, wgmma}, batch, n, k);
+    };
+    // Batch 128: 128 rows a warpgroup is 2 x 64 = 128 accumulators, two warpgroups 256 rows, a
+    // ring of 4 x (256 + 128) x 128 B + 1 KB = 193 KB.
+    EXPECT_TRUE(ok(128, 8, 4, 1, 128));
+    EXPECT_TRUE(ok(64, 4, 3, 1, 128));
+    // Batch 100 and 130 take the 128 tile too; 16 is the least tile (batch 1).
+    EXPECT_TRUE(ok(128, 8, 4, 2, 100));
+    EXPECT_TRUE(ok(128, 8, 3, 8, 130));
+    EXPECT_TRUE(ok(64, 4, 4, 1, 1, 37, 8 * 53));
+    // Other fields: rows 64 or 128, warps 4 or 8, stages 3 or 4, batch_warps 1, no cluster.
+    EXPECT_FALSE(ok(32, 4, 4, 1, 32));
+    EXPECT_FALSE(ok(256, 4, 4, 1, 32));
+    EXPECT_FALSE(ok(64, 16, 4, 1, 32));
+    EXPECT_FALSE(ok(64, 4, 2, 1, 32));
+    EXPECT_FALSE(ok(64, 4, 4, 3, 32));
+    gemv_config bw{64, 4, 4, 1, wgmma};
+    bw.batch_warps = 2;
+    EXPECT_FALSE(gemv_config_supported(bw, 32, 2560, 9728));
+    EXPECT_FALSE(gemv_config_supported({64, 4, 4, 2, wgmma, 1}, 32, 2560, 9728));
+    EXPECT_EQ(gemv_batch_group({64, 4, 4, 1, wgmma}), 128);
+    for (int split : {2, 4, 8})
+      EXPECT_EQ(gemv_workspace_bytes({64, 4, 4, split, wgmma}, 64, 2560, 9728),
+                gemv_workspace_bytes({1, 8, 2, split}, 64, 2560, 9728));
+  }
+  EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma), "wgmma");
+  EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma_tma), "wgmma_tma");
 }
 
 // The workspace layout is the same for every family: one zero-filled workspace serves them all.

@@ -1,8 +1,8 @@
 // The decode GEMV (kernels/decode/gemv_bf16.h) on the GPU (label gpu; each test skips with a
 // visible message where no CUDA device exists): every supported configuration of every family
-// (simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma) against an fp64 host oracle on odd shapes
-// (row tails, K slices of odd length, partial batch groups), and bitwise identical output across
-// runs, split K included.
+// (simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma, wgmma_tma) against an fp64 host oracle on
+// odd shapes (row tails, K slices of odd length, partial batch groups), and bitwise identical
+// output across runs, split K included.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -174,9 +174,9 @@ int check_gemm_family(problem& p) {
   return checked;
 }
 
-// Every supported wgmma configuration on `p`, through one workspace zero-filled once. Returns how
-// many.
-int check_wgmma_family(problem& p) {
+// Every supported configuration of a wgmma family (`kind`) on `p`, through one workspace
+// zero-filled once. Returns how many.
+int check_wgmma_family(problem& p, gemv_kind kind) {
   device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
   KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
   int checked = 0;
@@ -184,7 +184,7 @@ int check_wgmma_family(problem& p) {
     for (int rpg : {64, 128})
       for (int wpb : {4, 8})
         for (int stages : {3, 4}) {
-          const gemv_config c{rpg, wpb, stages, split, gemv_kind::wgmma};
+          const gemv_config c{rpg, wpb, stages, split, kind};
           if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
           check_config(p, c, ws.get());
           ++checked;
@@ -415,12 +415,43 @@ TEST(gpu_gemv, the_wgmma_family_matches_the_oracle_and_repeats_bitwise) {
     for (int batch : {1, 13, 16, 33, 64, 100, 128, 130}) {
       problem p(batch, n, k);
       // 4 splits x 2 rows x 2 warpgroup counts x 2 stage counts, every one within the limits.
-      EXPECT_EQ(check_wgmma_family(p), 32) << n << "x" << k << " batch " << batch;
+      EXPECT_EQ(check_wgmma_family(p, gemv_kind::wgmma), 32) << n << "x" << k << " batch " << batch;
     }
   for (int batch : {32, 128}) {
     problem p(batch, 2560, 9728);
     for (const gemv_config c :
          {gemv_config{128, 8, 4, 4, gemv_kind::wgmma}, gemv_config{64, 4, 3, 8, gemv_kind::wgmma}})
+      check_then_repeat(p, c, 10);
+  }
+}
+
+// The wgmma_tma family (the wgmma kernel, its ring filled by TMA tensor copies, whose zero fill
+// stands for the rows past n, the partial last k tile and the batch rows past nb): every
+// configuration on the same odd shapes against the oracle, the same bits as the wgmma family's
+// configuration (the same sums in the same order), and the down projection's split K repeated.
+TEST(gpu_gemv, the_wgmma_tma_family_matches_the_oracle_and_the_wgmma_bits) {
+  KG_REQUIRE_GPU();
+  for (const auto& [n, k] : {std::pair{37, 8 * 53}, std::pair{517, 8 * 1333}})
+    for (int batch : {1, 13, 16, 33, 64, 100, 128, 130}) {
+      problem p(batch, n, k);
+      EXPECT_EQ(check_wgmma_family(p, gemv_kind::wgmma_tma), 32)
+          << n << "x" << k << " batch " << batch;
+      device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
+      KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+      for (const gemv_config c : {gemv_config{64, 4, 3, 1, gemv_kind::wgmma_tma},
+                                  gemv_config{128, 8, 4, 4, gemv_kind::wgmma_tma},
+                                  gemv_config{64, 8, 4, 8, gemv_kind::wgmma_tma}}) {
+        gemv_config twin = c;
+        twin.kind = gemv_kind::wgmma;
+        if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
+        EXPECT_EQ(p.run(c, ws.get()), p.run(twin, ws.get()))
+            << name(c) << " on " << n << "x" << k << " batch " << batch;
+      }
+    }
+  for (int batch : {32, 128}) {
+    problem p(batch, 2560, 9728);
+    for (const gemv_config c : {gemv_config{128, 8, 4, 4, gemv_kind::wgmma_tma},
+                                gemv_config{64, 4, 3, 8, gemv_kind::wgmma_tma}})
       check_then_repeat(p, c, 10);
   }
 }

@@ -78,10 +78,16 @@ bool supported(const gemv_config& c) {
     return in(c.rows_per_warp, {16, 32, 64}) && in(c.warps_per_block, {4, 8}) &&
            in(c.batch_warps, {1, 2}) && in(c.unroll, {3, 4}) && !c.cluster;
   case gemv_kind::wgmma:
+  case gemv_kind::wgmma_tma:
     return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
            in(c.unroll, {3, 4}) && !c.cluster;
   }
   return false;
+}
+
+// The families on the warpgroup MMA: one kernel, two ways of filling its ring.
+bool is_wgmma(gemv_kind k) {
+  return k == gemv_kind::wgmma || k == gemv_kind::wgmma_tma;
 }
 
 int next_pow2(int v) {
@@ -110,7 +116,7 @@ bool gemm_fits(const gemv_config& c, int batch) {
          gemv_detail::gemm_smem_bytes(rows, bn, c.unroll) <= gemv_detail::gemm_max_smem_bytes;
 }
 
-// The wgmma family's limits at its largest batch tile: accumulators, tile rows, ring bytes.
+// The wgmma families' limits at their largest batch tile: accumulators, tile rows, ring bytes.
 bool wgmma_fits(const gemv_config& c, int batch) {
   const int group = batch < gemv_detail::gemm_max_batch ? batch : gemv_detail::gemm_max_batch;
   const int bn = gemm_batch_tile(c, group);
@@ -126,8 +132,7 @@ bool wgmma_fits(const gemv_config& c, int batch) {
 long long tile_rows(const gemv_config& c) {
   if (c.kind == gemv_kind::gemm)
     return gemv_detail::gemm_tile_rows(c.rows_per_warp, c.warps_per_block, c.batch_warps);
-  if (c.kind == gemv_kind::wgmma)
-    return gemv_detail::wgmma_tile_rows(c.rows_per_warp, c.warps_per_block);
+  if (is_wgmma(c.kind)) return gemv_detail::wgmma_tile_rows(c.rows_per_warp, c.warps_per_block);
   return c.kind == gemv_kind::mma || c.kind == gemv_kind::packed
              ? c.rows_per_warp
              : c.rows_per_warp * c.warps_per_block;
@@ -175,6 +180,9 @@ cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int b
   if (c.kind == gemv_kind::wgmma)
     return gemv_detail::launch_gemv_wgmma(a, gemm_batch_tile(c, a.nb), c.rows_per_warp,
                                           c.warps_per_block, c.unroll, blocks, s);
+  if (c.kind == gemv_kind::wgmma_tma)
+    return gemv_detail::launch_gemv_wgmma_tma(a, gemm_batch_tile(c, a.nb), c.rows_per_warp,
+                                              c.warps_per_block, c.unroll, blocks, s);
   const int nt = bg <= 8 ? 1 : bg <= 16 ? 2 : 4; // mma, packed: 8-column batch tiles
   if (c.kind == gemv_kind::mma)
     return gemv_detail::launch_gemv_mma(a, nt, c.unroll, c.warps_per_block, blocks, s);
@@ -225,39 +233,39 @@ constexpr table_row config_table[] = {
     {2560, 9728, 16, {16, 8, 2, 1, gemv_kind::packed}}, // down b16
     {2560, 9728, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // down b32
     {2560, 9728, 64, {16, 4, 3, 8, gemv_kind::gemm, 0, 2}}, // down b64
-    {2560, 9728, 128, {16, 4, 3, 4, gemv_kind::gemm, 0, 2}}, // down b128
+    {2560, 9728, 128, {64, 4, 4, 4, gemv_kind::wgmma_tma}}, // down b128
     {6144, 2560, 1, {2, 4, 2, 1}}, // qkv b1
     {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2
     {6144, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b4
     {6144, 2560, 8, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b8
-    {6144, 2560, 16, {16, 4, 4, 4, gemv_kind::gemm, 0, 2}}, // qkv b16
-    {6144, 2560, 32, {16, 8, 4, 4, gemv_kind::gemm, 0, 2}}, // qkv b32
-    {6144, 2560, 64, {32, 4, 4, 1, gemv_kind::gemm, 0, 2}}, // qkv b64
-    {6144, 2560, 128, {16, 4, 4, 1, gemv_kind::gemm, 0, 2}}, // qkv b128
+    {6144, 2560, 16, {64, 4, 4, 4, gemv_kind::wgmma}}, // qkv b16
+    {6144, 2560, 32, {64, 4, 4, 1, gemv_kind::wgmma_tma}}, // qkv b32
+    {6144, 2560, 64, {64, 4, 4, 1, gemv_kind::wgmma}}, // qkv b64
+    {6144, 2560, 128, {64, 4, 4, 1, gemv_kind::wgmma_tma}}, // qkv b128
     {2560, 4096, 1, {4, 16, 1, 1, gemv_kind::sweep}}, // o_proj b1
     {2560, 4096, 2, {4, 8, 2, 1, gemv_kind::sweep}}, // o_proj b2
     {2560, 4096, 4, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b4
     {2560, 4096, 8, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b8
-    {2560, 4096, 16, {16, 4, 4, 1, gemv_kind::mma}}, // o_proj b16
+    {2560, 4096, 16, {64, 4, 4, 8, gemv_kind::wgmma}}, // o_proj b16
     {2560, 4096, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // o_proj b32
     {2560, 4096, 64, {16, 4, 3, 8, gemv_kind::gemm, 0, 2}}, // o_proj b64
-    {2560, 4096, 128, {16, 4, 4, 1, gemv_kind::gemm, 0, 2}}, // o_proj b128
+    {2560, 4096, 128, {64, 4, 4, 1, gemv_kind::wgmma_tma}}, // o_proj b128
     {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1
     {19456, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b2
     {19456, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b4
-    {19456, 2560, 8, {16, 4, 4, 1, gemv_kind::gemm}}, // gate_up b8
-    {19456, 2560, 16, {16, 4, 4, 1, gemv_kind::gemm}}, // gate_up b16
-    {19456, 2560, 32, {32, 4, 4, 1, gemv_kind::gemm}}, // gate_up b32
-    {19456, 2560, 64, {32, 4, 4, 1, gemv_kind::gemm, 0, 2}}, // gate_up b64
-    {19456, 2560, 128, {32, 4, 3, 1, gemv_kind::gemm, 0, 2}}, // gate_up b128
+    {19456, 2560, 8, {64, 4, 3, 1, gemv_kind::wgmma_tma}}, // gate_up b8
+    {19456, 2560, 16, {64, 4, 3, 1, gemv_kind::wgmma_tma}}, // gate_up b16
+    {19456, 2560, 32, {64, 4, 3, 1, gemv_kind::wgmma_tma}}, // gate_up b32
+    {19456, 2560, 64, {64, 4, 3, 1, gemv_kind::wgmma_tma}}, // gate_up b64
+    {19456, 2560, 128, {64, 4, 3, 1, gemv_kind::wgmma_tma}}, // gate_up b128
     {151936, 2560, 1, {4, 8, 2, 1}}, // lm_head b1
     {151936, 2560, 2, {16, 8, 4, 1, gemv_kind::gemm}}, // lm_head b2
     {151936, 2560, 4, {16, 8, 4, 1, gemv_kind::gemm}}, // lm_head b4
     {151936, 2560, 8, {16, 8, 4, 1, gemv_kind::gemm}}, // lm_head b8
     {151936, 2560, 16, {16, 8, 4, 1, gemv_kind::gemm}}, // lm_head b16
-    {151936, 2560, 32, {16, 8, 3, 1, gemv_kind::gemm}}, // lm_head b32
-    {151936, 2560, 64, {16, 8, 3, 1, gemv_kind::gemm}}, // lm_head b64
-    {151936, 2560, 128, {32, 8, 4, 1, gemv_kind::gemm, 0, 2}}, // lm_head b128
+    {151936, 2560, 32, {64, 4, 4, 1, gemv_kind::wgmma_tma}}, // lm_head b32
+    {151936, 2560, 64, {64, 4, 4, 1, gemv_kind::wgmma_tma}}, // lm_head b64
+    {151936, 2560, 128, {64, 4, 4, 1, gemv_kind::wgmma_tma}}, // lm_head b128
 };
 // clang-format on
 
@@ -265,7 +273,7 @@ constexpr table_row config_table[] = {
 
 namespace {
 
-constexpr name_table<gemv_kind, 8> gemv_kind_names{{
+constexpr name_table<gemv_kind, 9> gemv_kind_names{{
     {gemv_kind::simt, "simt"},
     {gemv_kind::bulk, "bulk"},
     {gemv_kind::mma, "mma"},
@@ -274,6 +282,7 @@ constexpr name_table<gemv_kind, 8> gemv_kind_names{{
     {gemv_kind::packed, "packed"},
     {gemv_kind::gemm, "gemm"},
     {gemv_kind::wgmma, "wgmma"},
+    {gemv_kind::wgmma_tma, "wgmma_tma"},
 }};
 
 } // namespace
@@ -310,7 +319,7 @@ bool gemv_config_supported(const gemv_config& c, int batch, int n, int k) {
   if (c.kind == gemv_kind::packed && k % 64 != 0) return false;
   if (c.kind == gemv_kind::sweep && k / 8 > 8 * 32 * c.warps_per_block) return false;
   if (c.kind == gemv_kind::gemm && !gemm_fits(c, batch)) return false;
-  if (c.kind == gemv_kind::wgmma && !wgmma_fits(c, batch)) return false;
+  if (is_wgmma(c.kind) && !wgmma_fits(c, batch)) return false;
   if (c.kind == gemv_kind::tsweep) {
     const int chunks =
         gemv_detail::tsweep_chunks_per_lane(slice_chunks(k / 8, c.split_k), c.warps_per_block);
@@ -356,7 +365,7 @@ cudaError_t launch_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bflo
   a.cluster = c.cluster;
   a.gated = gated ? 1 : 0;
   a.programmatic = programmatic;
-  a.slice_len = c.kind == gemv_kind::gemm || c.kind == gemv_kind::wgmma // whole k tiles
+  a.slice_len = c.kind == gemv_kind::gemm || is_wgmma(c.kind) // whole k tiles
                     ? gemm_slice_chunks(a.k8, c.split_k)
                     : slice_chunks(a.k8, c.split_k);
   if (ws) {
@@ -412,6 +421,7 @@ int gemv_batch_group(const gemv_config& c) {
     return 8;
   case gemv_kind::gemm:
   case gemv_kind::wgmma:
+  case gemv_kind::wgmma_tma:
     return gemv_detail::gemm_max_batch;
   default:
     return 32 / c.rows_per_warp;

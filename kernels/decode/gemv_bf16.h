@@ -54,6 +54,9 @@ namespace kg {
 //         ldmatrix. rows_per_warp: a warpgroup's rows (64, 128); warps_per_block 4 or 8 (one or
 //         two warpgroups of 128 threads); the block's rows are rows_per_warp x warps_per_block /
 //         4.
+//   wgmma_tma: the wgmma family with its ring filled by the Tensor Memory Accelerator (one thread
+//         issues a stage as two tensor copies completing on an mbarrier) instead of every
+//         thread's cp.async (gemv_bf16_wgmma_tma.cu); the same fields, limits and bits.
 enum class gemv_kind : int {
   simt = 0,
   bulk = 1,
@@ -62,7 +65,8 @@ enum class gemv_kind : int {
   tsweep = 4,
   packed = 5,
   gemm = 6,
-  wgmma = 7
+  wgmma = 7,
+  wgmma_tma = 8
 };
 
 struct gemv_config {
@@ -81,7 +85,7 @@ struct gemv_config {
   int batch_warps = 1; // gemm: warps side by side along the batch (1 or 2); 1 elsewhere
 };
 
-// "simt", "bulk", "mma", "sweep", "tsweep", "packed", "gemm" or "wgmma".
+// "simt", "bulk", "mma", "sweep", "tsweep", "packed", "gemm", "wgmma" or "wgmma_tma".
 const char* gemv_kind_name(gemv_kind k);
 
 // Whether a configuration reads the packed copy of the weights (gemv_kind::packed) rather than
@@ -143,6 +147,7 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //         4; the gemm family's batch tile (at least 16), (rows_per_warp / 64) x bt / 2 <= 128
 //         accumulators a thread; at most 256 rows a block and a ring of at most 200 KB (plus 1 KB
 //         of alignment); K slices and batch group as gemm.
+//   wgmma_tma: as wgmma.
 //   cluster 0 or 1 (1: simt with split_k 2, 4 or 8); batch_warps 1 but for gemm.
 // Returns cudaErrorInvalidValue for anything else (before touching the device), else the
 // launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`

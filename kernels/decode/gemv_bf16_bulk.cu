@@ -16,58 +16,16 @@
 // family's: the bits never depend on scheduling or on which SMs run the blocks.
 
 #include "kernels/decode/gemv_bf16_kernel.cuh"
+#include "kernels/decode/mbarrier.cuh"
 
 namespace kg::gemv_detail {
 namespace {
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void mbar_init(unsigned long long* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count)
-               : "memory");
-}
-
-// The barrier initialisation must be visible to the async proxy (the copies' complete_tx)
-// before any copy is issued.
-__device__ __forceinline__ void mbar_init_fence() {
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-
-// Arrives once (the barrier's only expected arrival) and adds `bytes` to its transaction count:
-// the phase completes when the copies have delivered that many bytes.
-__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
-               "r"(bytes)
-               : "memory");
-}
-
-// Waits for the completion of the barrier's phase with parity `parity` (acquire: the copied
-// bytes are visible to this thread afterwards).
-__device__ __forceinline__ void mbar_wait(unsigned long long* bar, unsigned parity) {
-  unsigned done;
-  do {
-    asm volatile("{\n"
-                 ".reg .pred p;\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n"
-                 "}"
-                 : "=r"(done)
-                 : "r"(smem_addr(bar)), "r"(parity)
-                 : "memory");
-  } while (!done);
-}
-
-// global -> shared, `bytes` (a multiple of 16, both addresses 16-byte aligned), completion
-// counted on `bar`.
-__device__ __forceinline__ void bulk_copy(void* dst, const void* src, unsigned bytes,
-                                          unsigned long long* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-               "[%3];" ::"r"(smem_addr(dst)),
-               "l"(src), "r"(bytes), "r"(smem_addr(bar))
-               : "memory");
-}
+using kg::decode::bulk_copy;
+using kg::decode::mbar_arrive_expect_tx;
+using kg::decode::mbar_init;
+using kg::decode::mbar_init_fence;
+using kg::decode::mbar_wait;
 
 template <int BG, int RPW, int WPB, int STAGES>
 __global__ void __launch_bounds__(WPB * 32) gemv_bulk_kernel(const gemv_args a) {

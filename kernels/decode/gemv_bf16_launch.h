@@ -98,6 +98,10 @@ constexpr int gemm_smem_bytes(int tile_rows, int bn, int stages) {
 // below (checked on the host by gemv_config_supported).
 cudaError_t launch_gemv_wgmma(const gemv_args& a, int bn, int rows_per_group, int warps_per_block,
                               int stages, int blocks, cudaStream_t s);
+// The wgmma_tma family (gemv_bf16_wgmma_tma.cu): the wgmma family's kernel and limits, its ring
+// filled by TMA tensor copies (a.x and a.w 16-byte aligned, a.k8 x 8 columns).
+cudaError_t launch_gemv_wgmma_tma(const gemv_args& a, int bn, int rows_per_group,
+                                  int warps_per_block, int stages, int blocks, cudaStream_t s);
 constexpr int wgmma_max_accumulators = 128; // float accumulators a thread: (rows / 64) x bn / 2
 // The gemm family's ring plus 1 KB to align it to the 128-byte swizzle's 1024-byte atom.
 constexpr int wgmma_max_smem_bytes = gemm_max_smem_bytes + 1024;
