@@ -658,7 +658,8 @@ int main(int argc, char** argv) {
     const auto& [s, batch] = key;
     std::ostringstream families;
     for (const gemv_kind k : {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep,
-                              gemv_kind::tsweep, gemv_kind::packed, gemv_kind::gemm}) {
+                              gemv_kind::tsweep, gemv_kind::packed, gemv_kind::gemm,
+                              gemv_kind::wgmma, gemv_kind::wgmma_tma}) {
       const auto it = family_best.find({{s, batch}, static_cast<int>(k)});
       families << " " << gemv_kind_name(k) << " ";
       if (it == family_best.end())
