@@ -232,7 +232,7 @@ constexpr table_row config_table[] = {
     {2560, 9728, 8, {16, 8, 2, 1, gemv_kind::packed}}, // down b8
     {2560, 9728, 16, {16, 8, 2, 1, gemv_kind::packed}}, // down b16
     {2560, 9728, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // down b32
-    {2560, 9728, 64, {16, 4, 3, 8, gemv_kind::gemm, 0, 2}}, // down b64
+    {2560, 9728, 64, {64, 4, 4, 4, gemv_kind::wgmma_tma}}, // down b64
     {2560, 9728, 128, {64, 4, 4, 4, gemv_kind::wgmma_tma}}, // down b128
     {6144, 2560, 1, {2, 4, 2, 1}}, // qkv b1
     {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2

@@ -147,16 +147,34 @@ __device__ __forceinline__ bool last_of_split(const gemv_args& a, int counter) {
 }
 
 // The last block's part: y of rows [row0, row0 + rows) = the slices' partials summed in slice
-// order (whichever block does it, the sum is the same).
+// order (whichever block does it, the sum is the same). A thread takes `outputs` outputs a round
+// and issues all their slices' loads before adding any: one at a time, the loads' L2 latency
+// made this tail most of a split-K launch at batch 64-128 (docs/performance.md).
+constexpr int max_split_k = 8; // gemv_config::split_k is 1, 2, 4 or 8
 __device__ __forceinline__ void sum_slices(const gemv_args& a, int row0, int rows) {
-  for (int t = static_cast<int>(threadIdx.x); t < rows * a.nb; t += static_cast<int>(blockDim.x)) {
-    const int b = t / rows, row = row0 + t % rows;
-    if (row >= a.n) continue;
-    const float* p = a.partial + static_cast<long long>(b) * a.n + row;
-    float sum = 0.0f;
-    for (int s = 0; s < a.split; ++s)
-      sum += __ldcg(p + s * a.slice_stride); // L2: other SMs wrote these, L1 may be stale
-    a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
+  constexpr int outputs = 4;
+  const int total = rows * a.nb, stride = static_cast<int>(blockDim.x);
+  for (int t0 = static_cast<int>(threadIdx.x); t0 < total; t0 += outputs * stride) {
+    float v[outputs][max_split_k];
+#pragma unroll
+    for (int u = 0; u < outputs; ++u) {
+      const int t = t0 + u * stride, b = t / rows, row = row0 + t % rows;
+      const bool in = t < total && row < a.n;
+      const float* p = a.partial + static_cast<long long>(b) * a.n + row;
+#pragma unroll
+      for (int s = 0; s < max_split_k; ++s) // L2: other SMs wrote these, L1 may be stale
+        v[u][s] = in && s < a.split ? __ldcg(p + s * a.slice_stride) : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < outputs; ++u) {
+      const int t = t0 + u * stride, b = t / rows, row = row0 + t % rows;
+      if (t >= total || row >= a.n) continue;
+      float sum = 0.0f;
+#pragma unroll
+      for (int s = 0; s < max_split_k; ++s)
+        if (s < a.split) sum += v[u][s];
+      a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
+    }
   }
 }
 
