@@ -129,6 +129,23 @@ constexpr int smem_align = 1024; // the 128-byte swizzle's atom: a stage starts 
 template <int MT, int BN, int WG, int STAGES>
 constexpr int wgmma_ring_bytes = STAGES* wg_stage_bytes<MT, BN, WG> + smem_align;
 
+// The ring's start: the first 1024-byte boundary of the dynamic shared memory at `raw` (the
+// launch asks for smem_align bytes more than the ring); `base` <- its shared-space address.
+__device__ __forceinline__ unsigned char* align_ring(unsigned char* raw, unsigned& base) {
+  const unsigned at = static_cast<unsigned>(__cvta_generic_to_shared(raw));
+  base = (at + smem_align - 1) & ~static_cast<unsigned>(smem_align - 1);
+  return raw + (base - at);
+}
+
+template <int MT, int N>
+__device__ __forceinline__ void zero_accumulators(float (&c)[MT][N]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int e = 0; e < N; ++e)
+      c[mt][e] = 0.0f;
+}
+
 // One k tile of warpgroup `wg`: its MT 64-row tiles of the stage at shared address `s` (the
 // block's BM weight rows, then the x rows) times the x rows, four k16 steps, committed and waited
 // for, so the stage may be refilled once every warpgroup has passed this.

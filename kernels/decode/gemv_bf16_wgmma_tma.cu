@@ -45,9 +45,8 @@ __global__ void __launch_bounds__(WG * 128)
   constexpr int stage_size = wg_stage_bytes<MT, BN, WG>;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ alignas(8) unsigned long long full[STAGES];
-  const unsigned raw = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
-  const unsigned base = (raw + smem_align - 1) & ~static_cast<unsigned>(smem_align - 1);
-  unsigned char* smem = smem_raw + (base - raw);
+  unsigned base; // the ring's shared address, for the descriptors
+  unsigned char* smem = align_ring(smem_raw, base);
   const int tid = static_cast<int>(threadIdx.x), wg = tid / 128, t = tid % 128;
   const ring_slice r = block_slice<bm>(a);
 
@@ -77,11 +76,7 @@ __global__ void __launch_bounds__(WG * 128)
       issue(j);
 
   float c[MT][BN / 2];
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int e = 0; e < BN / 2; ++e)
-      c[mt][e] = 0.0f;
+  zero_accumulators(c);
 
   for (int i = 0; i < r.count; ++i) {
     if (i > 0) __syncthreads(); // every warpgroup is past tile i - 1: its stage is free
