@@ -282,7 +282,7 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
     for (int split : {1, 2, 4, 8})
       for (int rpg : {64, 128})
         for (int wpb : {4, 8})
-          for (int stages : {3, 4})
+          for (int stages : {3, 4, 6, 8})
             consider({rpg, wpb, stages, split, kind});
   return out;
 }

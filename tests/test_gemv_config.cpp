@@ -298,6 +298,19 @@ TEST(gemv_config, the_wgmma_families_keep_their_accumulators_and_ring_in_bounds)
       EXPECT_EQ(gemv_workspace_bytes({64, 4, 4, split, wgmma}, 64, 2560, 9728),
                 gemv_workspace_bytes({1, 8, 2, split}, 64, 2560, 9728));
   }
+  // Rings of 6 and 8 stages: wgmma_tma only, within the same 201 KB. 8 x (64 + 128) x 128 B +
+  // 1 KB = 193 KB fits; 8 x (128 + 128) x 128 B = 256 KB does not, 6 x 256 x 128 B + 1 KB = 193 KB
+  // does; two warpgroups of 128 rows at batch 16: 6 x (256 + 16) x 128 B + 1 KB = 205 KB > 201.
+  auto tma = [](int rpg, int wpb, int stages, int batch) {
+    return gemv_config_supported({rpg, wpb, stages, 1, gemv_kind::wgmma_tma}, batch, 2560, 9728);
+  };
+  EXPECT_TRUE(tma(64, 4, 8, 128));
+  EXPECT_FALSE(tma(128, 4, 8, 128));
+  EXPECT_TRUE(tma(128, 4, 6, 128));
+  EXPECT_FALSE(tma(128, 8, 6, 16));
+  EXPECT_FALSE(tma(64, 4, 5, 16));
+  EXPECT_FALSE(gemv_config_supported({64, 4, 6, 1, gemv_kind::wgmma}, 16, 2560, 9728));
+  EXPECT_FALSE(gemv_config_supported({64, 4, 8, 1, gemv_kind::wgmma}, 16, 2560, 9728));
   EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma), "wgmma");
   EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma_tma), "wgmma_tma");
 }

@@ -192,6 +192,24 @@ int check_wgmma_family(problem& p, gemv_kind kind) {
   return checked;
 }
 
+// wgmma_tma's rings of 6 and 8 stages on `p` (every split, rows and warps that fit), through one
+// workspace zero-filled once. Returns how many.
+int check_deep_rings(problem& p) {
+  device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
+  KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+  int checked = 0;
+  for (int split : {1, 2, 4, 8})
+    for (int rpg : {64, 128})
+      for (int wpb : {4, 8})
+        for (int stages : {6, 8}) {
+          const gemv_config c{rpg, wpb, stages, split, gemv_kind::wgmma_tma};
+          if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
+          check_config(p, c, ws.get());
+          ++checked;
+        }
+  return checked;
+}
+
 void check_all_configs(problem& p) {
   // 4 split_k x 8 (rows_per_warp, unroll) x 3 warps_per_block; with the cluster finish, the
   // three split_k above 1 (on the empty K slices of the larger splits too)
@@ -436,6 +454,11 @@ TEST(gpu_gemv, the_wgmma_tma_family_matches_the_oracle_and_the_wgmma_bits) {
       problem p(batch, n, k);
       EXPECT_EQ(check_wgmma_family(p, gemv_kind::wgmma_tma), 32)
           << n << "x" << k << " batch " << batch;
+      // Deeper rings fit while stages x (block rows + batch tile) <= 1600 rows of 128 bytes (200
+      // KB): at batch tiles 16-64, 64 rows with 6 and 8 stages and 128 rows (two shapes) with 6
+      // and 8, at each of 4 splits (24); at tile 128, 64 rows with 6 and 8 and 128 rows with 6
+      // only (16).
+      EXPECT_EQ(check_deep_rings(p), batch > 64 ? 16 : 24) << n << "x" << k << " batch " << batch;
       device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
       KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
       for (const gemv_config c : {gemv_config{64, 4, 3, 1, gemv_kind::wgmma_tma},

@@ -78,9 +78,11 @@ bool supported(const gemv_config& c) {
     return in(c.rows_per_warp, {16, 32, 64}) && in(c.warps_per_block, {4, 8}) &&
            in(c.batch_warps, {1, 2}) && in(c.unroll, {3, 4}) && !c.cluster;
   case gemv_kind::wgmma:
-  case gemv_kind::wgmma_tma:
     return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
            in(c.unroll, {3, 4}) && !c.cluster;
+  case gemv_kind::wgmma_tma: // one thread keeps the ring in flight, however deep
+    return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
+           in(c.unroll, {3, 4, 6, 8}) && !c.cluster;
   }
   return false;
 }

@@ -56,7 +56,8 @@ namespace kg {
 //         4.
 //   wgmma_tma: the wgmma family with its ring filled by the Tensor Memory Accelerator (one thread
 //         issues a stage as two tensor copies completing on an mbarrier) instead of every
-//         thread's cp.async (gemv_bf16_wgmma_tma.cu); the same fields, limits and bits.
+//         thread's cp.async (gemv_bf16_wgmma_tma.cu); the same fields, limits and bits, and
+//         rings of 6 or 8 stages too.
 enum class gemv_kind : int {
   simt = 0,
   bulk = 1,
@@ -147,7 +148,7 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //         4; the gemm family's batch tile (at least 16), (rows_per_warp / 64) x bt / 2 <= 128
 //         accumulators a thread; at most 256 rows a block and a ring of at most 200 KB (plus 1 KB
 //         of alignment); K slices and batch group as gemm.
-//   wgmma_tma: as wgmma.
+//   wgmma_tma: as wgmma, and unroll (stages) 6 and 8 too.
 //   cluster 0 or 1 (1: simt with split_k 2, 4 or 8); batch_warps 1 but for gemm.
 // Returns cudaErrorInvalidValue for anything else (before touching the device), else the
 // launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`

@@ -93,6 +93,7 @@ __global__ void __launch_bounds__(WG * 128)
 // launch's weights and batch group (host-side only: no device call) and passed by value.
 template <int MT, int BN, int WG, int STAGES>
 struct wgmma_tma_launch {
+  static constexpr bool deep_rings = true;
   static cudaError_t run(const gemv_args& a, int blocks, cudaStream_t s) {
     constexpr int smem_bytes = wgmma_ring_bytes<MT, BN, WG, STAGES>;
     CUtensorMap w_map, x_map;
