@@ -210,6 +210,29 @@ int check_deep_rings(problem& p) {
   return checked;
 }
 
+// wgmma_tma's x multicast on `p`: every configuration with a cluster of 2 or 4 row tiles against
+// the oracle and bit for bit against its wgmma twin (no cluster: the same sums), through one
+// workspace zero-filled once. Returns how many.
+int check_multicast(problem& p) {
+  device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
+  KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+  int checked = 0;
+  for (int split : {1, 2, 4, 8})
+    for (int rpg : {64, 128})
+      for (int wpb : {4, 8})
+        for (int stages : {3, 4})
+          for (int cluster : {2, 4}) {
+            const gemv_config c{rpg, wpb, stages, split, gemv_kind::wgmma_tma, cluster};
+            if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
+            check_config(p, c, ws.get());
+            const gemv_config twin{rpg, wpb, stages, split, gemv_kind::wgmma};
+            EXPECT_EQ(p.run(c, ws.get()), p.run(twin, ws.get()))
+                << name(c) << ", cluster " << cluster;
+            ++checked;
+          }
+  return checked;
+}
+
 void check_all_configs(problem& p) {
   // 4 split_k x 8 (rows_per_warp, unroll) x 3 warps_per_block; with the cluster finish, the
   // three split_k above 1 (on the empty K slices of the larger splits too)
@@ -446,7 +469,8 @@ TEST(gpu_gemv, the_wgmma_family_matches_the_oracle_and_repeats_bitwise) {
 // The wgmma_tma family (the wgmma kernel, its ring filled by TMA tensor copies, whose zero fill
 // stands for the rows past n, the partial last k tile and the batch rows past nb): every
 // configuration on the same odd shapes against the oracle, the same bits as the wgmma family's
-// configuration (the same sums in the same order), and the down projection's split K repeated.
+// configuration (the same sums in the same order), its deeper rings and x multicast clusters,
+// and the down projection's split K repeated.
 TEST(gpu_gemv, the_wgmma_tma_family_matches_the_oracle_and_the_wgmma_bits) {
   KG_REQUIRE_GPU();
   for (const auto& [n, k] : {std::pair{37, 8 * 53}, std::pair{517, 8 * 1333}})
@@ -459,6 +483,11 @@ TEST(gpu_gemv, the_wgmma_tma_family_matches_the_oracle_and_the_wgmma_bits) {
       // and 8, at each of 4 splits (24); at tile 128, 64 rows with 6 and 8 and 128 rows with 6
       // only (16).
       EXPECT_EQ(check_deep_rings(p), batch > 64 ? 16 : 24) << n << "x" << k << " batch " << batch;
+      // The x multicast: the 32 configurations above with clusters of 2 and 4, where each block's
+      // part of the batch tile is 8 rows at least: tile 16 (batch up to 16) 2 only, 32 up both.
+      // The last rows past n and a second batch group (130: a 16-row tile, clusters of 2) run in
+      // the same launches.
+      EXPECT_EQ(check_multicast(p), batch > 16 ? 64 : 32) << n << "x" << k << " batch " << batch;
       device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
       KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
       for (const gemv_config c : {gemv_config{64, 4, 3, 1, gemv_kind::wgmma_tma},
