@@ -130,6 +130,13 @@ std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs:
       return npos;
     return first_of_group[bo.probes[g]];
   };
+  // Every probe, once: a probed group waits for all of them, so its batches (and the cache's
+  // entries, which hold a batch's text) never depend on which compile happened to finish first.
+  std::vector<std::size_t> probe_list;
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    if (const auto p = probe_of(g);
+        p != npos && std::find(probe_list.begin(), probe_list.end(), p) == probe_list.end())
+      probe_list.push_back(p);
   std::size_t batch_files = 0;
   // Group g's members from `from` in batches of `size`, in order.
   auto batches_of = [&](const std::vector<std::size_t>& members, std::size_t size) {
@@ -175,7 +182,18 @@ std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs:
 
   std::vector<compile_result> out(flat.size());
   std::vector<char> known(flat.size(), 0); // out[i] is final
-  double cheapest = 0;                     // the fastest single nvcc compile known
+  auto probes_known = [&] {
+    return std::all_of(probe_list.begin(), probe_list.end(),
+                       [&](std::size_t p) { return known[p]; });
+  };
+  // nvcc's fixed cost: the fastest of the probes' compiles (all known by the time it is asked).
+  auto cheapest = [&] {
+    double c = 0;
+    for (const auto p : probe_list)
+      if (out[p].ok && out[p].nvcc_seconds > 0)
+        c = c > 0 ? std::min(c, out[p].nvcc_seconds) : out[p].nvcc_seconds;
+    return c;
+  };
   std::mutex m;
   std::condition_variable cv;
   std::size_t running = 0; // jobs taken and not finished (a batch may put members back)
@@ -183,10 +201,10 @@ std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs:
     out[i] = std::move(r);
     if (on_compiled) on_compiled(i, out[i]);
   };
-  // The first job that can start now: any but a group whose probe is not known yet.
+  // The first job that can start now: any but a probed group while a probe is not known yet.
   auto ready = [&]() -> std::deque<job>::iterator {
     return std::find_if(queue.begin(), queue.end(),
-                        [&](const job& j) { return j.probe == npos || known[j.probe]; });
+                        [&](const job& j) { return j.probe == npos || probes_known(); });
   };
   auto body = [&] {
     std::unique_lock<std::mutex> l(m);
@@ -199,7 +217,7 @@ std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs:
       queue.erase(it);
       if (j.probe != npos) { // its probe is known: the group's batches, at the queue's front
         const auto size =
-            probed_batch_size(out[j.probe].nvcc_seconds, cheapest, bo.batch_seconds, batch_size);
+            probed_batch_size(out[j.probe].nvcc_seconds, cheapest(), bo.batch_seconds, batch_size);
         auto made = batches_of(j.members, size);
         for (auto b = made.rbegin(); b != made.rend(); ++b)
           queue.push_front(std::move(*b));
@@ -238,11 +256,8 @@ std::vector<compile_result> compile_in_batches(const std::vector<std::vector<fs:
       for (auto& [i, r] : done)
         finish(i, std::move(r));
       l.lock();
-      for (const auto& [i, r] : done) {
+      for (const auto& [i, r] : done)
         known[i] = 1;
-        if (j.members.size() == 1 && r.ok && r.nvcc_seconds > 0)
-          cheapest = cheapest > 0 ? std::min(cheapest, r.nvcc_seconds) : r.nvcc_seconds;
-      }
       for (auto it = back.rbegin(); it != back.rend(); ++it)
         queue.push_front(std::move(*it));
       --running;

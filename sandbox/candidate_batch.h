@@ -41,11 +41,13 @@ struct batch_options {
   // Batches sized by a probe. probes[g] (where it is not npos): a group whose first source stands
   // for group g's members (the audit: a file's control for the file's mutants). Once its compile
   // is known, g's batches hold as many members as fit batch_seconds by the estimate p + (m - 1)
-  // x (p - c): p the probe's nvcc_seconds, c the cheapest single compile known by then (nvcc's
+  // x (p - c): p the probe's nvcc_seconds, c the cheapest of all the probes' compiles (nvcc's
   // fixed cost). A file whose members each cost about what a whole call costs gains nothing from
   // sharing one, and a batch of them only meets the compile's timeout (sdpa_fp32's mutants: 21 s
-  // alone, 45 s two in one call, 91 s four: docs/performance.md). Until the probe is known, the
-  // group's jobs wait and the queue's other jobs go first.
+  // alone, 45 s two in one call, 91 s four: docs/performance.md). Until every probe is known, the
+  // probed groups wait and the queue's other jobs go first: the batches then do not depend on
+  // which compile finished first (a cached run's probes all finish at once), nor do the cache's
+  // entries.
   std::vector<std::size_t> probes;
   double batch_seconds = 0; // 0: every batch of batch_size
 };

@@ -211,11 +211,12 @@ TEST(candidate_batch, a_probe_sizes_its_groups_batches_by_what_one_compile_costs
   EXPECT_EQ(probed_batch_size(21, 2.5, 40, 0), 1u);
 }
 
-TEST(candidate_batch, a_slow_files_mutants_are_batched_by_its_probe_and_a_fast_files_whole) {
-  // A stand-in for nvcc: 0.1 s a call plus 1 s for each SLOW member; it logs each call's member
-  // count (a batch's first line says it) and makes the object.
-  const auto dir = kg::test::scratch_dir("candidate-batch") / "probed";
-  fs::create_directories(dir);
+namespace {
+
+// A stand-in for nvcc in `dir`: 0.1 s a call plus 1 s for each SLOW member; it logs each call's
+// member count and SLOW lines (a batch's first line says the count) to dir/calls.log and makes
+// the object.
+fs::path fake_nvcc(const fs::path& dir) {
   const auto nvcc = dir / "nvcc";
   std::ofstream(nvcc) << "#!/bin/sh\n"
                          "[ \"$1\" = --version ] && { echo fake nvcc 1; exit 0; }\n"
@@ -228,6 +229,23 @@ TEST(candidate_batch, a_slow_files_mutants_are_batched_by_its_probe_and_a_fast_f
                              "sleep 0.1; [ \"$slow\" -gt 0 ] && sleep \"$slow\"\n"
                              ": >\"$out\"\n";
   fs::permissions(nvcc, fs::perms::owner_all);
+  return nvcc;
+}
+
+std::multiset<std::string> logged_calls(const fs::path& dir) {
+  std::multiset<std::string> calls;
+  std::ifstream log(dir / "calls.log");
+  for (std::string line; std::getline(log, line);)
+    calls.insert(line);
+  return calls;
+}
+
+} // namespace
+
+TEST(candidate_batch, a_slow_files_mutants_are_batched_by_its_probe_and_a_fast_files_whole) {
+  const auto dir = kg::test::scratch_dir("candidate-batch") / "probed";
+  fs::create_directories(dir);
+  const auto nvcc = fake_nvcc(dir);
   auto file = [&](const std::string& name, const std::string& text) {
     std::ofstream(dir / name) << text;
     return dir / name;
@@ -258,12 +276,7 @@ TEST(candidate_batch, a_slow_files_mutants_are_batched_by_its_probe_and_a_fast_f
   for (std::size_t i = 0; i < r.size(); ++i)
     EXPECT_TRUE(r[i].ok) << i << r[i].log;
   EXPECT_GT(r[1].nvcc_seconds, 1.0);
-  std::multiset<std::string> calls;
-  {
-    std::ifstream log(dir / "calls.log");
-    for (std::string line; std::getline(log, line);)
-      calls.insert(line);
-  }
+  const auto calls = logged_calls(dir);
   // Members and SLOW lines per call: the two probes, the fast batch, two slow batches of two.
   EXPECT_EQ(calls, (std::multiset<std::string>{"1 0", "1 1", "6 0", "2 2", "2 2"}));
   EXPECT_EQ(r[8].shared_object, r[9].shared_object);
@@ -285,11 +298,45 @@ TEST(candidate_batch, a_slow_files_mutants_are_batched_by_its_probe_and_a_fast_f
   kg::remove_tree(dir / "cache");
   bo.batch_seconds = 0;
   const auto plain = compile_in_batches(groups, dir / "batches", opt, bo);
-  std::multiset<std::string> plain_calls;
-  {
-    std::ifstream log(dir / "calls.log");
-    for (std::string line; std::getline(log, line);)
-      plain_calls.insert(line);
-  }
-  EXPECT_EQ(plain_calls, (std::multiset<std::string>{"1 0", "1 1", "6 0", "4 4"}));
+  EXPECT_EQ(logged_calls(dir), (std::multiset<std::string>{"1 0", "1 1", "6 0", "4 4"}));
+}
+
+// A probed group waits for every probe, not only its own: with one compile at a time and the slow
+// file's group queued before the fast file's probe, the slow probe is known first; sized then,
+// nvcc's fixed cost would be the slow probe's own (nothing cheaper known yet: one batch of 4, and
+// a cached rerun, whose probes finish in any order, could size it otherwise). Waiting for the
+// fast probe (0.1 s) gives (2.6 - 1.1) / (1.1 - 0.1): batches of 2, whatever the order.
+TEST(candidate_batch, a_probed_group_waits_for_every_probe_so_its_batches_do_not_depend_on_order) {
+  const auto dir = kg::test::scratch_dir("candidate-batch") / "order";
+  fs::create_directories(dir);
+  auto file = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir / name) << text;
+    return dir / name;
+  };
+  std::vector<std::vector<fs::path>> groups = {{file("slow.cu", kernel("3.0f", "// SLOW\n"))}};
+  groups.emplace_back();
+  for (int i = 0; i < 4; ++i)
+    groups.back().push_back(
+        file("s" + std::to_string(i) + ".cu", kernel(std::to_string(i) + ".25f", "// SLOW\n")));
+  groups.push_back({file("fast.cu", kernel("2.0f"))});
+  groups.emplace_back();
+  for (int i = 0; i < 6; ++i)
+    groups.back().push_back(
+        file("f" + std::to_string(i) + ".cu", kernel(std::to_string(i) + ".5f")));
+  compile_options opt;
+  opt.nvcc = fake_nvcc(dir).string();
+  opt.cache_dir = dir / "cache";
+  opt.jobs = 1;
+  batch_options bo;
+  bo.batch_size = 24;
+  bo.as_given = true;
+  bo.probes = {npos_group, 0, npos_group, 2};
+  bo.batch_seconds = 2.6;
+  const auto r = compile_in_batches(groups, dir / "batches", opt, bo);
+  ASSERT_EQ(r.size(), 12u);
+  for (std::size_t i = 0; i < r.size(); ++i)
+    EXPECT_TRUE(r[i].ok) << i << r[i].log;
+  EXPECT_EQ(logged_calls(dir), (std::multiset<std::string>{"1 1", "1 0", "2 2", "2 2", "6 0"}));
+  EXPECT_EQ(r[1].shared_object, r[2].shared_object);
+  EXPECT_NE(r[2].shared_object, r[3].shared_object);
 }
