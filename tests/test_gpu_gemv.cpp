@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <utility>
@@ -174,63 +175,44 @@ int check_gemm_family(problem& p) {
   return checked;
 }
 
-// Every supported configuration of a wgmma family (`kind`) on `p`, through one workspace
-// zero-filled once. Returns how many.
-int check_wgmma_family(problem& p, gemv_kind kind) {
+// Every supported configuration of a wgmma family (`kind`) on `p` with these ring depths and
+// cluster sizes (0: none), against the oracle and, with `against_wgmma`, bit for bit against its
+// wgmma twin (no cluster: the same sums), through one workspace zero-filled once. Returns how many.
+int check_wgmma_configs(problem& p, gemv_kind kind, std::initializer_list<int> stage_counts,
+                        std::initializer_list<int> clusters = {0}, bool against_wgmma = false) {
   device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
   KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
   int checked = 0;
   for (int split : {1, 2, 4, 8})
     for (int rpg : {64, 128})
       for (int wpb : {4, 8})
-        for (int stages : {3, 4}) {
-          const gemv_config c{rpg, wpb, stages, split, kind};
-          if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
-          check_config(p, c, ws.get());
-          ++checked;
-        }
-  return checked;
-}
-
-// wgmma_tma's rings of 6 and 8 stages on `p` (every split, rows and warps that fit), through one
-// workspace zero-filled once. Returns how many.
-int check_deep_rings(problem& p) {
-  device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
-  KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
-  int checked = 0;
-  for (int split : {1, 2, 4, 8})
-    for (int rpg : {64, 128})
-      for (int wpb : {4, 8})
-        for (int stages : {6, 8}) {
-          const gemv_config c{rpg, wpb, stages, split, gemv_kind::wgmma_tma};
-          if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
-          check_config(p, c, ws.get());
-          ++checked;
-        }
-  return checked;
-}
-
-// wgmma_tma's x multicast on `p`: every configuration with a cluster of 2 or 4 row tiles against
-// the oracle and bit for bit against its wgmma twin (no cluster: the same sums), through one
-// workspace zero-filled once. Returns how many.
-int check_multicast(problem& p) {
-  device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
-  KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
-  int checked = 0;
-  for (int split : {1, 2, 4, 8})
-    for (int rpg : {64, 128})
-      for (int wpb : {4, 8})
-        for (int stages : {3, 4})
-          for (int cluster : {2, 4}) {
-            const gemv_config c{rpg, wpb, stages, split, gemv_kind::wgmma_tma, cluster};
+        for (int stages : stage_counts)
+          for (int cluster : clusters) {
+            const gemv_config c{rpg, wpb, stages, split, kind, cluster};
             if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
             check_config(p, c, ws.get());
-            const gemv_config twin{rpg, wpb, stages, split, gemv_kind::wgmma};
-            EXPECT_EQ(p.run(c, ws.get()), p.run(twin, ws.get()))
-                << name(c) << ", cluster " << cluster;
+            if (against_wgmma) {
+              const gemv_config twin{rpg, wpb, stages, split, gemv_kind::wgmma};
+              EXPECT_EQ(p.run(c, ws.get()), p.run(twin, ws.get()))
+                  << name(c) << ", cluster " << cluster;
+            }
             ++checked;
           }
   return checked;
+}
+
+int check_wgmma_family(problem& p, gemv_kind kind) {
+  return check_wgmma_configs(p, kind, {3, 4});
+}
+
+// wgmma_tma's rings of 6 and 8 stages (every split, rows and warps that fit).
+int check_deep_rings(problem& p) {
+  return check_wgmma_configs(p, gemv_kind::wgmma_tma, {6, 8});
+}
+
+// wgmma_tma's x multicast: clusters of 2 or 4 row tiles, also against the wgmma twin.
+int check_multicast(problem& p) {
+  return check_wgmma_configs(p, gemv_kind::wgmma_tma, {3, 4}, {2, 4}, true);
 }
 
 void check_all_configs(problem& p) {
