@@ -9,6 +9,9 @@
 #   BACKEND  the sweep's --backend (default counters: ncu's kernel duration; events where the
 #            CUPTI range profiler is unavailable)
 #   TESTS    0 skips the GPU tests
+#   FIRST    a ctest regex run alone before the others (a kernel that may hang, say); if it
+#            fails, nothing else runs
+#   TEST_TIMEOUT  seconds a test may take (default 900)
 # Logs into $LOG_DIR (default gpu-logs): build.log, tests.log, sweep.log.
 set -uo pipefail
 BUILD_TARGET="kg_gemv_gpu_tests kg_gemv_unit_tests kg_bench_gemv_sweep" \
@@ -16,7 +19,15 @@ BUILD_TARGET="kg_gemv_gpu_tests kg_gemv_unit_tests kg_bench_gemv_sweep" \
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
 if [ "${TESTS:-1}" != 0 ]; then
   s=$SECONDS
-  ctest -R 'gpu_gemv|gemv_config' --timeout 900 >"$logs/tests.log" 2>&1
+  if [ -n "${FIRST:-}" ]; then
+    ctest -R "$FIRST" --timeout "${TEST_TIMEOUT:-900}" >"$logs/tests-first.log" 2>&1
+    rc=$?
+    echo "first tests ($FIRST): exit $rc in $((SECONDS - s)) s"
+    grep -E "tests passed|tests failed|\(Failed\)|Timeout" "$logs/tests-first.log"
+    # A kernel that hung there would hang the sweep too: stop before it.
+    [ "$rc" = 0 ] || exit "$rc"
+  fi
+  ctest -R 'gpu_gemv|gemv_config' ${FIRST:+-E "$FIRST"} --timeout "${TEST_TIMEOUT:-900}" >"$logs/tests.log" 2>&1
   echo "tests: exit $? in $((SECONDS - s)) s"
   grep -E "tests passed|tests failed|\(Failed\)" "$logs/tests.log"
 fi
