@@ -37,7 +37,12 @@ nlohmann::json protocol::to_json() const {
           {"tail_shape", tail_shape},
           {"comparator_float32", comparator_fp32.to_json()},
           {"comparator_float16", comparator_low.to_json()},
+          {"budget", {{"seconds", budget_seconds}, {"calls", budget_calls}}},
           {"notes", notes}};
+}
+
+double protocol::call_allowance_seconds() const {
+  return budget_seconds > 0 && budget_calls > 0 ? budget_seconds / budget_calls : 0;
 }
 
 namespace {
@@ -88,8 +93,15 @@ protocol build(std::string_view name) {
     p.trials = 5;
     p.comparator_fp32 = allclose_cand(v0 ? 1e-2 : 1e-4);
     p.comparator_low = allclose_cand(1e-2);
+    if (!v0) {
+      // scripts/eval_from_generations.py: timeout = 180 s for one evaluation -- the compile,
+      // num_correct_trials = 5, then 3 warm-up and num_perf_trials = 100 timed calls.
+      p.budget_seconds = 180;
+      p.budget_calls = 5 + 3 + 100;
+    }
     p.notes = "torch.allclose(ref, cand): |ref-cand| <= atol + rtol*|cand|; all 5 trials must "
               "pass; module parameters keep their default initialization";
+    if (!v0) p.notes += "; one evaluation (compile, 5 trials, 3 + 100 timed calls) within 180 s";
   } else if (name == "kbv") {
     p.models = "KernelBench-Verified @3fdf6fe";
     p.activation = activation_kind::uniform01;

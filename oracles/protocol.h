@@ -39,9 +39,17 @@ struct protocol {
   bool tail_shape = false;            // also run the task's tail-crossing second shape
   comparator_spec comparator_fp32;    // float32 and float64 outputs
   comparator_spec comparator_low;     // float16 and bfloat16 outputs
+  // The checker's time rule, where its source has one: one evaluation of a candidate (its
+  // compile and `budget_calls` calls) must finish within `budget_seconds`, else it is not counted
+  // correct. 0: none modelled.
+  double budget_seconds = 0;
+  int budget_calls = 0;
   std::string notes;
 
   const comparator_spec& comparator_for(dtype t) const;
+  // The longest call the time rule lets pass: budget_seconds / budget_calls (an upper bound: the
+  // compile shares the budget); 0 without a rule.
+  double call_allowance_seconds() const;
   nlohmann::json to_json() const;
 };
 

@@ -239,9 +239,12 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     const auto manifest_file = opt.work_dir / "manifest.json";
     std::ofstream(manifest_file) << manifest.dump() << "\n";
     fs::remove(result_file);
-    // The run's limit grows with its trials: a large task's inputs take a while to copy.
+    // The run's limit grows with its trials: a large task's inputs take a while to copy, and a
+    // slow candidate may spend up to the per-call limit in each call without hanging (its calls
+    // are judged by their values, so the whole run must not time out first).
     sandbox_options limit = rules.back();
-    limit.timeout_seconds = opt.timeout_seconds + 0.5 * static_cast<double>(sent.size());
+    limit.timeout_seconds =
+        opt.timeout_seconds + (0.5 + opt.trial_limit_seconds) * static_cast<double>(sent.size());
     const auto run_start = std::chrono::steady_clock::now();
     const auto o = run_gated(*opt.worker, limit, manifest_file, false);
     const auto judge_start = std::chrono::steady_clock::now();

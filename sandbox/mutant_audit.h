@@ -80,7 +80,7 @@ struct mutant_audit_options {
   std::filesystem::path work_dir; // this candidate's scratch (outputs, manifests); emptied first
   std::uint64_t seed = 20261129;
   int strict_trials = 3;          // strict draws per shape (at least one per regime)
-  double timeout_seconds = 30;    // per worker run, plus half a second per trial in it
+  double timeout_seconds = 30; // per worker run, plus half a second and the per-call limit a trial
   double trial_limit_seconds = 0; // per call in the worker (0: none); a call past it is a hang
   int max_runs = 8;               // worker runs per candidate (each crash costs one)
   int max_timeouts = 2; // runs that may end in a (whole-run) timeout before the rest is unknown

@@ -371,8 +371,17 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
   meter.finish();
   remove_tree(scratch);
   if (stop_requested()) {
+    // The matrix of the verdicts so far (the rest without one), so `audit agreement` can compare
+    // what was judged; --resume rewrites it whole. No summary or report: those are the finished
+    // audit's.
+    std::string kept_matrix;
+    try {
+      write_file_atomically(dir / "kill_matrix.json", km.to_json().dump() + "\n");
+      kept_matrix = ", their kill matrix in " + (dir / "kill_matrix.json").string();
+    } catch (const std::exception&) { // (the verdicts are kept either way)
+    }
     err << "kernelgate: audit checker interrupted: " << recorded << " of " << work.size()
-        << " verdicts kept in " << (dir / "verdicts.jsonl").string() << "; --resume "
+        << " verdicts kept in " << (dir / "verdicts.jsonl").string() << kept_matrix << "; --resume "
         << dir.string() << " continues\n";
     return exit_code::interrupted;
   }

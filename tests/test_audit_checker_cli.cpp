@@ -178,6 +178,21 @@ TEST(audit_checker_cli, a_checker_ended_by_the_signal_that_stops_us_gives_no_ver
   ASSERT_TRUE(was_stopped) << "the delayed SIGTERM never arrived";
   EXPECT_EQ(stopped.r.rc, exit_code::interrupted) << stopped.r.err;
   EXPECT_EQ(fs::file_size(stopped.out / "verdicts.jsonl"), 0u);
+  // The matrix of what was judged (nothing: every row without a verdict), so `audit agreement`
+  // can read an interrupted folder; no summary, which is the finished audit's.
+  {
+    std::ifstream in(stopped.out / "kill_matrix.json");
+    ASSERT_TRUE(in) << stopped.r.err;
+    const auto km = kill_matrix::from_json(nlohmann::json::parse(in));
+    int judged_rows = 0; // the witnessed mutants and the control
+    for (const auto& r : km.rows()) {
+      judged_rows += r.control || r.status == witness_status::witnessed;
+      EXPECT_EQ(km.at(r.id, "cmd"), kill_verdict::missing) << r.id;
+    }
+    EXPECT_EQ(judged_rows, fx().witnessed + 1);
+    EXPECT_FALSE(fs::exists(stopped.out / "summary.json"));
+    EXPECT_NE(stopped.r.err.find("their kill matrix in"), std::string::npos) << stopped.r.err;
+  }
   std::ofstream(resumed_flag) << "";
   const auto resumed = audit("terminated", cmd, {"--jobs", "1", "--resume", stopped.out.string()});
   ASSERT_EQ(resumed.r.rc, exit_code::ok) << resumed.r.err;

@@ -49,6 +49,16 @@ TEST(protocol, kernelbench_draws_nonnegative_inputs_and_identity_parameters) {
   EXPECT_DOUBLE_EQ(find_protocol("kernelbench-v0")->comparator_fp32.atol, 1e-2);
 }
 
+TEST(protocol, only_kernelbench_models_a_time_rule_and_its_call_allowance_is_180_s_over_108) {
+  // KernelBench's eval_from_generations.py: 180 s for the compile, 5 correctness trials, 3
+  // warm-up and 100 timed calls.
+  const auto kb = *find_protocol("kernelbench");
+  EXPECT_DOUBLE_EQ(kb.call_allowance_seconds(), 180.0 / 108);
+  EXPECT_EQ(kb.to_json().at("budget"), (nlohmann::json{{"seconds", 180.0}, {"calls", 108}}));
+  for (auto n : {"kernelbench-v0", "kbv", "sol", "flashinfer", "strict"})
+    EXPECT_EQ(find_protocol(n)->call_allowance_seconds(), 0.0) << n;
+}
+
 TEST(protocol, kbv_scales_one_draw_by_1_3_001_and_minus_1) {
   const auto trials = generate_trials(*find_protocol("kbv"), ln_shapes, 42);
   ASSERT_EQ(trials.size(), 4u);
