@@ -130,7 +130,7 @@ std::string config_name(const gemv_config& c) {
     break;
   }
   o << " w" << c.warps_per_block << " s" << c.split_k;
-  if (c.cluster) o << (c.kind == gemv_kind::wgmma_tma ? " mc" + std::to_string(c.cluster) : " cl");
+  if (c.cluster) o << " cl";
   return o.str();
 }
 
@@ -240,10 +240,7 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
         c.kind != gemv_kind::packed && c.kind != gemv_kind::sweep && c.kind != gemv_kind::tsweep &&
         c.kind != gemv_kind::gemm && c.kind != gemv_kind::wgmma && c.kind != gemv_kind::wgmma_tma)
       return;
-    // wgmma_tma's clusters are its x multicast (2, 4), not the simt finish --cluster picks.
-    const std::vector<int> cls =
-        c.kind == gemv_kind::wgmma_tma ? std::vector<int>{0, 2, 4} : clusters;
-    for (int cl : cls) {
+    for (int cl : clusters) {
       c.cluster = cl;
       if (!gemv_config_supported(c, batch, s.n, s.k)) continue;
       if (full || worth_timing(c, s, batch, sm_count)) add(c);
@@ -285,7 +282,7 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
     for (int split : {1, 2, 4, 8})
       for (int rpg : {64, 128})
         for (int wpb : {4, 8})
-          for (int stages : {3, 4, 6, 8})
+          for (int stages : {3, 4})
             consider({rpg, wpb, stages, split, kind});
   return out;
 }
@@ -645,8 +642,7 @@ int main(int argc, char** argv) {
         if (m.ok) {
           double& f = family_best[{{&s, batch}, static_cast<int>(m.c.kind)}];
           f = std::max(f, m.gbps);
-          const bool cluster_finish = m.c.cluster && m.c.kind == gemv_kind::simt;
-          double& p = finish_best[{{&s, batch}, m.c.split_k == 1 ? 0 : cluster_finish ? 2 : 1}];
+          double& p = finish_best[{{&s, batch}, m.c.split_k == 1 ? 0 : 1 + m.c.cluster}];
           p = std::max(p, m.gbps);
         }
     }

@@ -298,36 +298,6 @@ TEST(gemv_config, the_wgmma_families_keep_their_accumulators_and_ring_in_bounds)
       EXPECT_EQ(gemv_workspace_bytes({64, 4, 4, split, wgmma}, 64, 2560, 9728),
                 gemv_workspace_bytes({1, 8, 2, split}, 64, 2560, 9728));
   }
-  // Rings of 6 and 8 stages: wgmma_tma only, within the same 201 KB. 8 x (64 + 128) x 128 B +
-  // 1 KB = 193 KB fits; 8 x (128 + 128) x 128 B = 256 KB does not, 6 x 256 x 128 B + 1 KB = 193 KB
-  // does; two warpgroups of 128 rows at batch 16: 6 x (256 + 16) x 128 B + 1 KB = 205 KB > 201.
-  auto tma = [](int rpg, int wpb, int stages, int batch) {
-    return gemv_config_supported({rpg, wpb, stages, 1, gemv_kind::wgmma_tma}, batch, 2560, 9728);
-  };
-  EXPECT_TRUE(tma(64, 4, 8, 128));
-  EXPECT_FALSE(tma(128, 4, 8, 128));
-  EXPECT_TRUE(tma(128, 4, 6, 128));
-  EXPECT_FALSE(tma(128, 8, 6, 16));
-  EXPECT_FALSE(tma(64, 4, 5, 16));
-  EXPECT_FALSE(gemv_config_supported({64, 4, 6, 1, gemv_kind::wgmma}, 16, 2560, 9728));
-  EXPECT_FALSE(gemv_config_supported({64, 4, 8, 1, gemv_kind::wgmma}, 16, 2560, 9728));
-  // wgmma_tma's x multicast: clusters of 2 or 4 row tiles, each block's part of the batch tile 8
-  // rows at least (batch 16: tile 16, parts of 8 with 2, of 4 with 4), split K on the workspace
-  // (the simt cluster finish has none); wgmma has no clusters.
-  auto mc = [](int cluster, int split) {
-    return gemv_config{64, 4, 4, split, gemv_kind::wgmma_tma, cluster};
-  };
-  EXPECT_TRUE(gemv_config_supported(mc(2, 1), 16, 2560, 9728));
-  EXPECT_FALSE(gemv_config_supported(mc(4, 1), 16, 2560, 9728));
-  EXPECT_TRUE(gemv_config_supported(mc(4, 1), 32, 2560, 9728));
-  EXPECT_TRUE(gemv_config_supported(mc(4, 8), 128, 2560, 9728));
-  EXPECT_FALSE(gemv_config_supported(mc(1, 2), 32, 2560, 9728));
-  EXPECT_FALSE(gemv_config_supported(mc(3, 1), 32, 2560, 9728));
-  EXPECT_FALSE(gemv_config_supported(mc(8, 1), 128, 2560, 9728));
-  EXPECT_FALSE(gemv_config_supported({64, 4, 4, 1, gemv_kind::wgmma, 2}, 32, 2560, 9728));
-  EXPECT_EQ(gemv_workspace_bytes(mc(2, 4), 64, 2560, 9728),
-            gemv_workspace_bytes({1, 8, 2, 4}, 64, 2560, 9728));
-  EXPECT_EQ(gemv_workspace_bytes({1, 8, 2, 4, gemv_kind::simt, 1}, 64, 2560, 9728), 0u);
   EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma), "wgmma");
   EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma_tma), "wgmma_tma");
 }

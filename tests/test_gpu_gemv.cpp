@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <initializer_list>
 #include <random>
 #include <string>
 #include <utility>
@@ -175,44 +174,22 @@ int check_gemm_family(problem& p) {
   return checked;
 }
 
-// Every supported configuration of a wgmma family (`kind`) on `p` with these ring depths and
-// cluster sizes (0: none), against the oracle and, with `against_wgmma`, bit for bit against its
-// wgmma twin (no cluster: the same sums), through one workspace zero-filled once. Returns how many.
-int check_wgmma_configs(problem& p, gemv_kind kind, std::initializer_list<int> stage_counts,
-                        std::initializer_list<int> clusters = {0}, bool against_wgmma = false) {
+// Every supported configuration of a wgmma family (`kind`) on `p`, through one workspace
+// zero-filled once. Returns how many.
+int check_wgmma_family(problem& p, gemv_kind kind) {
   device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
   KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
   int checked = 0;
   for (int split : {1, 2, 4, 8})
     for (int rpg : {64, 128})
       for (int wpb : {4, 8})
-        for (int stages : stage_counts)
-          for (int cluster : clusters) {
-            const gemv_config c{rpg, wpb, stages, split, kind, cluster};
-            if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
-            check_config(p, c, ws.get());
-            if (against_wgmma) {
-              const gemv_config twin{rpg, wpb, stages, split, gemv_kind::wgmma};
-              EXPECT_EQ(p.run(c, ws.get()), p.run(twin, ws.get()))
-                  << name(c) << ", cluster " << cluster;
-            }
-            ++checked;
-          }
+        for (int stages : {3, 4}) {
+          const gemv_config c{rpg, wpb, stages, split, kind};
+          if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
+          check_config(p, c, ws.get());
+          ++checked;
+        }
   return checked;
-}
-
-int check_wgmma_family(problem& p, gemv_kind kind) {
-  return check_wgmma_configs(p, kind, {3, 4});
-}
-
-// wgmma_tma's rings of 6 and 8 stages (every split, rows and warps that fit).
-int check_deep_rings(problem& p) {
-  return check_wgmma_configs(p, gemv_kind::wgmma_tma, {6, 8});
-}
-
-// wgmma_tma's x multicast: clusters of 2 or 4 row tiles, also against the wgmma twin.
-int check_multicast(problem& p) {
-  return check_wgmma_configs(p, gemv_kind::wgmma_tma, {3, 4}, {2, 4}, true);
 }
 
 void check_all_configs(problem& p) {
@@ -451,8 +428,7 @@ TEST(gpu_gemv, the_wgmma_family_matches_the_oracle_and_repeats_bitwise) {
 // The wgmma_tma family (the wgmma kernel, its ring filled by TMA tensor copies, whose zero fill
 // stands for the rows past n, the partial last k tile and the batch rows past nb): every
 // configuration on the same odd shapes against the oracle, the same bits as the wgmma family's
-// configuration (the same sums in the same order), its deeper rings and x multicast clusters,
-// and the down projection's split K repeated.
+// configuration (the same sums in the same order), and the down projection's split K repeated.
 TEST(gpu_gemv, the_wgmma_tma_family_matches_the_oracle_and_the_wgmma_bits) {
   KG_REQUIRE_GPU();
   for (const auto& [n, k] : {std::pair{37, 8 * 53}, std::pair{517, 8 * 1333}})
@@ -460,16 +436,6 @@ TEST(gpu_gemv, the_wgmma_tma_family_matches_the_oracle_and_the_wgmma_bits) {
       problem p(batch, n, k);
       EXPECT_EQ(check_wgmma_family(p, gemv_kind::wgmma_tma), 32)
           << n << "x" << k << " batch " << batch;
-      // Deeper rings fit while stages x (block rows + batch tile) <= 1600 rows of 128 bytes (200
-      // KB): at batch tiles 16-64, 64 rows with 6 and 8 stages and 128 rows (two shapes) with 6
-      // and 8, at each of 4 splits (24); at tile 128, 64 rows with 6 and 8 and 128 rows with 6
-      // only (16).
-      EXPECT_EQ(check_deep_rings(p), batch > 64 ? 16 : 24) << n << "x" << k << " batch " << batch;
-      // The x multicast: the 32 configurations above with clusters of 2 and 4, where each block's
-      // part of the batch tile is 8 rows at least: tile 16 (batch up to 16) 2 only, 32 up both.
-      // The last rows past n and a second batch group (130: a 16-row tile, clusters of 2) run in
-      // the same launches.
-      EXPECT_EQ(check_multicast(p), batch > 16 ? 64 : 32) << n << "x" << k << " batch " << batch;
       device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
       KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
       for (const gemv_config c : {gemv_config{64, 4, 3, 1, gemv_kind::wgmma_tma},

@@ -47,14 +47,11 @@ bool in(int v, std::initializer_list<int> set) {
 }
 
 bool supported(const gemv_config& c) {
-  if (!in(c.split_k, {1, 2, 4, 8})) return false;
-  if (c.kind == gemv_kind::wgmma_tma ? !in(c.cluster, {0, 2, 4}) : !in(c.cluster, {0, 1}))
-    return false;
+  if (!in(c.split_k, {1, 2, 4, 8}) || !in(c.cluster, {0, 1})) return false;
   if (c.kind != gemv_kind::gemm && c.batch_warps != 1) return false;
   // Clusters of the split blocks (at most 8, the portable cluster size): the simt family only
   // (the mma family's registers decide its waves: gemv_bf16_mma.cu).
-  if (c.cluster && c.kind != gemv_kind::wgmma_tma && (c.split_k == 1 || c.kind != gemv_kind::simt))
-    return false;
+  if (c.cluster && (c.split_k == 1 || c.kind != gemv_kind::simt)) return false;
   switch (c.kind) {
   case gemv_kind::simt:
     // More than 16 weight loads in flight per lane buys nothing and spills registers.
@@ -81,11 +78,9 @@ bool supported(const gemv_config& c) {
     return in(c.rows_per_warp, {16, 32, 64}) && in(c.warps_per_block, {4, 8}) &&
            in(c.batch_warps, {1, 2}) && in(c.unroll, {3, 4}) && !c.cluster;
   case gemv_kind::wgmma:
+  case gemv_kind::wgmma_tma:
     return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
            in(c.unroll, {3, 4}) && !c.cluster;
-  case gemv_kind::wgmma_tma: // one thread keeps the ring in flight, however deep
-    return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
-           in(c.unroll, {3, 4, 6, 8});
   }
   return false;
 }
@@ -121,9 +116,7 @@ bool gemm_fits(const gemv_config& c, int batch) {
          gemv_detail::gemm_smem_bytes(rows, bn, c.unroll) <= gemv_detail::gemm_max_smem_bytes;
 }
 
-// The wgmma families' limits at their largest batch tile: accumulators, tile rows, ring bytes;
-// wgmma_tma's x multicast: each block's part of the x tile whole 8-row swizzle atoms (a smaller
-// later batch group takes a smaller cluster: launch_gemv_wgmma_tma).
+// The wgmma families' limits at their largest batch tile: accumulators, tile rows, ring bytes.
 bool wgmma_fits(const gemv_config& c, int batch) {
   const int group = batch < gemv_detail::gemm_max_batch ? batch : gemv_detail::gemm_max_batch;
   const int bn = gemm_batch_tile(c, group);
@@ -131,8 +124,7 @@ bool wgmma_fits(const gemv_config& c, int batch) {
   return bn <= gemv_detail::gemm_max_batch &&
          c.rows_per_warp / 64 * bn / 2 <= gemv_detail::wgmma_max_accumulators &&
          rows <= gemv_detail::gemm_max_tile_rows &&
-         gemv_detail::wgmma_smem_bytes(rows, bn, c.unroll) <= gemv_detail::wgmma_max_smem_bytes &&
-         (c.cluster == 0 || bn / c.cluster >= 8);
+         gemv_detail::wgmma_smem_bytes(rows, bn, c.unroll) <= gemv_detail::wgmma_max_smem_bytes;
 }
 
 // Rows of one block: the mma and packed families' warps share one 16-row tile; the gemm
@@ -152,16 +144,12 @@ long long row_tiles(const gemv_config& c, int n) {
   if (c.kind == gemv_kind::sweep) return gemv_detail::sweep_grid_unit * c.rows_per_warp;
   if (c.kind == gemv_kind::tsweep)
     return gemv_detail::sweep_grid_unit * c.rows_per_warp / c.split_k;
-  const long long tiles = (n + tile_rows(c) - 1) / tile_rows(c);
-  // wgmma_tma's clusters of row tiles: whole clusters, the blocks past n load zeros, store nothing.
-  if (c.kind == gemv_kind::wgmma_tma && c.cluster)
-    return (tiles + c.cluster - 1) / c.cluster * c.cluster;
-  return tiles;
+  return (n + tile_rows(c) - 1) / tile_rows(c);
 }
 
-// Whether a launch needs the workspace: split K's slices, but for the simt family's cluster finish.
+// Whether a launch needs the workspace: split K's slices.
 bool needs_workspace(const gemv_config& c) {
-  return c.split_k > 1 && !(c.cluster && c.kind == gemv_kind::simt);
+  return c.split_k > 1 && !c.cluster;
 }
 
 // Chunks per K slice as launch_gemv_bf16 cuts them: even, so a slice starts on a 32-byte sector
@@ -338,7 +326,8 @@ bool gemv_config_supported(const gemv_config& c, int batch, int n, int k) {
     if (chunks > 8 || chunks * c.unroll > 8) return false;
   }
   const long long tiles = row_tiles(c, n);
-  return tiles * c.split_k <= 0x7fffffffLL && (!needs_workspace(c) || tiles <= max_split_tiles);
+  return tiles * c.split_k <= 0x7fffffffLL &&
+         (c.split_k == 1 || c.cluster || tiles <= max_split_tiles);
 }
 
 std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k) {

@@ -56,8 +56,7 @@ namespace kg {
 //         4.
 //   wgmma_tma: the wgmma family with its ring filled by the Tensor Memory Accelerator (one thread
 //         issues a stage as two tensor copies completing on an mbarrier) instead of every
-//         thread's cp.async (gemv_bf16_wgmma_tma.cu); the same fields, limits and bits, and
-//         rings of 6 or 8 stages too.
+//         thread's cp.async (gemv_bf16_wgmma_tma.cu); the same fields, limits and bits.
 enum class gemv_kind : int {
   simt = 0,
   bulk = 1,
@@ -82,9 +81,6 @@ struct gemv_config {
   // bits of the workspace finish), instead of through L2 with a fence, a counter and a re-read
   // by the last block, a tail that shows in the down projection's time (docs/performance.md).
   // No workspace.
-  // 2 or 4 (wgmma_tma): that many consecutive row tiles of one K slice run as a cluster, and each
-  // block loads its part of every x tile and multicasts it to the cluster's blocks, so x is read
-  // from L2 once per cluster instead of once per row tile. Same bits; split K keeps its workspace.
   int cluster = 0;
   int batch_warps = 1; // gemm: warps side by side along the batch (1 or 2); 1 elsewhere
 };
@@ -116,10 +112,10 @@ int gemv_batch_group(const gemv_config& c);
 // Whether launch_gemv_bf16 accepts this configuration and shape (the rules below).
 bool gemv_config_supported(const gemv_config& c, int batch, int n, int k);
 
-// Bytes of workspace a configuration needs (0 when split_k == 1 or with the simt cluster finish).
-// The workspace must hold this many bytes and be zero-filled once before its first use; every
-// launch leaves it ready for the next, whatever configuration and shape that one has (one workspace
-// can serve every projection in turn). Launches that may run concurrently need separate workspaces.
+// Bytes of workspace a configuration needs (0 when split_k == 1 or cluster). The
+// workspace must hold this many bytes and be zero-filled once before its first use; every launch
+// leaves it ready for the next, whatever configuration and shape that one has (one workspace can
+// serve every projection in turn). Launches that may run concurrently need separate workspaces.
 std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 
 // Queues y = x w^T on `s`. x: [batch, k], w: [n, k] (packed: its packed copy), y: [batch, n],
@@ -151,10 +147,8 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //         4; the gemm family's batch tile (at least 16), (rows_per_warp / 64) x bt / 2 <= 128
 //         accumulators a thread; at most 256 rows a block and a ring of at most 200 KB (plus 1 KB
 //         of alignment); K slices and batch group as gemm.
-//   wgmma_tma: as wgmma, and unroll (stages) 6 and 8 too; cluster 0, 2 or 4 with the batch
-//         tile / cluster >= 8 (each block's part of the x tile whole 8-row swizzle atoms).
-//   cluster 0 or 1 (1: simt with split_k 2, 4 or 8), wgmma_tma as above; batch_warps 1 but for
-//         gemm.
+//   wgmma_tma: as wgmma.
+//   cluster 0 or 1 (1: simt with split_k 2, 4 or 8); batch_warps 1 but for gemm.
 // Returns cudaErrorInvalidValue for anything else (before touching the device), else the
 // launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`
 // (programmatic_launch.cuh): its launch overlaps that kernel's tail, and it reads and writes

@@ -53,30 +53,16 @@ struct ring_slice {
   int tile, slice, row0, kt0, count;
 };
 template <int BM>
-__device__ __forceinline__ ring_slice slice_at(const gemv_args& a, int tile, int slice) {
+__device__ __forceinline__ ring_slice block_slice(const gemv_args& a) {
   ring_slice r;
-  r.tile = tile;
-  r.slice = slice;
-  r.row0 = tile * BM;
+  r.tile = static_cast<int>(blockIdx.x) / a.split;
+  r.slice = static_cast<int>(blockIdx.x) % a.split;
+  r.row0 = r.tile * BM;
   const int k_tiles = (a.k8 + gemm_tile_chunks - 1) / gemm_tile_chunks;
   const int per_slice = a.slice_len / gemm_tile_chunks;
-  r.kt0 = slice * per_slice;
+  r.kt0 = r.slice * per_slice;
   r.count = max(0, min(k_tiles, r.kt0 + per_slice) - r.kt0);
   return r;
-}
-template <int BM>
-__device__ __forceinline__ ring_slice block_slice(const gemv_args& a) {
-  const int b = static_cast<int>(blockIdx.x);
-  return slice_at<BM>(a, b / a.split, b % a.split);
-}
-
-// block_slice for clusters of `cs` consecutive blocks that share one K slice (wgmma_tma's x
-// multicast): cluster c takes row tiles (c / split) x cs .. + cs - 1 of slice c % split, block
-// rank r (blockIdx.x % cs, its rank in a one-dimensional cluster) the r-th of them.
-template <int BM>
-__device__ __forceinline__ ring_slice cluster_slice(const gemv_args& a, int cs) {
-  const int b = static_cast<int>(blockIdx.x), c = b / cs;
-  return slice_at<BM>(a, c / a.split * cs + b % cs, c % a.split);
 }
 
 // The ring's start: the first k tile's weights head for L2 before the programmatic wait

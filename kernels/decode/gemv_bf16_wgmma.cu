@@ -66,7 +66,6 @@ __global__ void __launch_bounds__(WG * 128) gemv_wgmma_kernel(const gemv_args a)
 // The launch of one instantiation, for dispatch_wgmma.
 template <int MT, int BN, int WG, int STAGES>
 struct wgmma_launch {
-  static constexpr bool deep_rings = false;
   static cudaError_t run(const gemv_args& a, int blocks, cudaStream_t s) {
     constexpr int smem_bytes = wgmma_ring_bytes<MT, BN, WG, STAGES>;
     auto kernel = gemv_wgmma_kernel<MT, BN, WG, STAGES>;

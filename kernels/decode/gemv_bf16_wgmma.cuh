@@ -196,22 +196,13 @@ cudaError_t wgmma_one(const gemv_args& a, int blocks, cudaStream_t s) {
     return Launch<MT, BN, WG, STAGES>::run(a, blocks, s);
 }
 
-// Stages 3 and 4; 6 and 8 too where Launch<...>::deep_rings (the TMA-fed ring: one thread keeps
-// any number of stages in flight, where cp.async's copies are each thread's).
 template <template <int, int, int, int> class Launch, int MT, int BN, int WG>
 cudaError_t wgmma_stages(const gemv_args& a, int stages, int blocks, cudaStream_t s) {
-  constexpr bool deep = Launch<MT, BN, WG, 3>::deep_rings;
   switch (stages) {
   case 3:
     return wgmma_one<Launch, MT, BN, WG, 3>(a, blocks, s);
   case 4:
     return wgmma_one<Launch, MT, BN, WG, 4>(a, blocks, s);
-  case 6:
-    if constexpr (deep) return wgmma_one<Launch, MT, BN, WG, 6>(a, blocks, s);
-    return cudaErrorInvalidValue;
-  case 8:
-    if constexpr (deep) return wgmma_one<Launch, MT, BN, WG, 8>(a, blocks, s);
-    return cudaErrorInvalidValue;
   default:
     return cudaErrorInvalidValue;
   }

@@ -13,10 +13,6 @@
 // thread waits on tile i's barrier (phase parity (i / STAGES) % 2: a stage's j-th fill completes
 // its j-th phase) and its warpgroup runs the tile (mma_stage). The sums, their order and the
 // split-K finish are the wgmma family's, so the two families give the same bits.
-//
-// gemv_config::cluster 2 or 4: every block of a 64-row tile re-reads the group's whole x tile
-// from L2 (at batch 128, twice its weight bytes), so clusters of that many row tiles share it:
-// each block loads one part and multicasts it to the cluster (see the kernel).
 #include <cstdint>
 
 #include <cuda.h>
@@ -35,17 +31,12 @@ using kg::decode::mbar_init;
 using kg::decode::mbar_init_fence;
 using kg::decode::mbar_wait;
 using kg::decode::tma_load_2d;
-using kg::decode::tma_load_2d_multicast;
 using kg::decode::tma_prefetch_2d;
 
 constexpr int tile_elements = gemm_tile_chunks * 8; // a k tile: 64 bf16 columns
 
 // w_map: the weights in boxes of the block's rows x 64 columns; x_map: the group's x rows in
-// boxes of BN / a.cluster rows x 64 columns (rows past nb arrive as zeros). a.cluster > 1: the
-// launch is in clusters of that many row tiles of one K slice (cluster_slice), and block rank r
-// loads the r-th part of each x tile into every block of its cluster (one multicast); the
-// cluster then meets wherever the block would, so no block refills a stage its peers still
-// read, and once more at the end, so none leaves while copies into the cluster are in flight.
+// boxes of BN rows x 64 columns (rows past nb arrive as zeros).
 template <int MT, int BN, int WG, int STAGES>
 __global__ void __launch_bounds__(WG * 128)
     gemv_wgmma_tma_kernel(const __grid_constant__ CUtensorMap w_map,
@@ -57,14 +48,7 @@ __global__ void __launch_bounds__(WG * 128)
   unsigned base; // the ring's shared address, for the descriptors
   unsigned char* smem = align_ring(smem_raw, base);
   const int tid = static_cast<int>(threadIdx.x), wg = tid / 128, t = tid % 128;
-  const int cs = a.cluster > 1 ? a.cluster : 1, rank = static_cast<int>(blockIdx.x) % cs;
-  const ring_slice r = cs > 1 ? cluster_slice<bm>(a, cs) : block_slice<bm>(a);
-  auto meet = [cs] {
-    if (cs > 1)
-      cluster_sync();
-    else
-      __syncthreads();
-  };
+  const ring_slice r = block_slice<bm>(a);
 
   // Tile j of the slice -> stage j % STAGES: the weight box, then the x box behind it; the
   // barrier's phase completes when both boxes' bytes (zero-filled ones included) have landed.
@@ -74,13 +58,7 @@ __global__ void __launch_bounds__(WG * 128)
     const int col = (r.kt0 + j) * tile_elements;
     mbar_arrive_expect_tx(bar, stage_size);
     tma_load_2d(st, &w_map, col, r.row0, bar);
-    if (cs == 1) {
-      tma_load_2d(st + bm * row_bytes, &x_map, col, 0, bar);
-    } else {
-      const int part = BN / cs;
-      tma_load_2d_multicast(st + (bm + rank * part) * row_bytes, &x_map, col, rank * part, bar,
-                            static_cast<unsigned short>((1u << cs) - 1));
-    }
+    tma_load_2d(st + bm * row_bytes, &x_map, col, 0, bar);
   };
   if (tid == 0) {
     for (int j = 0; j < STAGES; ++j)
@@ -91,7 +69,7 @@ __global__ void __launch_bounds__(WG * 128)
     for (int j = 0; j < STAGES - 1 && j < r.count; ++j)
       tma_prefetch_2d(&w_map, (r.kt0 + j) * tile_elements, r.row0);
   }
-  meet(); // the barriers are initialised in every block before any copy may arrive
+  __syncthreads();
   gemv_prologue();
   if (tid == 0)
     for (int j = 0; j < STAGES - 1 && j < r.count; ++j)
@@ -101,40 +79,33 @@ __global__ void __launch_bounds__(WG * 128)
   zero_accumulators(c);
 
   for (int i = 0; i < r.count; ++i) {
-    if (i > 0) meet(); // every warpgroup is past tile i - 1: its stage is free
+    if (i > 0) __syncthreads(); // every warpgroup is past tile i - 1: its stage is free
     if (tid == 0 && i + STAGES - 1 < r.count) issue(i + STAGES - 1);
     mbar_wait(&full[i % STAGES], static_cast<unsigned>(i / STAGES) & 1u);
     mma_stage<MT, BN, bm>(c, base + static_cast<unsigned>((i % STAGES) * stage_size), wg);
   }
 
-  if (cs > 1) cluster_sync();
   store_wgmma_tile<MT, BN>(c, a, r.row0 + wg * MT * 64, t, r.slice);
   if (a.split > 1) finish_split_k(a, r.tile, bm);
 }
 
 // The launch of one instantiation, for dispatch_wgmma: the two tensor maps are encoded for this
-// launch's weights and batch group (host-side only: no device call) and passed by value. A
-// cluster takes whole 8-row parts of the x tile: a batch group smaller than the configuration's
-// first (its tile BN < 8 x a.cluster) runs in smaller clusters, with the same bits.
+// launch's weights and batch group (host-side only: no device call) and passed by value.
 template <int MT, int BN, int WG, int STAGES>
 struct wgmma_tma_launch {
-  static constexpr bool deep_rings = true;
   static cudaError_t run(const gemv_args& a, int blocks, cudaStream_t s) {
     constexpr int smem_bytes = wgmma_ring_bytes<MT, BN, WG, STAGES>;
-    gemv_args b = a;
-    b.cluster = a.cluster > 1 ? (a.cluster < BN / 8 ? a.cluster : BN / 8) : 1;
     CUtensorMap w_map, x_map;
     cudaError_t e = kg::decode::encode_bf16_tile_map(w_map, a.w, a.n, a.k8 * 8,
                                                      wg_block_rows<MT, WG>, tile_elements);
     if (e == cudaSuccess)
-      e = kg::decode::encode_bf16_tile_map(x_map, a.x, a.nb, a.k8 * 8, BN / b.cluster,
-                                           tile_elements);
+      e = kg::decode::encode_bf16_tile_map(x_map, a.x, a.nb, a.k8 * 8, BN, tile_elements);
     if (e != cudaSuccess) return e;
     auto kernel = gemv_wgmma_tma_kernel<MT, BN, WG, STAGES>;
     e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes);
     if (e != cudaSuccess) return e;
-    return pdl::launch(kernel, dim3(blocks), dim3(WG * 128), smem_bytes, s, a.programmatic,
-                       static_cast<unsigned>(b.cluster), w_map, x_map, b);
+    return pdl::launch(kernel, dim3(blocks), dim3(WG * 128), smem_bytes, s, a.programmatic, 1u,
+                       w_map, x_map, a);
   }
 };
 

@@ -70,19 +70,6 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
                : "memory");
 }
 
-// tma_load_2d into every block of the cluster whose bit is set in `blocks` (rank r: bit r): the
-// box lands at dst's offset in each one's shared memory and counts on the barrier at bar's
-// offset in each one.
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int c0,
-                                                      int c1, unsigned long long* bar,
-                                                      unsigned short blocks) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-               ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_addr(dst)),
-               "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar)),
-               "h"(blocks)
-               : "memory");
-}
-
 // Starts the DRAM read of the box of `map` at (c0, c1) into L2, nothing written to shared memory.
 __device__ __forceinline__ void tma_prefetch_2d(const CUtensorMap* map, int c0, int c1) {
   asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(
