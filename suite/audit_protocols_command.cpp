@@ -32,6 +32,7 @@
 #include "sandbox/mutant_audit.h"
 #include "sandbox/sandbox.h"
 #include "suite/audit_inputs.h"
+#include "suite/audit_scores.h"
 #include "suite/exit_codes.h"
 #include "suite/progress_meter.h"
 #include "suite/task_catalog.h"
@@ -111,39 +112,6 @@ double trial_limit_floor(const std::vector<protocol>& ps) {
 // than eval does (docs/performance.md).
 int default_workers() {
   return static_cast<int>(std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u));
-}
-
-// The family x protocol table: each cell the escape rate of the witnessed mutants with a verdict,
-// and its Wilson interval.
-void print_table(std::ostream& out, const kill_matrix& km, const std::vector<protocol>& ps) {
-  std::vector<std::string> families = mutant_families();
-  families.push_back("");
-  char cell[64];
-  std::snprintf(cell, sizeof cell, "%-14s %6s", "family", "witn.");
-  out << cell;
-  for (const auto& p : ps) {
-    std::snprintf(cell, sizeof cell, " | %-21s", p.name.c_str());
-    out << cell;
-  }
-  out << "\n";
-  for (const auto& f : families) {
-    const auto first = km.score(ps.front().name, f);
-    if (first.intended == 0 && !f.empty()) continue;
-    std::snprintf(cell, sizeof cell, "%-14s %6d", f.empty() ? "all" : f.c_str(), first.intended);
-    out << cell;
-    for (const auto& p : ps) {
-      const auto s = km.score(p.name, f);
-      const auto ci = s.escape_ci95();
-      if (s.aligned() == 0)
-        std::snprintf(cell, sizeof cell, " | %-21s", "-");
-      else
-        std::snprintf(cell, sizeof cell, " | %5.1f%% [%4.1f, %4.1f]", 100 * s.escape_rate(),
-                      100 * ci.lo, 100 * ci.hi);
-      out << cell;
-    }
-    out << "\n";
-  }
-  out << "(escape rate: witnessed mutants the protocol accepted, of those it judged; 95% Wilson)\n";
 }
 
 } // namespace
@@ -709,23 +677,8 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
         s["config_detail"].push_back(c.to_json());
     suites[id] = s;
   }
-  nlohmann::json scores = nlohmann::json::object();
   std::map<std::string, std::vector<std::string>> invalid; // protocol -> tasks
-  for (const auto& p : protocols) {
-    nlohmann::json fam = nlohmann::json::object(), rejected = nlohmann::json::array(),
-                   escapes = nlohmann::json::array();
-    for (const auto& [f, s] : km.score_by_family(p.name))
-      fam[f] = s.to_json();
-    for (const auto* r : km.false_rejections(p.name)) {
-      rejected.push_back({{"control", r->id}, {"task", r->task}});
-      invalid[p.name].push_back(r->task);
-    }
-    for (const auto* r : km.escapes(p.name))
-      escapes.push_back({{"id", r->id}, {"family", r->family}, {"task", r->task}});
-    scores[p.name] = {{"protocol", p.to_json()},   {"score", km.score(p.name).to_json()},
-                      {"families", fam},           {"false_rejections", rejected},
-                      {"valid", rejected.empty()}, {"escapes", escapes}};
-  }
+  const nlohmann::json scores = protocol_scores(km, protocols, invalid);
   std::map<std::string, int> statuses;
   for (const auto& r : km.rows())
     if (!r.control) ++statuses[std::string(witness_status_name(r.status))];
@@ -781,10 +734,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
         {"report", report_seconds},
         {"total", seconds_since(t_start)}}},
       {"protocols", scores},
-      {"published_reference",
-       {{"source", "KernelBench-M, \"Measuring the Checker\": KernelBench's official check over "
-                   "7,384 witnessed faults of 188 problems"},
-        {"escape_rate", {{"all", 0.169}, {"arithmetic", 0.087}, {"precision", 0.786}}}}}};
+      {"published_reference", published_reference()}};
   try {
     write_file_atomically(dir / "summary.json", summary.dump(1) + "\n");
   } catch (const std::exception& e) {
@@ -792,10 +742,8 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   }
   remove_tree(scratch);
 
-  print_table(out, km, protocols);
-  if (scores.contains("kernelbench"))
-    out << "published for comparison (KernelBench-M, \"Measuring the Checker\": KernelBench's "
-           "check over 7,384 witnessed faults): all 16.9%, arithmetic 8.7%, precision 78.6%\n";
+  print_escape_table(out, km, km.checkers());
+  if (scores.contains("kernelbench")) print_published_reference(out);
   out << "witness: ";
   for (const auto& [s, n] : statuses)
     out << n << " " << s << "; ";

@@ -20,6 +20,7 @@
 #include "suite/audit.h"
 #include "suite/audit_agreement_command.h"
 #include "suite/audit_checker_command.h"
+#include "suite/audit_merge_command.h"
 #include "suite/compare_command.h"
 #include "suite/eval_command.h"
 #include "suite/exit_codes.h"
@@ -62,6 +63,7 @@ struct cli_values {
   mutants_equivalence_options mutants_equivalence;
   audit_checker_options audit_checker;
   audit_agreement_options audit_agreement;
+  audit_merge_options audit_merge;
   report_options report;
   std::string validate_file;
   history_options history;
@@ -150,7 +152,8 @@ void declare_audit(CLI::App& app, cli_values& v) {
   for (auto n : audit_names())
     names += (names.empty() ? "" : ", ") + std::string(n);
   // NAME is required unless the checker subcommand is given (checked when dispatching).
-  add_text(c, "name", v.audit.name, "NAME", "the audit (" + names + "); required but with checker or agreement");
+  add_text(c, "name", v.audit.name, "NAME",
+           "the audit (" + names + "); required but with checker, agreement or merge");
   add_choice(c, "--backend", v.audit.backend, {"cpu", "cuda"}, "where the kernels run");
   add_text(c, "--protocol", v.audit.protocol, "NAME", "the checker applied (kernelgate protocols)");
   c->add_flag("--no-progress", v.audit.no_progress, "plain lines even on a terminal");
@@ -217,6 +220,15 @@ void declare_audit(CLI::App& app, cli_values& v) {
   add_number<double>(
       g, "--min-agreement", a.min_agreement, "F", [](double x) { return x >= 0 && x <= 1; },
       "a fraction in [0, 1]", "exit 1 when the agreement is below this (0: never)");
+  auto* m = c->add_subcommand("merge", "several `audit checker --protocol` runs (parts of a "
+                                       "catalog, by --tasks) as one audit: scores over the "
+                                       "merged kill matrix, phase times summed");
+  m->add_option("dirs", v.audit_merge.dirs, "the parts' output folders")
+      ->type_name("DIR...")
+      ->required();
+  add_text(m, "--out", v.audit_merge.out, "DIR",
+           "the merged folder (kill_matrix.json, summary.json, verdicts.jsonl, witnesses.jsonl)")
+      ->required();
 }
 
 void declare_time(CLI::App& app, cli_values& v) {
@@ -767,6 +779,7 @@ int run_parsed(const CLI::App& app, cli_values& v, const std::vector<std::string
   }
   if (path == "audit agreement")
     return run_audit_agreement_command(v.audit_agreement, out, err);
+  if (path == "audit merge") return run_audit_merge_command(v.audit_merge, out, err);
   if (path == "audit" && v.audit.name.empty()) {
     err << "kernelgate: audit: NAME is required (or: audit checker --cmd ... | --protocol ...)\n";
     return exit_code::bad_input;

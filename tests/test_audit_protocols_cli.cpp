@@ -338,6 +338,22 @@ TEST(audit_protocols_cli, outputs_carry_phases_suites_and_a_report_per_protocol)
   EXPECT_FALSE(fs::exists("/dev/shm/kernelgate-audit-" + std::to_string(::getpid())));
 }
 
+TEST(audit_protocols_cli, audit_merge_of_the_run_alone_gives_its_scores_and_statuses) {
+  // `audit merge` recomputes the scores from the kill matrix; over this one run it must give what
+  // the run itself wrote.
+  const auto& f = fx();
+  const auto merged = kg::test::scratch_dir("audit-protocols") / "merged-alone";
+  const auto r = run({"audit", "merge", f.out.string(), "--out", merged.string()});
+  EXPECT_EQ(r.rc, exit_code::failures) << r.err; // the run's controls were rejected (zeros)
+  std::ifstream a(f.out / "summary.json"), b(merged / "summary.json");
+  const auto own = nlohmann::json::parse(a), m = nlohmann::json::parse(b);
+  EXPECT_EQ(m.at("protocols"), own.at("protocols"));
+  EXPECT_EQ(m.at("witness_statuses"), own.at("witness_statuses"));
+  EXPECT_EQ(m.at("phases_seconds_summed").at("total"), own.at("phases_seconds").at("total"));
+  EXPECT_EQ(kg::test::slurp(merged / "kill_matrix.json"),
+            kg::test::slurp(f.out / "kill_matrix.json"));
+}
+
 TEST(audit_protocols_cli, bad_input_is_one_line_and_runs_nothing) {
   const auto& f = fx();
   const auto out = kg::test::scratch_dir("audit-protocols") / "bad";
