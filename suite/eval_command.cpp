@@ -420,7 +420,6 @@ int run_eval_command(const eval_options& o, const std::vector<std::string>& args
   const auto& tasks = plan.tasks;
   const auto& pairs = plan.pairs;
   const auto& task_files = plan.task_files;
-  const auto& config = plan.config;
   const auto& dev = plan.dev;
   const bool seed_given = plan.seed_given;
   const std::uint64_t seed = plan.seed;

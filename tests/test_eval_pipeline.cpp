@@ -82,10 +82,11 @@ TEST(eval_pipeline, pairs_run_on_a_worker_pool_and_are_recorded_in_order) {
   EXPECT_EQ(statuses, want) << out.str();
   const auto& recs = j.at("records");
   for (const auto& rec : recs) {
-    if (rec.at("id") == "eval/softmax_lastdim/nowrite")
+    if (rec.at("id") == "eval/softmax_lastdim/nowrite") {
       EXPECT_NE(rec.at("status_reason").get<std::string>().find("could not write an output"),
                 std::string::npos)
           << rec.at("status_reason");
+    }
     if (rec.at("id") != "eval/softmax_lastdim/crash") continue;
     EXPECT_NE(rec.at("status_reason").get<std::string>().find("signal 11"), std::string::npos)
         << rec.at("status_reason");
