@@ -220,9 +220,9 @@ void declare_audit(CLI::App& app, cli_values& v) {
   add_number<double>(
       g, "--min-agreement", a.min_agreement, "F", [](double x) { return x >= 0 && x <= 1; },
       "a fraction in [0, 1]", "exit 1 when the agreement is below this (0: never)");
-  auto* m = c->add_subcommand("merge", "several `audit checker --protocol` runs (parts of a "
-                                       "catalog, by --tasks) as one audit: scores over the "
-                                       "merged kill matrix, phase times summed");
+  auto* m = c->add_subcommand("merge", "several audits of the built-in protocols (parts of a "
+                                       "catalog, by task) as one: scores over the merged kill "
+                                       "matrix, phase times summed");
   m->add_option("dirs", v.audit_merge.dirs, "the parts' output folders")
       ->type_name("DIR...")
       ->required();
