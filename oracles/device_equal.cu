@@ -50,14 +50,30 @@ unsigned blocks_for(std::size_t words, int threads) {
 
 } // namespace
 
-bool device_all_bytes(const void* p, std::size_t bytes, unsigned char value, cudaStream_t stream) {
-  thread_local mapped_host<unsigned int> out; // page-locked once per thread
-  *out.host() = 0;
+void launch_not_value(const void* p, std::size_t bytes, unsigned char value, unsigned int* flag,
+                      cudaStream_t stream) {
   const std::size_t words = reinterpret_cast<std::uintptr_t>(p) % 16 == 0 ? bytes / 16 : 0;
   const int threads = 256;
   not_value_kernel<<<blocks_for(words, threads), threads, 0, stream>>>(
-      static_cast<const unsigned char*>(p), value, words, bytes, out.device());
+      static_cast<const unsigned char*>(p), value, words, bytes, flag);
   KG_CUDA_CHECK(cudaGetLastError());
+}
+
+void launch_differ(const void* a, const void* b, std::size_t bytes, unsigned int* flag,
+                   cudaStream_t stream) {
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  const std::size_t words = aligned(a) && aligned(b) ? bytes / 16 : 0;
+  const int threads = 256;
+  differ_kernel<<<blocks_for(words, threads), threads, 0, stream>>>(
+      static_cast<const unsigned char*>(a), static_cast<const unsigned char*>(b), words, bytes,
+      flag);
+  KG_CUDA_CHECK(cudaGetLastError());
+}
+
+bool device_all_bytes(const void* p, std::size_t bytes, unsigned char value, cudaStream_t stream) {
+  thread_local mapped_host<unsigned int> out; // page-locked once per thread
+  *out.host() = 0;
+  launch_not_value(p, bytes, value, out.device(), stream);
   KG_CUDA_CHECK(cudaStreamSynchronize(stream));
   return *out.host() == 0;
 }
@@ -65,13 +81,7 @@ bool device_all_bytes(const void* p, std::size_t bytes, unsigned char value, cud
 bool device_equal(const void* a, const void* b, std::size_t bytes, cudaStream_t stream) {
   thread_local mapped_host<unsigned int> out; // page-locked once per thread
   *out.host() = 0;
-  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  const std::size_t words = aligned(a) && aligned(b) ? bytes / 16 : 0;
-  const int threads = 256;
-  differ_kernel<<<blocks_for(words, threads), threads, 0, stream>>>(
-      static_cast<const unsigned char*>(a), static_cast<const unsigned char*>(b), words, bytes,
-      out.device());
-  KG_CUDA_CHECK(cudaGetLastError());
+  launch_differ(a, b, bytes, out.device(), stream);
   KG_CUDA_CHECK(cudaStreamSynchronize(stream));
   return *out.host() == 0;
 }

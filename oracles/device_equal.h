@@ -17,4 +17,14 @@ bool device_equal(const void* a, const void* b, std::size_t bytes, cudaStream_t 
 // as it was filled. Runs on `stream` and waits for it; throws cuda_error on a CUDA failure.
 bool device_all_bytes(const void* p, std::size_t bytes, unsigned char value, cudaStream_t stream);
 
+// The same two checks queued on `stream` without waiting: each sets *flag (a device word the
+// caller zeroed on that stream) to 1 where the bytes differ or are not `value`. Many checks then
+// cost one synchronization, where each of the functions above costs its own (with eight worker
+// contexts time-sliced on one GPU, every wait is milliseconds). Throws cuda_error on a launch
+// failure.
+void launch_differ(const void* a, const void* b, std::size_t bytes, unsigned int* flag,
+                   cudaStream_t stream);
+void launch_not_value(const void* p, std::size_t bytes, unsigned char value, unsigned int* flag,
+                      cudaStream_t stream);
+
 } // namespace kg

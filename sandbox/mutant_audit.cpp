@@ -221,6 +221,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     if (opt.trial_limit_seconds > 0) manifest["trial_limit_seconds"] = opt.trial_limit_seconds;
     if (opt.resident_bytes > 0) manifest["resident_bytes"] = opt.resident_bytes;
     if (opt.guard_bytes > 0) manifest["guard_bytes"] = opt.guard_bytes;
+    if (opt.pool_bytes > 0) manifest["pool_bytes"] = opt.pool_bytes;
     std::vector<bool> queued(plan.size(), false);
     for (std::size_t i = 0; i < plan.size(); ++i) {
       const std::size_t f = shared_with[i];

@@ -94,6 +94,10 @@ struct mutant_audit_options {
   // each side (the manifest's "guard_bytes", sandbox/worker_session.h); a write into one is a
   // fault like a modified input.
   std::size_t guard_bytes = 0;
+  // > 0 (without resident_bytes): the worker takes every trial's buffers (guards as above) from a
+  // pool, keeping at most this many idle bytes (the manifest's "pool_bytes",
+  // sandbox/resident_inputs.h); 0: every trial allocates and frees.
+  std::size_t pool_bytes = 0;
 };
 
 // Every trial audit_candidate will take from the cache for this task (what a caller prefetches

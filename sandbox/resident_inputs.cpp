@@ -130,4 +130,20 @@ fingerprint_result* resident_state::checks_for(std::size_t n) {
   return checks;
 }
 
+pooled_buffers::~pooled_buffers() {
+  if (flags) (void)cudaFree(flags);
+}
+
+unsigned int* pooled_buffers::flags_for(std::size_t n) {
+  if (n > capacity) {
+    if (flags) (void)cudaFree(flags);
+    flags = nullptr;
+    capacity = 0;
+    check_cuda(cudaMalloc(reinterpret_cast<void**>(&flags), n * sizeof(unsigned int)),
+               "cudaMalloc");
+    capacity = n;
+  }
+  return flags;
+}
+
 } // namespace kg

@@ -11,6 +11,9 @@
 //     of bounds may hit a kept copy; a copy whose fingerprint changed is uploaded again and the
 //     trial run once more (sandbox/worker.cpp).
 // Both stay within one byte budget, least recently used first out.
+//   - pooled_buffers: the audit's default (manifests with "pool_bytes"): every trial reads its
+//     inputs from their files as a fresh trial does, with the same guards, but into pool blocks,
+//     and its checks and copies back wait once (sandbox/worker.cpp, pooled_trial).
 #pragma once
 
 #include <cstddef>
@@ -100,6 +103,21 @@ struct resident_state {
   resident_state& operator=(const resident_state&) = delete;
   // Room for n results (grows, never shrinks).
   fingerprint_result* checks_for(std::size_t n);
+};
+
+// What a worker session keeps for pooled manifests: the pool, and the check flags (one device word
+// per check, with a page-locked copy).
+struct pooled_buffers {
+  device_pool pool;
+  unsigned int* flags = nullptr; // device, capacity of them
+  std::size_t capacity = 0;
+  pinned_buffer flags_host;
+  pooled_buffers() = default;
+  ~pooled_buffers();
+  pooled_buffers(const pooled_buffers&) = delete;
+  pooled_buffers& operator=(const pooled_buffers&) = delete;
+  // Room for n flags (grows, never shrinks).
+  unsigned int* flags_for(std::size_t n);
 };
 
 } // namespace kg

@@ -86,22 +86,32 @@ bool device_tensor::guards_intact(cudaStream_t stream) const {
          device_all_bytes(static_cast<char*>(ptr) + bytes, guard_size, 0xff, stream);
 }
 
-char* read_into_staging(const std::string& file, std::size_t bytes, pinned_buffer& staging) {
+namespace {
+
+// Exactly `bytes` of `file` into dst (throws cuda_failure if missing, of another size or
+// unreadable).
+void read_file_into(const std::string& file, std::size_t bytes, char* dst) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat st {};
   if (fd < 0 || ::fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes) {
     if (fd >= 0) ::close(fd);
     throw cuda_failure{"input file missing or of the wrong size: " + file};
   }
-  auto* p = static_cast<char*>(staging.reserve(bytes));
   std::size_t got = 0;
   while (got < bytes) {
-    const ssize_t n = ::read(fd, p + got, bytes - got);
+    const ssize_t n = ::read(fd, dst + got, bytes - got);
     if (n <= 0) break;
     got += static_cast<std::size_t>(n);
   }
   ::close(fd);
   if (got != bytes) throw cuda_failure{"cannot read input file " + file};
+}
+
+} // namespace
+
+char* read_into_staging(const std::string& file, std::size_t bytes, pinned_buffer& staging) {
+  auto* p = static_cast<char*>(staging.reserve(bytes));
+  read_file_into(file, bytes, p);
   return p;
 }
 
@@ -246,6 +256,132 @@ nlohmann::json fresh_trial(const nlohmann::json& trial, worker_session& s, std::
     ++k;
   }
   phase.emplace("worker.trial_free");
+  return modified;
+}
+
+// A fresh trial's buffers from the session's pool (manifests with "pool_bytes"): the same inputs
+// read from their files, pristine copies, NaN outputs and 0xff guards as fresh_trial, but no
+// cudaMalloc or cudaFree (each synchronizes the device), and the uploads, checks and copies back
+// queued with one wait before the call and one after it. A pool block is scrubbed (0xff) on the
+// stream whenever it is handed out, so guards and outputs start as fresh_trial's do and no
+// candidate finds an earlier one's output. Idle blocks past `budget` bytes are freed. Returns
+// what fresh_trial returns.
+nlohmann::json pooled_trial(const nlohmann::json& trial, worker_session& s, std::size_t guard,
+                            std::size_t budget, bool& wrote_outside, const call_fn& call) {
+  std::optional<scoped_phase> phase(std::in_place, "worker.trial_setup");
+  if (!s.pooled) s.pooled = std::make_unique<pooled_buffers>();
+  auto& p = *s.pooled;
+  struct block {
+    void* base = nullptr;
+    char* ptr = nullptr;
+    std::size_t bytes = 0, guard = 0;
+    kg_tensor t{};
+  };
+  std::vector<block> in, pristine, out;
+  // Blocks go back to the pool (scrubbed on the stream) however the trial ends.
+  struct give_back {
+    pooled_buffers& p;
+    std::vector<block>* lists[3];
+    cudaStream_t stream;
+    std::size_t budget;
+    ~give_back() {
+      for (auto* v : lists)
+        for (auto& b : *v)
+          if (b.base) try {
+              p.pool.release(b.base, stream);
+            } catch (const cuda_failure&) {
+            }
+      p.pool.trim(budget);
+    }
+  } returned{p, {&in, &pristine, &out}, s.stream, budget};
+  auto take = [&](int dtype_code, const nlohmann::json& shape, std::size_t g) {
+    block b;
+    b.t = describe_tensor(dtype_code, shape.get<std::vector<std::int64_t>>());
+    b.bytes = tensor_bytes(b.t);
+    if (g > 0) b.guard = (std::max(g, b.bytes) + 255) / 256 * 256; // as device_tensor's
+    b.base = p.pool.acquire(b.bytes + 2 * b.guard, s.stream);      // all 0xff
+    b.ptr = static_cast<char*>(b.base) + b.guard;
+    b.t.data = b.ptr;
+    return b;
+  };
+  const auto aligned = [](std::size_t n) { return (n + 255) / 256 * 256; };
+  const auto& inputs = trial.at("inputs");
+  std::size_t staged_bytes = 0;
+  for (const auto& x : inputs) {
+    in.push_back(take(x.at("dtype").get<int>(), x.at("shape"), guard));
+    pristine.push_back(take(x.at("dtype").get<int>(), x.at("shape"), 0));
+    staged_bytes += aligned(in.back().bytes);
+  }
+  auto* staged = static_cast<char*>(s.staging.reserve(std::max<std::size_t>(staged_bytes, 1)));
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < in.size(); ++k) {
+    read_file_into(inputs[k].at("file"), in[k].bytes, staged + at);
+    check(cudaMemcpyAsync(in[k].ptr, staged + at, in[k].bytes, cudaMemcpyHostToDevice, s.stream),
+          "cudaMemcpy H2D");
+    check(cudaMemcpyAsync(pristine[k].ptr, in[k].ptr, in[k].bytes, cudaMemcpyDeviceToDevice,
+                          s.stream),
+          "cudaMemcpy D2D");
+    at += aligned(in[k].bytes);
+  }
+  for (const auto& x : trial.at("outputs")) // NaN for floats, -1 for integers: the scrub's 0xff
+    out.push_back(take(x.at("dtype").get<int>(), x.at("shape"), guard));
+  std::vector<kg_tensor> tin, tout;
+  for (auto& b : in)
+    tin.push_back(b.t);
+  for (auto& b : out)
+    tout.push_back(b.t);
+  // (also the staging's reuse below: the uploads are done)
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize (before)");
+  phase.emplace("worker.trial_call");
+  call(tin, tout);
+  phase.emplace("worker.trial_outputs");
+  // Flags: one per input (changed), then two per guarded buffer (front, back).
+  std::size_t guarded = 0;
+  for (const auto* v : {&in, &out})
+    for (const auto& b : *v)
+      guarded += b.guard > 0;
+  const std::size_t n_flags = in.size() + 2 * guarded;
+  unsigned int* flags = p.flags_for(std::max<std::size_t>(n_flags, 1));
+  check(cudaMemsetAsync(flags, 0, n_flags * sizeof(unsigned int), s.stream), "cudaMemsetAsync");
+  for (std::size_t k = 0; k < in.size(); ++k)
+    launch_differ(in[k].ptr, pristine[k].ptr, in[k].bytes, flags + k, s.stream);
+  std::size_t f = in.size();
+  for (const auto* v : {&in, &out})
+    for (const auto& b : *v)
+      if (b.guard > 0) {
+        launch_not_value(b.base, b.guard, 0xff, flags + f++, s.stream);
+        launch_not_value(b.ptr + b.bytes, b.guard, 0xff, flags + f++, s.stream);
+      }
+  auto* flags_host = static_cast<unsigned int*>(
+      p.flags_host.reserve(std::max<std::size_t>(n_flags, 1) * sizeof(unsigned int)));
+  check(cudaMemcpyAsync(flags_host, flags, n_flags * sizeof(unsigned int), cudaMemcpyDeviceToHost,
+                        s.stream),
+        "cudaMemcpy D2H (checks)");
+  std::size_t out_bytes = 0;
+  for (const auto& b : out)
+    out_bytes += aligned(b.bytes);
+  staged = static_cast<char*>(s.staging.reserve(std::max<std::size_t>(out_bytes, 1)));
+  at = 0;
+  for (const auto& b : out) {
+    check(cudaMemcpyAsync(staged + at, b.ptr, b.bytes, cudaMemcpyDeviceToHost, s.stream),
+          "cudaMemcpy D2H");
+    at += aligned(b.bytes);
+  }
+  check(cudaStreamSynchronize(s.stream), "cudaStreamSynchronize (outputs)");
+  nlohmann::json modified = nlohmann::json::array();
+  for (std::size_t k = 0; k < in.size(); ++k)
+    modified.push_back(flags_host[k] != 0);
+  wrote_outside = false;
+  for (std::size_t k = in.size(); k < n_flags; ++k)
+    wrote_outside = wrote_outside || flags_host[k] != 0;
+  at = 0;
+  std::size_t k = 0;
+  for (const auto& x : trial.at("outputs")) {
+    write_bytes(staged + at, out[k].bytes, x.at("file"));
+    at += aligned(out[k].bytes);
+    ++k;
+  }
+  phase.emplace("worker.trial_free"); // (the blocks go back as `returned` ends)
   return modified;
 }
 
@@ -465,7 +601,8 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
     return c;
   };
   const auto resident_budget = m.value("resident_bytes", std::size_t{0});
-  const auto guard = m.value("guard_bytes", std::size_t{0}); // (fresh buffers only)
+  const auto guard = m.value("guard_bytes", std::size_t{0}); // (fresh and pooled buffers)
+  const auto pool_budget = m.value("pool_bytes", std::size_t{0});
   try {
     for (const auto& trial : m.value("trials", nlohmann::json::array())) {
       const bool busy = trial.value("busy", false);
@@ -475,6 +612,9 @@ int run_manifest(const nlohmann::json& m, const std::string& path, worker_sessio
       if (resident_budget > 0)
         modified = resident_trial(trial, s, resident_budget,
                                   [&](auto& tin, auto& tout) { c = call(tin, tout, busy); });
+      else if (pool_budget > 0)
+        modified = pooled_trial(trial, s, guard, pool_budget, wrote_outside,
+                                [&](auto& tin, auto& tout) { c = call(tin, tout, busy); });
       else
         modified = fresh_trial(trial, s, guard, wrote_outside,
                                [&](auto& tin, auto& tout) { c = call(tin, tout, busy); });

@@ -73,6 +73,7 @@ struct device_tensor {
 struct timing_data;     // sandbox/worker_timing.cpp
 struct timing_state;    // sandbox/worker_timing.cpp
 struct resident_state;  // sandbox/resident_inputs.h
+struct pooled_buffers;  // sandbox/resident_inputs.h
 
 struct worker_session {
   cudaStream_t stream = nullptr;
@@ -100,6 +101,8 @@ struct worker_session {
   // Manifests with "resident_bytes" (the audit): inputs kept on the device across candidates,
   // buffers reused (sandbox/resident_inputs.h). Made on first use.
   std::unique_ptr<resident_state> resident;
+  // Manifests with "pool_bytes" (the audit's default): fresh inputs and guards, pooled blocks.
+  std::unique_ptr<pooled_buffers> pooled;
   worker_session();
   ~worker_session();
 };

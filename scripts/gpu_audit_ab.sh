@@ -4,7 +4,8 @@
 # than one device call, so it runs in its own process session and each call waits up to WAIT_S.
 #   PHASE=start  builds kernelgate, then in the background:
 #                1. bench/worker_start.py --concurrent, plain and with each CTX_ENVS entry
-#                   (VAR=VALUE), into ctx.log: what a CUDA context costs to come up;
+#                   (VAR=VALUE), into ctx.log: what a CUDA context costs to come up (CTX=0
+#                   skips it);
 #                2. `mutants generate` over every kernel, every STEP-th mutant kept (default 16:
 #                   about 270 of 4,339, every task), into sample/;
 #                3. with CMD=1: `audit checker --protocol all` on the tasks AGREE_TASKS matches
@@ -34,8 +35,8 @@ if [ "$phase" = start ]; then
   checker="python3 $root/examples/kernelbench_checker/checker.py"
   setsid bash -c "
     cd '$root'
-    python3 bench/worker_start.py '$BUILD_DIR/suite' 3 --concurrent >'$w/ctx.log' 2>&1
-    for e in ${CTX_ENVS:-}; do
+    [ '${CTX:-1}' = 1 ] && python3 bench/worker_start.py '$BUILD_DIR/suite' 3 --concurrent >'$w/ctx.log' 2>&1
+    [ '${CTX:-1}' = 1 ] && for e in ${CTX_ENVS:-}; do
       echo \"with \$e:\" >>'$w/ctx.log'
       env \$e python3 bench/worker_start.py '$BUILD_DIR/suite' 3 --concurrent >>'$w/ctx.log' 2>&1
     done

@@ -435,6 +435,12 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     shared.resident_bytes = dev.memory_bytes / 4 / static_cast<std::size_t>(workers);
   // The guards (above) are for fresh buffers; resident inputs come from a pool without them.
   if (shared.resident_bytes == 0) shared.guard_bytes = guard_bytes;
+  // KERNELGATE_AUDIT_POOL=0: every trial allocates and frees its buffers (cudaMalloc and cudaFree
+  // synchronize the device). By default each worker takes them from a pool and keeps up to an
+  // eighth of the device's memory, shared among the workers, idle between trials.
+  if (const char* e = std::getenv("KERNELGATE_AUDIT_POOL");
+      shared.resident_bytes == 0 && !(e && std::string(e) == "0"))
+    shared.pool_bytes = dev.memory_bytes / 8 / static_cast<std::size_t>(workers);
   // Candidates of each task not yet done (or found not to compile).
   std::map<std::string, int> left;
   // A task's mutants wait for its controls: their slowest call sets the mutants' per-call limit.
@@ -723,6 +729,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       {"hangs", hangs},
       {"trial_limit", {{"factor", trial_limit_factor}, {"floor_seconds", limit_floor}}},
       {"guard_bytes", shared.guard_bytes},
+      {"pool_bytes", shared.pool_bytes},
       {"sanitizer",
        {{"path", sanitizer.string()},
         {"unwitnessed_synchronization_mutants_run", sanitized_count},

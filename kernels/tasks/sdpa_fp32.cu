@@ -1,7 +1,9 @@
 // Task sdpa_fp32: O = softmax(Q K^T / sqrt(D)) V per (batch, head), Q, K, V, O (B, H, S, D),
 // float32, no mask. Flash-style: a block of 4 warps owns 32 queries (one per lane, its scaled q
-// row and output accumulator in registers); the keys are split among the 4 warps in tiles of 16
-// (K and V rows are read with warp-uniform addresses: broadcast loads). Each warp keeps an online
+// row and output accumulator in registers); the keys are split among the 4 warps in tiles of 4
+// (K and V rows are read with warp-uniform addresses: broadcast loads). The tile loops unroll
+// over the head dim: tiles of 16 took nvcc 20 s and every mutant of this file as long, 4 take 5 s
+// (docs/performance.md). Each warp keeps an online
 // softmax (running max, running sum, rescaled accumulator); the 4 partial states of a query are
 // merged in shared memory at the end. Head dims up to 128 (instantiated for 64 and 128).
 #include <cmath>
@@ -9,7 +11,7 @@
 #include "kg_candidate.h"
 
 namespace {
-constexpr int warps = 4, threads = 32 * warps, tile = 16;
+constexpr int warps = 4, threads = 32 * warps, tile = 4;
 
 template <int DMAX>
 __global__ void __launch_bounds__(threads)
