@@ -506,6 +506,30 @@ TEST(gpu_timing, guarded_buffers_show_a_write_out_of_bounds) {
   EXPECT_TRUE(device_all_bytes(b.get(), b.size() - 1, 0xab, s.get()));
 }
 
+// The pooled trial's checks (sandbox/worker.cpp): many launch_differ / launch_not_value on one
+// stream, each setting its own flag, read after one synchronization.
+TEST(gpu_timing, queued_checks_set_only_their_own_flags) {
+  KG_REQUIRE_GPU();
+  cuda_stream s;
+  device_buffer a(4096 + 5), b(4096 + 5), flags(4 * sizeof(unsigned int));
+  KG_CUDA_CHECK(cudaMemset(a.get(), 0xab, a.size()));
+  KG_CUDA_CHECK(cudaMemset(b.get(), 0xab, b.size()));
+  KG_CUDA_CHECK(cudaMemset(static_cast<char*>(b.get()) + 4096 + 4, 0, 1)); // the last byte
+  auto* f = static_cast<unsigned int*>(flags.get());
+  KG_CUDA_CHECK(cudaMemsetAsync(f, 0, 4 * sizeof(unsigned int), s.get()));
+  launch_differ(a.get(), b.get(), 4096 + 4, f + 0, s.get()); // equal up to the last byte
+  launch_differ(a.get(), b.get(), 4096 + 5, f + 1, s.get()); // the last byte differs
+  launch_not_value(a.get(), a.size(), 0xab, f + 2, s.get()); // all 0xab
+  launch_not_value(static_cast<char*>(b.get()) + 1, b.size() - 1, 0xab, f + 3, s.get());
+  unsigned int host[4] = {9, 9, 9, 9};
+  KG_CUDA_CHECK(cudaMemcpyAsync(host, f, sizeof(host), cudaMemcpyDeviceToHost, s.get()));
+  KG_CUDA_CHECK(cudaStreamSynchronize(s.get()));
+  EXPECT_EQ(host[0], 0u);
+  EXPECT_EQ(host[1], 1u);
+  EXPECT_EQ(host[2], 0u);
+  EXPECT_EQ(host[3], 1u); // unaligned start, the differing byte in the tail
+}
+
 // Green contexts (issue: workloads under test): the split nearest 33 / 99 that the device grants
 // is recorded, and kernels on each partition's stream run only on that partition's SMs -- the two
 // sets of SM ids are disjoint and no larger than the grants -- while both run at once.
