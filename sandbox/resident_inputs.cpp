@@ -8,6 +8,21 @@
 
 namespace kg {
 
+device_scratch::~device_scratch() {
+  if (p_) (void)cudaFree(p_);
+}
+
+void* device_scratch::reserve(std::size_t bytes) {
+  if (bytes > cap_) {
+    if (p_) (void)cudaFree(p_);
+    p_ = nullptr;
+    cap_ = 0;
+    check_cuda(cudaMalloc(&p_, bytes), "cudaMalloc");
+    cap_ = bytes;
+  }
+  return p_;
+}
+
 std::size_t device_pool::rounded(std::size_t bytes) {
   constexpr std::size_t granule = 2u << 20; // cudaMalloc's own granularity for large blocks
   return (std::max<std::size_t>(bytes, 1) + granule - 1) / granule * granule;
@@ -112,38 +127,6 @@ void resident_inputs::fit(std::size_t budget, cudaStream_t stream) {
     drop(victim, stream);
     pool_.trim(budget);
   }
-}
-
-resident_state::~resident_state() {
-  if (checks) (void)cudaFree(checks);
-}
-
-fingerprint_result* resident_state::checks_for(std::size_t n) {
-  if (n > check_capacity) {
-    if (checks) (void)cudaFree(checks);
-    checks = nullptr;
-    check_capacity = 0;
-    check_cuda(cudaMalloc(reinterpret_cast<void**>(&checks), n * sizeof(fingerprint_result)),
-               "cudaMalloc");
-    check_capacity = n;
-  }
-  return checks;
-}
-
-pooled_buffers::~pooled_buffers() {
-  if (flags) (void)cudaFree(flags);
-}
-
-unsigned int* pooled_buffers::flags_for(std::size_t n) {
-  if (n > capacity) {
-    if (flags) (void)cudaFree(flags);
-    flags = nullptr;
-    capacity = 0;
-    check_cuda(cudaMalloc(reinterpret_cast<void**>(&flags), n * sizeof(unsigned int)),
-               "cudaMalloc");
-    capacity = n;
-  }
-  return flags;
 }
 
 } // namespace kg

@@ -30,6 +30,22 @@
 
 namespace kg {
 
+// Device memory that grows on demand and never shrinks, as pinned_buffer is on the host: the few
+// words a trial's checks land in, reused trial after trial. Throws cuda_failure.
+class device_scratch {
+public:
+  device_scratch() = default;
+  ~device_scratch();
+  device_scratch(const device_scratch&) = delete;
+  device_scratch& operator=(const device_scratch&) = delete;
+  // At least `bytes` of it (what it held before is gone when it grows).
+  void* reserve(std::size_t bytes);
+
+private:
+  void* p_ = nullptr;
+  std::size_t cap_ = 0;
+};
+
 class device_pool {
 public:
   device_pool() = default;
@@ -94,30 +110,24 @@ private:
 struct resident_state {
   device_pool pool;
   resident_inputs inputs{pool};         // (after the pool: destroyed before it)
-  fingerprint_result* checks = nullptr; // device, check_capacity of them
-  std::size_t check_capacity = 0;
+  device_scratch checks;
   pinned_buffer checks_host;
-  resident_state() = default;
-  ~resident_state();
-  resident_state(const resident_state&) = delete;
-  resident_state& operator=(const resident_state&) = delete;
-  // Room for n results (grows, never shrinks).
-  fingerprint_result* checks_for(std::size_t n);
+  // Room for n results on the device.
+  fingerprint_result* checks_for(std::size_t n) {
+    return static_cast<fingerprint_result*>(checks.reserve(n * sizeof(fingerprint_result)));
+  }
 };
 
 // What a worker session keeps for pooled manifests: the pool, and the check flags (one device word
 // per check, with a page-locked copy).
 struct pooled_buffers {
   device_pool pool;
-  unsigned int* flags = nullptr; // device, capacity of them
-  std::size_t capacity = 0;
+  device_scratch flags;
   pinned_buffer flags_host;
-  pooled_buffers() = default;
-  ~pooled_buffers();
-  pooled_buffers(const pooled_buffers&) = delete;
-  pooled_buffers& operator=(const pooled_buffers&) = delete;
-  // Room for n flags (grows, never shrinks).
-  unsigned int* flags_for(std::size_t n);
+  // Room for n flags on the device.
+  unsigned int* flags_for(std::size_t n) {
+    return static_cast<unsigned int*>(flags.reserve(n * sizeof(unsigned int)));
+  }
 };
 
 } // namespace kg
