@@ -80,6 +80,9 @@ PY
     setsid bash -c "$run_parts" </dev/null >"$w/chain.log" 2>&1 &
   fi
 fi
+# A fresh machine (the last one was released between calls) has nothing to wait for: say so at
+# once rather than spend the call's device time waiting.
+[ -f "$w/chain.log" ] || { echo "nothing started on this machine (PHASE=start first)"; exit 1; }
 while [ ! -f "$w/chain.done" ] && [ $((SECONDS - t0)) -lt "${WAIT_S:-560}" ]; do sleep 5; done
 copy_back
 [ -f "$w/chain.done" ] || echo "still running: call again with PHASE=wait"
