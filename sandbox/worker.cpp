@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -26,6 +27,7 @@
 #include "oracles/device_fingerprint.h"
 #include "sandbox/resident_inputs.h"
 #include "sandbox/worker_session.h"
+#include "sandbox/worker_sync.h"
 #include "timing/phase_log.h"
 #include "timing/timing_kernels.h"
 #include "workloads/tensor.h"
@@ -669,6 +671,13 @@ bool read_manifest(const std::string& path, nlohmann::json& m) {
 bool open_session(worker_session& s) {
   scoped_phase phase("worker.open_session"); // (the CUDA context comes up here)
   try {
+    // Before the context exists, so that every wait in it follows the flag (sandbox/worker_sync.h).
+    const char* sync = std::getenv("KERNELGATE_WORKER_SYNC");
+    const auto flag = worker_sync_flag(sync ? sync : "");
+    if (!flag)
+      throw cuda_failure{std::string("KERNELGATE_WORKER_SYNC='") + sync +
+                         "' is not one of auto, spin, yield, block"};
+    if (*flag != cudaDeviceScheduleAuto) check(cudaSetDeviceFlags(*flag), "cudaSetDeviceFlags");
     check(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking), "cudaStreamCreate");
     std::size_t total = 0;
     check(cudaMemGetInfo(&s.free_bytes_at_start, &total), "cudaMemGetInfo");

@@ -31,6 +31,7 @@
 #include "sandbox/candidate_batch.h"
 #include "sandbox/mutant_audit.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/worker_sync.h"
 #include "suite/audit_inputs.h"
 #include "suite/audit_scores.h"
 #include "suite/exit_codes.h"
@@ -172,6 +173,16 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     if (ec != std::errc() || p != n.data() + n.size() || v < 0 || v > 32)
       return bad_input(err, "KERNELGATE_AUDIT_CONNECTIONS='" + n + "' is not a count 0..32");
     if (v > 0) ::setenv("CUDA_DEVICE_MAX_CONNECTIONS", n.c_str(), 0);
+  }
+  // KERNELGATE_AUDIT_SYNC=auto|spin|yield|block (default block): how the workers wait for the
+  // GPU (sandbox/worker_sync.h). A KERNELGATE_WORKER_SYNC already set is kept.
+  {
+    const char* e = std::getenv("KERNELGATE_AUDIT_SYNC");
+    const std::string v = e && *e ? e : "block";
+    if (!worker_sync_flag(v))
+      return bad_input(err,
+                       "KERNELGATE_AUDIT_SYNC='" + v + "' is not one of auto, spin, yield, block");
+    ::setenv("KERNELGATE_WORKER_SYNC", v.c_str(), 0);
   }
   // KERNELGATE_AUDIT_GUARD=BYTES (default 2 MiB, 0: none): every fresh trial buffer sits between
   // 0xff guards of max(BYTES, its size) a side. On by default so that a candidate reading a

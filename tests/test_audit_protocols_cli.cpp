@@ -375,6 +375,12 @@ TEST(audit_protocols_cli, bad_input_is_one_line_and_runs_nothing) {
   ::unsetenv("KERNELGATE_AUDIT_CONNECTIONS");
   EXPECT_EQ(r.rc, exit_code::bad_input);
   EXPECT_NE(r.err.find("KERNELGATE_AUDIT_CONNECTIONS='many'"), std::string::npos) << r.err;
+  ::setenv("KERNELGATE_AUDIT_SYNC", "busy", 1);
+  r = run({"audit", "checker", "--protocol", "strict", "--catalog", f.catalog.string(), "--root",
+           f.root.string(), "--out", out.string()});
+  ::unsetenv("KERNELGATE_AUDIT_SYNC");
+  EXPECT_EQ(r.rc, exit_code::bad_input);
+  EXPECT_NE(r.err.find("KERNELGATE_AUDIT_SYNC='busy'"), std::string::npos) << r.err;
   for (const char* guard : {"2MiB", "-1", "2147483648"}) {
     ::setenv("KERNELGATE_AUDIT_GUARD", guard, 1);
     r = run({"audit", "checker", "--protocol", "strict", "--catalog", f.catalog.string(), "--root",

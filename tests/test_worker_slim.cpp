@@ -6,6 +6,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <thread>
@@ -95,6 +96,30 @@ TEST(worker_binary, kg_worker_takes_kernelgate_workers_arguments) {
   EXPECT_EQ(run_process({KG_WORKER_BIN, "worker", (d / "none.json").string()}, d / "log").exit_code,
             2);
   EXPECT_EQ(run_process({KG_WORKER_BIN, (d / "none.json").string()}, d / "log").exit_code, 2);
+}
+
+// KERNELGATE_WORKER_SYNC (sandbox/worker_sync.h, set by the audit): a name the worker does not
+// know ends it before any CUDA call with code 5 and one line naming the value; a known one is
+// applied, and the run goes on (the missing candidate: code 3 on a GPU machine, 5 without a GPU).
+TEST(worker_binary, kg_worker_reads_its_sync_mode_from_the_environment) {
+  const auto d = scratch("sync");
+  const auto m = missing_candidate_manifest(d).string();
+  const auto log_of = [](const fs::path& f) {
+    std::ifstream in(f);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  ::setenv("KERNELGATE_WORKER_SYNC", "sometimes", 1);
+  EXPECT_EQ(run_process({KG_WORKER_BIN, m}, d / "bad.log").exit_code, 5);
+  EXPECT_NE(log_of(d / "bad.log").find("KERNELGATE_WORKER_SYNC='sometimes'"), std::string::npos)
+      << log_of(d / "bad.log");
+  for (const char* mode : {"block", "spin", "yield", "auto"}) {
+    ::setenv("KERNELGATE_WORKER_SYNC", mode, 1);
+    const int code = run_process({KG_WORKER_BIN, m}, d / "ok.log").exit_code;
+    EXPECT_TRUE(code == 3 || code == 5) << mode << ": " << code;
+    EXPECT_EQ(log_of(d / "ok.log").find("KERNELGATE_WORKER_SYNC"), std::string::npos)
+        << mode << ": " << log_of(d / "ok.log");
+  }
+  ::unsetenv("KERNELGATE_WORKER_SYNC");
 }
 
 // What the sandbox does (worker_command of worker_binary's choice): the process that serves is
