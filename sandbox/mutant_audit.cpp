@@ -13,6 +13,7 @@
 #include "sandbox/process.h"
 #include "sandbox/sandbox_internal.h"
 #include "timing/phase_log.h"
+#include "workloads/tensor.h"
 
 namespace kg {
 
@@ -94,6 +95,19 @@ std::string seconds_text(double s) {
   return o.str();
 }
 
+// The bytes of every output a manifest's trials write (what the run adds to the scratch).
+std::size_t output_bytes(const nlohmann::json& manifest) {
+  std::size_t total = 0;
+  for (const auto& t : manifest.at("trials"))
+    for (const auto& x : t.at("outputs")) {
+      std::size_t n = dtype_size(static_cast<dtype>(x.at("dtype").get<int>()));
+      for (const auto& d : x.at("shape"))
+        n *= d.get<std::size_t>();
+      total += n;
+    }
+  return total;
+}
+
 // What one trial showed: nothing (it agreed), a wrong output, or a failed call.
 struct trial_outcome {
   bool ran = false;
@@ -118,7 +132,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
                                 const witness_trials* witness,
                                 const std::vector<audit_check>& checks,
                                 const mutant_audit_options& opt) {
-  if (!opt.cache || !opt.worker)
+  if (!opt.cache || (!opt.worker && !opt.workers))
     throw std::invalid_argument("audit_candidate: a trial cache and a worker are required");
   const auto t0 = std::chrono::steady_clock::now();
   candidate_audit a;
@@ -246,8 +260,14 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     sandbox_options limit = rules.back();
     limit.timeout_seconds =
         opt.timeout_seconds + (0.5 + opt.trial_limit_seconds) * static_cast<double>(sent.size());
+    std::optional<byte_budget::hold> outputs_held; // until this run's outputs are judged
+    if (opt.output_bytes) outputs_held.emplace(opt.output_bytes->reserve(output_bytes(manifest)));
     const auto run_start = std::chrono::steady_clock::now();
-    const auto o = run_gated(*opt.worker, limit, manifest_file, false);
+    const auto o = [&] {
+      if (!opt.workers) return run_gated(*opt.worker, limit, manifest_file, false);
+      const auto w = opt.workers->take(); // (given back before the judging below)
+      return run_gated(*w, limit, manifest_file, false);
+    }();
     const auto judge_start = std::chrono::steady_clock::now();
     a.run_seconds += std::chrono::duration<double>(judge_start - run_start).count();
     a.trials_sent += static_cast<int>(sent.size());

@@ -32,6 +32,7 @@
 #include "sandbox/candidate_compiler.h"
 #include "sandbox/trial_cache.h"
 #include "sandbox/worker_pool.h"
+#include "sandbox/worker_set.h"
 #include "workloads/task.h"
 
 namespace kg {
@@ -85,7 +86,13 @@ struct mutant_audit_options {
   int max_runs = 8;               // worker runs per candidate (each crash costs one)
   int max_timeouts = 2; // runs that may end in a (whole-run) timeout before the rest is unknown
   trial_cache* cache = nullptr;     // required: the task's trials, shared by its candidates
-  worker_process* worker = nullptr; // required: a long-lived worker
+  worker_process* worker = nullptr; // a long-lived worker (this, or `workers`, is required)
+  // Instead of `worker`: each run takes a worker from the set and gives it back before its
+  // outputs are read and judged, so a set shared by more threads than workers keeps them busy.
+  worker_set* workers = nullptr;
+  // Where set: a run reserves the bytes of the outputs it will write until they are judged and
+  // removed (memory-backed scratch, shared by every thread).
+  byte_budget* output_bytes = nullptr;
   gpu_gate* gate = nullptr;         // shared while checking (nullptr: nothing else on the GPU)
   // > 0: the worker keeps the task's inputs on the device across candidates and reuses its
   // buffers, within this many bytes (the manifest's "resident_bytes"); 0: every trial allocates.

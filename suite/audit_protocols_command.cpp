@@ -197,6 +197,16 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
     if (ec != std::errc() || p != n.data() + n.size() || guard_bytes > (std::size_t{1} << 30))
       return bad_input(err, "KERNELGATE_AUDIT_GUARD='" + n + "' is not a byte count 0..2^30");
   }
+  // KERNELGATE_AUDIT_JUDGES=N (1..256; default twice the workers): the threads that send
+  // candidates to the workers and judge what comes back. A thread holds a worker only for a run,
+  // so with more threads than workers the workers keep running while the CPU judges.
+  int judges_wanted = 0;
+  if (const char* e = std::getenv("KERNELGATE_AUDIT_JUDGES"); e && *e) {
+    const std::string n = e;
+    const auto [p, ec] = std::from_chars(n.data(), n.data() + n.size(), judges_wanted);
+    if (ec != std::errc() || p != n.data() + n.size() || judges_wanted < 1 || judges_wanted > 256)
+      return bad_input(err, "KERNELGATE_AUDIT_JUDGES='" + n + "' is not a count 1..256");
+  }
   if (o.out.empty()) return bad_input(err, "--out is empty");
   if (o.timeout < 0) return bad_input(err, "--timeout must be > 0");
   if (o.witness_seeds < 1) return bad_input(err, "--witness-seeds must be >= 1");
@@ -279,6 +289,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   // rounds of the workers' candidates between a control and its task's first mutant, so the
   // workers never wait at a task's start for its control. Compiled in this order too.
   const int workers = o.workers > 0 ? o.workers : default_workers();
+  const int judges = judges_wanted > 0 ? judges_wanted : 2 * workers;
   {
     std::vector<std::string> task_of;
     std::vector<bool> control_of;
@@ -501,12 +512,18 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       compile_line_shown = true;
     }
   }
-  auto thread_body = [&](int n) {
-    worker_process worker(worker_command(shared.self_exe),
-                          dir / "workers" / ("worker-" + std::to_string(n) + ".log"),
-                          worker_limits());
-    worker.expect_ready(true);
-    worker.set_prestart(true); // (crashes and hangs are common here: each costs a restart)
+  worker_set worker_slots(workers, [&](int n) {
+    auto w = std::make_unique<worker_process>(
+        worker_command(shared.self_exe), dir / "workers" / ("worker-" + std::to_string(n) + ".log"),
+        worker_limits());
+    w->expect_ready(true);
+    w->set_prestart(true); // (crashes and hangs are common here: each costs a restart)
+    return w;
+  });
+  // The outputs a run writes sit in memory-backed scratch until judged: with more threads than
+  // workers, a large task's runs (tens of trials of tens of megabytes) could otherwise pile up.
+  byte_budget output_budget(memory_budget);
+  auto thread_body = [&] {
     for (std::size_t i; (i = next++) < work.size();) {
       const auto& c = work[i];
       bool have = false; // its compile's result
@@ -551,7 +568,8 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
         }
       const bool control = c.row.rfind("control:", 0) == 0;
       mutant_audit_options so = shared;
-      so.worker = &worker;
+      so.workers = &worker_slots;
+      so.output_bytes = &output_budget;
       so.work_dir = scratch / "runs" / std::to_string(i);
       if (!control) {
         std::unique_lock<std::mutex> l(mu);
@@ -644,8 +662,8 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   };
   {
     std::vector<std::jthread> threads;
-    for (int n = 0; n < workers; ++n)
-      threads.emplace_back(thread_body, n);
+    for (int n = 0; n < judges; ++n)
+      threads.emplace_back(thread_body);
   }
   cancel_compile = true; // (all compiled by now, unless interrupted)
   compiler.join();
@@ -746,6 +764,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
         {"unwitnessed_synchronization_mutants_run", sanitized_count},
         {"killed_by_sanitizer", killed_by_sanitizer}}},
       {"workers", workers},
+      {"judges", judges},
       {"phases_seconds",
        {{"compile", compile_seconds},
         {"witness_and_protocols", audit_seconds},

@@ -312,6 +312,8 @@ TEST(audit_protocols_cli, outputs_carry_phases_suites_and_a_report_per_protocol)
   for (const char* p : {"compile", "witness_and_protocols", "report", "total"})
     EXPECT_GE(s.at("phases_seconds").at(p).get<double>(), 0.0) << p;
   EXPECT_EQ(s.at("controls"), 4);
+  // Twice as many judging threads as workers by default (a worker is held only for a run).
+  EXPECT_EQ(s.at("judges").get<int>(), 2 * s.at("workers").get<int>());
   EXPECT_FALSE(s.at("protocols").at("strict").at("valid").get<bool>());
   for (const auto n : protocol_names())
     EXPECT_TRUE(fs::is_regular_file(f.out / ("report." + std::string(n) + ".mutation.json"))) << n;
@@ -371,8 +373,9 @@ TEST(audit_protocols_cli, bad_input_is_one_line_and_runs_nothing) {
   EXPECT_EQ(r.rc, exit_code::bad_input);
   EXPECT_NE(r.err.find("give --cmd or --protocol"), std::string::npos) << r.err;
   // Each audit setting with a value it does not take: bad input naming the variable and value.
-  for (const auto& [var, value] : {std::pair{"KERNELGATE_AUDIT_CONNECTIONS", "many"},
-                                   std::pair{"KERNELGATE_AUDIT_SYNC", "busy"}}) {
+  for (const auto& [var, value] :
+       {std::pair{"KERNELGATE_AUDIT_CONNECTIONS", "many"},
+        std::pair{"KERNELGATE_AUDIT_SYNC", "busy"}, std::pair{"KERNELGATE_AUDIT_JUDGES", "0"}}) {
     ::setenv(var, value, 1);
     r = run({"audit", "checker", "--protocol", "strict", "--catalog", f.catalog.string(), "--root",
              f.root.string(), "--out", out.string()});

@@ -3,6 +3,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -11,6 +13,7 @@
 
 #include "reports/remove_tree.h"
 #include "sandbox/worker_pool.h"
+#include "sandbox/worker_set.h"
 
 using namespace kg;
 namespace fs = std::filesystem;
@@ -136,4 +139,63 @@ TEST(gpu_gate, timing_waits_for_checks_then_goes_before_later_checks) {
   late.join();
   EXPECT_EQ(writer_at.load(), 0);
   EXPECT_EQ(late_reader_at.load(), 1);
+}
+
+TEST(worker_set, a_thread_waits_for_a_free_worker_and_gets_the_one_given_back) {
+  const auto d = scratch("set");
+  worker_set set(2, [&](int n) {
+    return std::make_unique<worker_process>(
+        std::vector<std::string>{"bash", "-c",
+                                 "while read -r m <&3; do echo \"ran $m\"; echo '0 continue' >&4; "
+                                 "done",
+                                 "bash"},
+        d / ("w" + std::to_string(n) + ".log"), process_limits{});
+  });
+  EXPECT_EQ(set.size(), 2);
+  std::optional<worker_set::lease> a(set.take()), b(set.take());
+  EXPECT_NE(&**a, &**b); // two workers, one each
+  const auto o = (*a)->run("m.json", 5);
+  EXPECT_TRUE(o.ok()) << o.describe();
+  EXPECT_NE((*a)->last_log().find("ran m.json"), std::string::npos);
+  const worker_process* given_back = &**a;
+  std::atomic<const worker_process*> third{nullptr};
+  std::jthread t([&] {
+    const auto c = set.take();
+    third = &*c;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(third.load(), nullptr); // both taken: it waits
+  a.reset();
+  t.join();
+  EXPECT_EQ(third.load(), given_back);
+  EXPECT_EQ(set.starts(), 1); // workers start on their first run, not before
+}
+
+TEST(byte_budget, a_reservation_waits_until_it_fits_and_one_too_large_runs_alone) {
+  byte_budget budget(100);
+  std::optional<byte_budget::hold> first(budget.reserve(60));
+  std::atomic<bool> second_in{false};
+  std::jthread t([&] {
+    const auto h = budget.reserve(50); // 60 + 50 > 100
+    second_in = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(second_in.load());
+  EXPECT_EQ(budget.held(), 60u);
+  first.reset();
+  t.join();
+  EXPECT_TRUE(second_in.load());
+  EXPECT_EQ(budget.held(), 0u);
+  // Larger than the whole budget: it proceeds once nothing else is held, and holds others off.
+  std::optional<byte_budget::hold> big(budget.reserve(500));
+  std::atomic<bool> small_in{false};
+  std::jthread u([&] {
+    const auto h = budget.reserve(1);
+    small_in = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(small_in.load());
+  big.reset();
+  u.join();
+  EXPECT_TRUE(small_in.load());
 }
