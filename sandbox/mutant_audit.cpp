@@ -209,6 +209,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
   // so the configurations after it are not run (they count as not disagreeing in its kill row).
   bool witness_crashed = false;
   bool second_stage = false;
+  bool unwitnessed_early = false; // a mutant the witness plan shows wrong nowhere: stage 2 skipped
   auto needed = [&](std::size_t i, bool by_stage) {
     if (outcome[i].ran) return false;
     if (by_stage && later[i] && !second_stage) return false;
@@ -248,6 +249,10 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
     }
     if (sent.empty()) {
       if (second_stage) break;
+      if (opt.mutant && witness && !failed[witness_group]) { // unwitnessed: see mutant_audit.h
+        unwitnessed_early = true;
+        break;
+      }
       second_stage = true;
       continue;
     }
@@ -374,6 +379,13 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
                        plan[i].key.shape->name + " " + plan[i].label + ": " + outcome[i].why};
     }
     if (a.checks[k].verdict == kill_verdict::killed) continue;
+    if (ran < total && unwitnessed_early) {
+      a.checks[k] = {kill_verdict::missing,
+                     "not decided: " + std::to_string(ran) + " of " + std::to_string(total) +
+                         " trials accepted; the rest not run, as no input of the witness plan "
+                         "shows this mutant wrong (unwitnessed verdicts are never scored)"};
+      continue;
+    }
     a.checks[k] = ran == total ? check_verdict{kill_verdict::survived,
                                                std::to_string(total) + " trials accepted"}
                                : check_verdict{kill_verdict::missing,

@@ -105,6 +105,12 @@ struct mutant_audit_options {
   // pool, keeping at most this many idle bytes (the manifest's "pool_bytes",
   // sandbox/resident_inputs.h); 0: every trial allocates and frees.
   std::size_t pool_bytes = 0;
+  // A mutant, not a correct kernel: once its witness plan has run and shows it wrong nowhere
+  // (unwitnessed), the protocols' later trials are not sent -- no score or report counts an
+  // unwitnessed mutant's verdicts (mutants/kill_matrix.h), and a mutant that is correct but slow
+  // would spend them at its slow pace -- and the protocols not decided by then stay missing.
+  // A correct kernel's trials all run: a protocol that rejects it is invalid for its task.
+  bool mutant = false;
 };
 
 // Every trial audit_candidate will take from the cache for this task (what a caller prefetches

@@ -571,6 +571,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       so.workers = &worker_slots;
       so.output_bytes = &output_budget;
       so.work_dir = scratch / "runs" / std::to_string(i);
+      so.mutant = !control;
       if (!control) {
         std::unique_lock<std::mutex> l(mu);
         auto ready = [&] { return controls_left[c.task] == 0 || stopped; };

@@ -10,12 +10,14 @@
 // result carries an FNV-1a digest of its input files (what a seed reproduces) and whether the
 // manifest asked for a busy stream. With KG_FAKE_MANIFEST_LOG set, each manifest's candidate and
 // trial count are appended to that file ("<shared object> <trials>"); with KG_FAKE_COPY_INPUT set,
-// each output is the bytes of the trial's first input instead of zeros.
+// each output is the bytes of the trial's first input instead of zeros; with KG_FAKE_RELU set, each
+// output is max(x, 0) of the first input read as float32 (relu's answer: every candidate right).
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -88,6 +90,16 @@ int main(int argc, char** argv) {
           if (std::getenv("KG_FAKE_COPY_INPUT")) { // output = the first input's bytes (relu on
             std::ifstream f(t.at("inputs").at(0).at("file").get<std::string>(), std::ios::binary);
             f.read(data.data(), static_cast<std::streamsize>(n)); // inputs in [0, 1) is that)
+          }
+          if (std::getenv("KG_FAKE_RELU")) { // max(x, 0) of the first input (float32): relu's
+            std::ifstream f(t.at("inputs").at(0).at("file").get<std::string>(), std::ios::binary);
+            f.read(data.data(), static_cast<std::streamsize>(n)); // right answer, bit for bit
+            for (std::size_t k = 0; k + 4 <= n; k += 4) {
+              float v;
+              std::memcpy(&v, data.data() + k, 4);
+              if (v < 0.0f) v = 0.0f; // (as std::max(x, 0.0) in the oracle: NaN stays NaN)
+              std::memcpy(data.data() + k, &v, 4);
+            }
           }
           std::ofstream(o.at("file").get<std::string>(), std::ios::binary)
               .write(data.data(), static_cast<std::streamsize>(data.size()));

@@ -610,3 +610,57 @@ TEST(audit_protocols_cli, a_shared_first_call_is_judged_by_each_rule_and_the_sec
   }
   EXPECT_TRUE(seen);
 }
+
+// The stand-in computing relu itself (KG_FAKE_RELU): every candidate gives the right answer, so
+// the control is accepted by every protocol after every trial, while each mutant is unwitnessed
+// after its first run -- the witness plan's configurations and each protocol's first trial --
+// and its other protocol trials are never sent: their verdicts would not be scored.
+TEST(audit_protocols_cli, an_unwitnessed_mutant_skips_the_protocols_later_trials) {
+  const auto& f = fx();
+  const auto base = kg::test::scratch_dir("audit-protocols") / "relu-right";
+  ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
+  ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
+  ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
+  ::setenv("KG_FAKE_RELU", "1", 1);
+  const auto r =
+      run({"audit", "checker", "--protocol", "all", "--catalog", f.catalog.string(), "--root",
+           f.root.string(), "--tasks", "relu", "--workers", "2", "--out", (base / "out").string()});
+  ::unsetenv("KERNELGATE_FAKE_DEVICE");
+  ::unsetenv("KERNELGATE_WORKER");
+  ::unsetenv("KERNELGATE_CACHE");
+  ::unsetenv("KG_FAKE_RELU");
+  EXPECT_EQ(r.rc, exit_code::ok) << r.out << r.err;
+  const auto plan = witness_plan(load_task(f.root / "data/tasks/relu.json")).size();
+  int control_trials = 0, mutants = 0;
+  for (const auto& v : jsonl(base / "out/verdicts.jsonl")) {
+    if (v.at("row") == "control:kernels/tasks/relu.cu") {
+      control_trials = v.at("trials_sent").get<int>();
+      for (const auto& [name, c] : v.at("checks").items())
+        EXPECT_EQ(c.at("verdict"), "survived") << name << " " << v.dump();
+      EXPECT_EQ(v.at("worker_runs"), 2) << v.dump();
+      continue;
+    }
+    ++mutants;
+    EXPECT_EQ(v.at("worker_runs"), 1) << v.dump();
+    // One run: the plan and the four distinct first trials (kernelbench, kernelbench-v0 and kbv
+    // share theirs; sol, flashinfer, strict draw their own).
+    EXPECT_EQ(v.at("trials_sent").get<std::size_t>(), plan + 4) << v.dump();
+    // A protocol whose trials all ran in that run is decided (accepted); kernelbench (five
+    // draws) and strict (a draw per regime) are not, and stay missing, saying why.
+    for (const auto& [name, c] : v.at("checks").items()) {
+      const auto reason = c.at("reason").get<std::string>();
+      if (c.at("verdict") == "survived") {
+        EXPECT_NE(reason.find("trials accepted"), std::string::npos) << name << " " << reason;
+        continue;
+      }
+      EXPECT_EQ(c.at("verdict"), "missing") << name << " " << v.dump();
+      EXPECT_NE(reason.find("unwitnessed verdicts are never scored"), std::string::npos) << reason;
+    }
+    for (const char* p : {"kernelbench", "strict"})
+      EXPECT_EQ(v.at("checks").at(p).at("verdict"), "missing") << p;
+  }
+  EXPECT_EQ(mutants, static_cast<int>(f.relu_mutants));
+  EXPECT_GT(control_trials, static_cast<int>(plan + 4)); // every trial of every protocol
+  for (const auto& w : jsonl(base / "out/witnesses.jsonl"))
+    if (!w.at("control").get<bool>()) EXPECT_EQ(w.at("status"), "unwitnessed") << w.dump();
+}
