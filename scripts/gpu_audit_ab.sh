@@ -13,13 +13,17 @@
 #                   (examples/kernelbench_checker) through --cmd on its witnessed mutants and
 #                   controls (CMD_JOBS at once), then `audit agreement` against its kernelbench
 #                   column;
-#                4. per CONFIGS entry (MODE:WORKERS[:VAR=VALUE], MODE fresh or resident), the
-#                   audit of the sample's AB_TASKS (default all) with `--protocol all`, a cold
-#                   compile cache of its own, at most LIMIT_S seconds, its phase sums into ab.log.
+#                4. per CONFIGS entry (MODE:WORKERS[:VAR=VALUE...], MODE fresh or resident, each
+#                   VAR=VALUE after a colon), the audit of the sample's AB_TASKS (default all)
+#                   with `--protocol all`, a cold compile cache of its own, at most LIMIT_S
+#                   seconds, its phase sums into ab.log, and the machine's load while it ran
+#                   (vmstat: mean user, system and idle CPU; nvidia-smi: mean and p90 GPU
+#                   utilization, read only).
 #                Every audit's worker count: WORKERS entries, default 8.
 #   PHASE=wait   waits for what PHASE=start began
 # Files back: build.log, ctx.log, ab.log, agreement.txt, agreement.json, cmd_summary.json,
-# verdicts-ab-N.jsonl (per configuration), verdicts-agree.jsonl, verdicts-cmd.jsonl.
+# verdicts-ab-N.jsonl (per configuration), verdicts-agree.jsonl, verdicts-cmd.jsonl, phases.tgz
+# (every audit's phase log).
 set -uo pipefail
 phase=${PHASE:-start}
 wait_s=${WAIT_S:-560}
@@ -68,14 +72,26 @@ if [ "$phase" = start ]; then
       [ \"\$extra\" = \"\$rest\" ] && extra=
       r=0; [ \$mode = resident ] && r=1
       s=\$(date +%s)
-      env \$extra KERNELGATE_AUDIT_RESIDENT=\$r KERNELGATE_CACHE='$w/cache-'\$i \
+      command -v vmstat >/dev/null && { vmstat -n 2 >'$w/vmstat-'\$i.log & }
+      vp=\$!
+      nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 500 \
+        >'$w/gpu-'\$i.log 2>/dev/null &
+      gp=\$!
+      env \${extra//:/ } KERNELGATE_AUDIT_RESIDENT=\$r KERNELGATE_CACHE='$w/cache-'\$i \
         KG_PHASE_LOG='$w/phases-'\$i.log timeout ${LIMIT_S:-240} '$kg' audit checker \
         --protocol all --catalog '$w/sample' --tasks '${AB_TASKS:-.*}' --workers \$workers \
         --no-progress --out '$w/ab-'\$i >'$w/ab-'\$i.log 2>&1
       rc=\$?
+      kill \$vp \$gp 2>/dev/null
       echo \"config \$i (\$c): exit \$rc in \$(( \$(date +%s) - s )) s, \$(wc -l <'$w/ab-'\$i/verdicts.jsonl) candidates judged\" >>'$w/ab.log'
       grep -E '^(compile|witness|every)' '$w/ab-'\$i.log >>'$w/ab.log'
       python3 scripts/audit_seconds.py '$w/phases-'\$i.log /dev/null | head -12 >>'$w/ab.log'
+      awk 'NR > 3 { us += \$13; sy += \$14; id += \$15; wa += \$16; n++ }
+           END { if (n) printf \"cpu: user %.0f%%, system %.0f%%, idle %.0f%%, io wait %.0f%% (%d samples)\\n\", us/n, sy/n, id/n, wa/n, n }' \
+        '$w/vmstat-'\$i.log >>'$w/ab.log' 2>/dev/null
+      sort -n '$w/gpu-'\$i.log | awk '{ v[NR] = \$1; s += \$1 }
+           END { if (NR) printf \"gpu utilization: mean %.0f%%, p90 %d%% (%d samples)\\n\", s/NR, v[int(NR*0.9)+0], NR }' \
+        >>'$w/ab.log' 2>/dev/null
     done
     touch '$w/done'" </dev/null >/dev/null 2>&1 &
 fi
@@ -83,6 +99,7 @@ fi
 while [ ! -f "$w/done" ] && [ $((SECONDS - t0)) -lt "$wait_s" ]; do sleep 5; done
 for f in ctx.log ab.log agreement.txt agreement.json; do cp "$w/$f" "$logs/" 2>/dev/null; done
 cp "$w/cmd/summary.json" "$logs/cmd_summary.json" 2>/dev/null
+(cd "$w" && ls phases-*.log >/dev/null 2>&1 && tar czf "$logs/phases.tgz" phases-*.log)
 for d in "$w"/ab-*/ "$w"/agree/ "$w"/cmd/; do
   [ -f "$d/verdicts.jsonl" ] && cp "$d/verdicts.jsonl" "$logs/verdicts-$(basename "$d").jsonl"
 done
