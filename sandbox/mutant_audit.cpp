@@ -195,15 +195,21 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
   std::vector<bool> later(plan.size(), false);
   for (std::size_t i = 1; i < plan.size(); ++i)
     later[i] = plan[i].group != witness_group && plan[i].group == plan[i - 1].group;
-  // Trials of the same inputs (kernelbench, kernelbench-v0 and kbv draw their first inputs alike)
-  // run once; each check judges the outputs by its own rule, and a crash there ends each of them.
-  // The candidate is called once per input set, as each checker would call it once.
+  // Trials of the same inputs run once: the same shape and the same input bytes (kernelbench,
+  // kernelbench-v0 and kbv draw their first inputs alike; sol, flashinfer, strict's first draw and
+  // the witness plan's first configurations draw N(0,1) activations from one seed, and where the
+  // task has no weight or bias, or their parameter draws agree, the inputs are the same). Each
+  // check judges the outputs by its own rule, and a crash there ends each of them. The candidate
+  // is called once per input set, as each checker would call it once.
   std::vector<std::size_t> shared_with(plan.size()); // the first plan trial of the same inputs
   {
     std::map<std::string, std::size_t> first_of;
-    for (std::size_t i = 0; i < plan.size(); ++i)
-      shared_with[i] =
-          first_of.emplace(plan[i].key.id() + (plan[i].busy ? "/busy" : ""), i).first->second;
+    for (std::size_t i = 0; i < plan.size(); ++i) {
+      std::string same = files[i].inputs_sha256.empty() ? plan[i].key.id() : files[i].inputs_sha256;
+      for (const auto& [sym, v] : plan[i].key.shape->dims)
+        same += "/" + sym + "=" + std::to_string(v);
+      shared_with[i] = first_of.emplace(same + (plan[i].busy ? "/busy" : ""), i).first->second;
+    }
   }
   // A crash in the witness plan witnesses the mutant; each further one would cost a worker start,
   // so the configurations after it are not run (they count as not disagreeing in its kill row).

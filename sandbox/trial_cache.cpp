@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/rng.h"
+#include "base/sha256.h"
 #include "kernels/task_torch_refs.h"
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
@@ -269,10 +270,18 @@ void trial_cache::write_files(entry& e, const trial_data& d) {
   scoped_phase phase("cache.write_files");
   std::filesystem::create_directories(e.dir);
   trial_files f;
+  sha256 inputs_hash;
   for (std::size_t i = 0; i < d.inputs.size(); ++i) {
     f.inputs.push_back(e.dir / ("in" + std::to_string(i) + ".bin"));
     write_file(f.inputs.back(), d.inputs[i]);
+    const auto& t = d.inputs[i];
+    const std::int64_t head[2] = {static_cast<std::int64_t>(t.type),
+                                  static_cast<std::int64_t>(t.shape.size())};
+    inputs_hash.update(head, sizeof head);
+    inputs_hash.update(t.shape.data(), t.shape.size() * sizeof(std::int64_t));
+    inputs_hash.update(t.bytes.data(), t.bytes.size());
   }
+  f.inputs_sha256 = inputs_hash.finish_hex();
   for (std::size_t i = 0; i < d.oracle.size(); ++i) {
     f.expected.push_back(e.dir / ("expected" + std::to_string(i) + ".bin"));
     write_file(f.expected.back(), d.oracle[i].cast(dtype::float32));

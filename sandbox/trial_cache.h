@@ -88,6 +88,10 @@ void apply_variant(const task_def& t, std::vector<host_tensor>& inputs, std::uin
 // on-device check of timed calls compares with).
 struct trial_files {
   std::vector<std::filesystem::path> inputs, expected;
+  // SHA-256 over every input's dtype, shape and bytes, in order: trials of other keys whose
+  // inputs are the same bytes (protocols and witness configurations that draw alike) can share
+  // one call of the candidate.
+  std::string inputs_sha256;
 };
 
 class trial_cache {

@@ -228,6 +228,9 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   for (const auto& [id, t] : tasks) {
     witness_plan_options wo;
     wo.seeds = o.witness_seeds;
+    // From the protocols' own seed: the plan's N(0,1) configurations on the first shape are
+    // then the input sets the protocols' first trials draw, and one call serves both.
+    wo.first_seed = mutant_audit_options{}.seed;
     try {
       plans[id] = std::make_unique<witness_trials>(t, witness_plan(t, wo));
     } catch (const std::invalid_argument& e) {
@@ -751,7 +754,7 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       {"controls", in.sources.size()},
       {"witness_statuses", statuses},
       {"unwitnessed_because_a_control_fails_there", demoted.size()},
-      {"witness_plan", {{"seeds", o.witness_seeds}}},
+      {"witness_plan", {{"seeds", o.witness_seeds}, {"first_seed", mutant_audit_options{}.seed}}},
       {"candidates_run", done},
       {"worker_runs", worker_runs},
       {"crashes", crashes},

@@ -193,12 +193,13 @@ TEST(audit_protocols_cli, a_crashing_candidate_costs_one_run_per_input_set_then_
   for (const auto& v : jsonl(f.out / "verdicts.jsonl")) {
     if (v.at("task") != "abs_fp32") continue;
     ++seen;
-    // A run per distinct first input set of the six protocols, each ended by the crash there:
-    // kernelbench, kernelbench-v0 and kbv share theirs (uniform [0, 1), identity parameters,
-    // the same seed, scale 1), sol, flashinfer and strict have their own; then one at the
-    // witness plan's first configuration, after which the plan stops (a crash witnesses it).
-    EXPECT_EQ(v.at("worker_runs"), 5) << v.dump();
-    EXPECT_EQ(v.at("crashes"), 5) << v.dump();
+    // A run per distinct first input set, each ended by the crash there: kernelbench,
+    // kernelbench-v0 and kbv share theirs (uniform [0, 1), identity parameters, the same seed,
+    // scale 1); sol, flashinfer, strict's first draw and the witness plan's first configuration
+    // are N(0,1) from the protocols' seed on the first shape, and abs has no parameters, so the
+    // same bytes: one call, after which the plan stops (a crash witnesses it).
+    EXPECT_EQ(v.at("worker_runs"), 2) << v.dump();
+    EXPECT_EQ(v.at("crashes"), 2) << v.dump();
     for (const auto& [name, c] : v.at("checks").items())
       EXPECT_EQ(c.at("verdict"), "killed") << name;
   }
@@ -218,14 +219,15 @@ TEST(audit_protocols_cli, a_crashing_candidate_costs_one_run_per_input_set_then_
 
 // The first stage sends each protocol's first trial and the witness plan; a protocol that
 // rejects there is not run further. Zeros are wrong for relu and silu on every protocol's first
-// input, so each relu candidate and silu's control is one manifest: the four distinct first
-// input sets of the six protocols (kernelbench, kernelbench-v0 and kbv share one) and the plan
-// (the stand-in logs the manifests it runs: abs and exp's candidates crash or fail to load before
-// that, silu's mutants hang).
+// input, so each relu candidate and silu's control is one manifest: the plan and the one first
+// input set of the six protocols' that is not one of the plan's (kernelbench, kernelbench-v0 and
+// kbv share a uniform one; sol, flashinfer and strict's N(0,1) one is the plan's first) and the
+// plan (the stand-in logs the manifests it runs: abs and exp's candidates crash or fail to load
+// before that, silu's mutants hang).
 TEST(audit_protocols_cli, protocols_that_reject_at_their_first_trial_run_no_other) {
   const auto& f = fx();
   const auto first_stage = [&](const char* task) {
-    return 4 +
+    return 1 +
            witness_plan(load_task(f.root / "data/tasks" / (std::string(task) + ".json"))).size();
   };
   std::map<std::size_t, std::size_t> manifests_of_size;
@@ -264,10 +266,10 @@ TEST(audit_protocols_cli, a_hang_is_cut_by_the_limit_its_control_set) {
     // The stand-in reports calls of no time, so the limit is its floor: KernelBench's longest
     // passing call (180 s over 5 trials, 3 warm-up and 100 timed calls), above the 1 s minimum.
     EXPECT_DOUBLE_EQ(v.at("trial_limit_seconds").get<double>(), 180.0 / 108) << v.dump();
-    // As the crashing candidate: a run per distinct first input set, one at the witness plan,
-    // each a hang.
-    EXPECT_EQ(v.at("worker_runs"), 5) << v.dump();
-    EXPECT_EQ(v.at("hangs"), 5) << v.dump();
+    // As the crashing candidate: a run per distinct first input set (the second one the witness
+    // plan's first configuration too), each a hang.
+    EXPECT_EQ(v.at("worker_runs"), 2) << v.dump();
+    EXPECT_EQ(v.at("hangs"), 2) << v.dump();
     hung_runs += v.at("hangs").get<int>();
     for (const auto& [name, c] : v.at("checks").items()) {
       EXPECT_EQ(c.at("verdict"), "killed") << name;
@@ -601,11 +603,12 @@ TEST(audit_protocols_cli, a_shared_first_call_is_judged_by_each_rule_and_the_sec
       EXPECT_EQ(c.at(p).at("verdict"), "killed") << p;
       EXPECT_NE(c.at(p).at("reason").get<std::string>().find("draw 0"), std::string::npos) << p;
     }
-    // Two runs: the first stage, then the second (kernelbench's four other draws, shared with
+    // Two runs: the first stage (the plan and the uniform first input set; the N(0,1) one is the
+    // plan's first), then the second (kernelbench's four other draws, shared with
     // kernelbench-v0, and kbv's three other scales): 4 + 3 calls.
     EXPECT_EQ(v.at("worker_runs"), 2) << v.dump();
     EXPECT_EQ(v.at("trials_sent").get<int>() - 7,
-              static_cast<int>(4 + witness_plan(load_task(f.root / "data/tasks/relu.json")).size()))
+              static_cast<int>(1 + witness_plan(load_task(f.root / "data/tasks/relu.json")).size()))
         << v.dump();
   }
   EXPECT_TRUE(seen);
@@ -642,9 +645,9 @@ TEST(audit_protocols_cli, an_unwitnessed_mutant_skips_the_protocols_later_trials
     }
     ++mutants;
     EXPECT_EQ(v.at("worker_runs"), 1) << v.dump();
-    // One run: the plan and the four distinct first trials (kernelbench, kernelbench-v0 and kbv
-    // share theirs; sol, flashinfer, strict draw their own).
-    EXPECT_EQ(v.at("trials_sent").get<std::size_t>(), plan + 4) << v.dump();
+    // One run: the plan and kernelbench's first trial (shared with kernelbench-v0 and kbv; sol,
+    // flashinfer and strict's first is the plan's first configuration).
+    EXPECT_EQ(v.at("trials_sent").get<std::size_t>(), plan + 1) << v.dump();
     // A protocol whose trials all ran in that run is decided (accepted); kernelbench (five
     // draws) and strict (a draw per regime) are not, and stay missing, saying why.
     for (const auto& [name, c] : v.at("checks").items()) {
@@ -660,7 +663,7 @@ TEST(audit_protocols_cli, an_unwitnessed_mutant_skips_the_protocols_later_trials
       EXPECT_EQ(v.at("checks").at(p).at("verdict"), "missing") << p;
   }
   EXPECT_EQ(mutants, static_cast<int>(f.relu_mutants));
-  EXPECT_GT(control_trials, static_cast<int>(plan + 4)); // every trial of every protocol
+  EXPECT_GT(control_trials, static_cast<int>(plan + 1)); // every trial of every protocol
   for (const auto& w : jsonl(base / "out/witnesses.jsonl"))
     if (!w.at("control").get<bool>()) EXPECT_EQ(w.at("status"), "unwitnessed") << w.dump();
 }

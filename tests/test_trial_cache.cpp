@@ -8,6 +8,7 @@
 #include "oracles/comparators.h"
 #include "oracles/task_oracles.h"
 #include "sandbox/trial_cache.h"
+#include "scratch_dir.h"
 #include "suite/task_catalog.h"
 
 using namespace kg;
@@ -176,4 +177,39 @@ TEST(trial_cache, compare_allclose_adds_the_extra_term_element_by_element) {
   const auto r = compare_allclose(ref, got, 0.0, 0.0, tolerance_side::reference, &extra);
   EXPECT_EQ(r.mismatches, 1);
   EXPECT_EQ(r.first_mismatch, 2);
+}
+
+// A trial's files name its inputs by content: keys that draw the same bytes -- the checker
+// protocols' N(0,1) first trials and the witness plan's configurations of one seed and shape --
+// share a digest, so the audit calls a candidate once for them (sandbox/mutant_audit.cpp).
+TEST(trial_cache, keys_that_draw_the_same_inputs_share_their_digest) {
+  const auto relu = task("relu");                // no weight or bias
+  const auto ln = task("layernorm_affine_fp32"); // weight and bias
+  trial_cache cache(kg::test::scratch_dir("trial-cache") / "digest", 1);
+  task_input_regime strict0, sol, flashinfer, uniform, witness_identity;
+  strict0.strict_regime = 0;       // strict's first draw, the witness plan's first configuration
+  sol.identity_params = true;      // N(0,1) activations, parameters 1 and 0
+  flashinfer.normal_params = true; // everything N(0,1)
+  uniform.uniform01_activations = true;
+  uniform.identity_params = true; // kernelbench's
+  witness_identity.strict_regime = 0;
+  witness_identity.identity_params = true;
+  const auto digest = [&](const task_def& t, const task_shape& s, std::uint64_t seed,
+                          const task_input_regime& r) {
+    return cache.files({&t, &s, seed, r, false}).inputs_sha256;
+  };
+  const auto& r0 = relu.shapes.back(); // (1M elements: the first shape has 16M)
+  const auto a = digest(relu, r0, 5, strict0);
+  EXPECT_EQ(a.size(), 64u);
+  EXPECT_EQ(digest(relu, r0, 5, sol), a);
+  EXPECT_EQ(digest(relu, r0, 5, flashinfer), a);
+  EXPECT_NE(digest(relu, r0, 5, uniform), a);
+  EXPECT_NE(digest(relu, r0, 6, strict0), a);
+  ASSERT_GT(relu.shapes.size(), 1u);
+  EXPECT_NE(digest(relu, relu.shapes.front(), 5, strict0), a);
+  // With a weight and a bias the parameter draws tell them apart, and match where they agree.
+  const auto& l0 = ln.shapes.front();
+  EXPECT_NE(digest(ln, l0, 5, sol), digest(ln, l0, 5, strict0));
+  EXPECT_NE(digest(ln, l0, 5, sol), digest(ln, l0, 5, flashinfer));
+  EXPECT_EQ(digest(ln, l0, 5, witness_identity), digest(ln, l0, 5, sol));
 }

@@ -86,6 +86,15 @@ TEST(witness_plan, varies_regimes_parameters_and_tails_one_at_a_time) {
   EXPECT_EQ(plan[30].dims.at("R"), 1);
   // Two seeds double the task's own (shape, regime) configurations only: 28 + 8 + 8 + 1.
   EXPECT_EQ(witness_plan(scaled_rows(), {2}).size(), 45u);
+  // Seeds start where asked (the audit starts them at its protocols' seed): the task's own
+  // configurations take first_seed, first_seed + 1, ..., every other one first_seed.
+  const auto from7 = witness_plan(scaled_rows(), {2, 7});
+  ASSERT_EQ(from7.size(), 45u);
+  EXPECT_EQ(from7[0].name, "aligned/normal/task/s7");
+  EXPECT_EQ(from7[1].name, "aligned/normal/task/s8");
+  EXPECT_EQ(from7[1].seed, 8u);
+  for (std::size_t i = 28; i < from7.size(); ++i)
+    EXPECT_EQ(from7[i].seed, 7u) << from7[i].name;
   // Names are unique: they key the kill matrix's rows of configurations.
   std::set<std::string> names;
   for (const auto& c : plan)

@@ -46,7 +46,7 @@ input_config make(const std::string& shape, const std::map<std::string, std::int
 // step, or accumulates in a narrow type, errs more the longer the row. Only where the first
 // activation has a row and another symbolic dimension to trade against.
 void add_long_rows(const task_def& t, const std::string& row, const std::string& first_regime,
-                   std::vector<input_config>& plan) {
+                   std::uint64_t seed, std::vector<input_config>& plan) {
   constexpr std::int64_t factor = 16;
   const task_tensor* act = nullptr;
   for (const auto& x : t.inputs)
@@ -71,8 +71,8 @@ void add_long_rows(const task_def& t, const std::string& row, const std::string&
   auto dims = longest->dims;
   dims[row] *= factor;
   dims[other] = std::max<std::int64_t>(1, dims[other] / factor);
-  plan.push_back(
-      make(longest->name + "~long" + std::to_string(dims[row]), dims, 0, first_regime, "task", 1));
+  plan.push_back(make(longest->name + "~long" + std::to_string(dims[row]), dims, 0, first_regime,
+                      "task", seed));
 }
 
 } // namespace
@@ -84,9 +84,9 @@ std::vector<input_config> witness_plan(const task_def& t, const witness_plan_opt
   const auto& first = t.regimes.front().name();
   for (const auto& s : t.shapes)
     for (int r = 0; r < static_cast<int>(t.regimes.size()); ++r)
-      for (int k = 1; k <= opt.seeds; ++k)
+      for (int k = 0; k < opt.seeds; ++k)
         plan.push_back(make(s.name, s.dims, r, t.regimes[static_cast<std::size_t>(r)].name(),
-                            "task", static_cast<std::uint64_t>(k)));
+                            "task", opt.first_seed + static_cast<std::uint64_t>(k)));
   // Parameters together (identity, N(0,1)), then one role at a time where there are two.
   std::vector<const char*> params;
   if (has_role(t, "weight") || has_role(t, "bias")) params = {"identity", "normal"};
@@ -94,7 +94,7 @@ std::vector<input_config> witness_plan(const task_def& t, const witness_plan_opt
     params.insert(params.end(), {"weight_normal", "bias_normal"});
   for (const auto& s : t.shapes)
     for (const char* p : params)
-      plan.push_back(make(s.name, s.dims, 0, first, p, 1));
+      plan.push_back(make(s.name, s.dims, 0, first, p, opt.first_seed));
   const auto row = row_symbol(t);
   if (row.empty()) return plan;
   int tail_extreme = -1;
@@ -109,13 +109,14 @@ std::vector<input_config> witness_plan(const task_def& t, const witness_plan_opt
       auto dims = s.dims;
       dims[row] = v;
       const auto name = s.name + "~tail" + std::to_string(v);
-      plan.push_back(make(name, dims, 0, first, "task", 1));
+      plan.push_back(make(name, dims, 0, first, "task", opt.first_seed));
       if (tail_extreme > 0)
         plan.push_back(make(name, dims, tail_extreme,
-                            t.regimes[static_cast<std::size_t>(tail_extreme)].name(), "task", 1));
+                            t.regimes[static_cast<std::size_t>(tail_extreme)].name(), "task",
+                            opt.first_seed));
     }
   }
-  add_long_rows(t, row, first, plan);
+  add_long_rows(t, row, first, opt.first_seed, plan);
   return plan;
 }
 

@@ -15,6 +15,7 @@
 // the plan itself need not know what each kernel supports.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "mutants/witness.h"
@@ -24,6 +25,11 @@ namespace kg {
 
 struct witness_plan_options {
   int seeds = 1; // seeds per (shape, regime) of the task's own shapes
+  // The seeds are first_seed, first_seed + 1, ...; every other configuration uses first_seed. The
+  // checker audit starts them at its protocols' seed, so a configuration that draws what a
+  // protocol's first trial draws (N(0,1) activations on the first shape) is the same input set,
+  // and one call serves both (sandbox/mutant_audit.h).
+  std::uint64_t first_seed = 1;
 };
 
 std::vector<input_config> witness_plan(const task_def& t, const witness_plan_options& opt = {});
