@@ -232,6 +232,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
   // One set of output buffers for every trial of this candidate: each read overwrites them, and
   // a large task's tens of megabytes are not zero-filled and faulted in again per trial.
   std::vector<host_tensor> outs;
+  std::vector<double> call_seconds; // every call that finished
   while (a.worker_runs < opt.max_runs && a.timeouts < opt.max_timeouts) {
     std::vector<std::size_t> sent; // the plan trial (first of its inputs) per manifest entry
     nlohmann::json manifest = {{"shared_object", compiled.shared_object.string()},
@@ -295,6 +296,7 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
       const std::size_t f = sent[n];
       const auto& t = reported[n];
       a.slowest_trial_seconds = std::max(a.slowest_trial_seconds, t.value("seconds", 0.0));
+      call_seconds.push_back(t.value("seconds", 0.0));
       std::string fault;
       if (const int rc = t.value("rc", 0); rc != 0) fault = "kg_run returned " + std::to_string(rc);
       for (std::size_t k = 0; fault.empty() && k < task.inputs.size(); ++k)
@@ -399,6 +401,11 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
                                                    " of " + std::to_string(total) +
                                                    " trials not run (the candidate crashed or hung "
                                                    "too often)"};
+  }
+  if (!call_seconds.empty()) {
+    const auto mid = call_seconds.begin() + static_cast<std::ptrdiff_t>(call_seconds.size() / 2);
+    std::nth_element(call_seconds.begin(), mid, call_seconds.end());
+    a.median_trial_seconds = *mid;
   }
   remove_tree(opt.work_dir);
   a.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -68,7 +68,8 @@ struct candidate_audit {
   std::vector<check_verdict> checks; // one per audit_check, in order
   int worker_runs = 0, crashes = 0, timeouts = 0;
   int hangs = 0;                    // runs ended by the per-trial limit
-  double slowest_trial_seconds = 0; // the slowest call that finished (what a control sets)
+  double slowest_trial_seconds = 0; // the slowest call that finished
+  double median_trial_seconds = 0;  // the median of the calls that finished (what a control sets)
   double seconds = 0;
   // Where the seconds went: trials sent to workers, the runs themselves (waiting for a worker
   // included), this process's reading and judging of their outputs.

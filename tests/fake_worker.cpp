@@ -11,7 +11,8 @@
 // manifest asked for a busy stream. With KG_FAKE_MANIFEST_LOG set, each manifest's candidate and
 // trial count are appended to that file ("<shared object> <trials>"); with KG_FAKE_COPY_INPUT set,
 // each output is the bytes of the trial's first input instead of zeros; with KG_FAKE_RELU set, each
-// output is max(x, 0) of the first input read as float32 (relu's answer: every candidate right).
+// output is max(x, 0) of the first input read as float32 (relu's answer: every candidate right);
+// with KG_FAKE_CALL_SECONDS="A,B" each manifest's first call reports A seconds, the others B.
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -79,6 +80,11 @@ int main(int argc, char** argv) {
         std::ofstream(log, std::ios::app) << so << " " << m.at("trials").size() << "\n";
       const bool vary = bytes.find("KG_FAKE_VARY") != std::string::npos;
       static unsigned calls = 0;
+      // KG_FAKE_CALL_SECONDS="A,B": each manifest's first call reports A seconds, the others B.
+      double first_seconds = 0, later_seconds = 0;
+      if (const char* cs = std::getenv("KG_FAKE_CALL_SECONDS"))
+        std::sscanf(cs, "%lf,%lf", &first_seconds, &later_seconds);
+      bool first_call = true;
       for (const auto& t : m.at("trials")) {
         ++calls;
         for (const auto& o : t.at("outputs")) {
@@ -116,7 +122,8 @@ int main(int argc, char** argv) {
                                     {"threads_after", 1},
                                     {"busy_stream", t.value("busy", false)},
                                     {"input_digest", std::to_string(digest)},
-                                    {"seconds", 0.0}});
+                                    {"seconds", first_call ? first_seconds : later_seconds}});
+        first_call = false;
       }
     }
     std::ofstream(m.at("result").get<std::string>()) << result.dump() << "\n";

@@ -625,6 +625,9 @@ TEST(audit_protocols_cli, an_unwitnessed_mutant_skips_the_protocols_later_trials
   ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
   ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
   ::setenv("KG_FAKE_RELU", "1", 1);
+  // Each run's first call reports 5 s, the others 0.04 s: the control's median call sets the
+  // mutants' limit (50 x 0.04 = 2 s), not its slowest (250 s).
+  ::setenv("KG_FAKE_CALL_SECONDS", "5,0.04", 1);
   const auto r =
       run({"audit", "checker", "--protocol", "all", "--catalog", f.catalog.string(), "--root",
            f.root.string(), "--tasks", "relu", "--workers", "2", "--out", (base / "out").string()});
@@ -632,6 +635,7 @@ TEST(audit_protocols_cli, an_unwitnessed_mutant_skips_the_protocols_later_trials
   ::unsetenv("KERNELGATE_WORKER");
   ::unsetenv("KERNELGATE_CACHE");
   ::unsetenv("KG_FAKE_RELU");
+  ::unsetenv("KG_FAKE_CALL_SECONDS");
   EXPECT_EQ(r.rc, exit_code::ok) << r.out << r.err;
   const auto plan = witness_plan(load_task(f.root / "data/tasks/relu.json")).size();
   int control_trials = 0, mutants = 0;
@@ -644,6 +648,7 @@ TEST(audit_protocols_cli, an_unwitnessed_mutant_skips_the_protocols_later_trials
       continue;
     }
     ++mutants;
+    EXPECT_DOUBLE_EQ(v.at("trial_limit_seconds").get<double>(), 50 * 0.04) << v.dump();
     EXPECT_EQ(v.at("worker_runs"), 1) << v.dump();
     // One run: the plan and kernelbench's first trial (shared with kernelbench-v0 and kbv; sol,
     // flashinfer and strict's first is the plan's first configuration).
