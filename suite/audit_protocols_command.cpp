@@ -528,7 +528,9 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   });
   // The outputs a run writes sit in memory-backed scratch until judged: with more threads than
   // workers, a large task's runs (tens of trials of tens of megabytes) could otherwise pile up.
-  byte_budget output_budget(memory_budget);
+  // A quarter of the machine's memory: eight runs of a 16M-element task's stage (about 4 GB
+  // each, what eight threads with a worker each could hold before) still fit on the H200's.
+  byte_budget output_budget(2 * memory_budget);
   auto thread_body = [&] {
     for (std::size_t i; (i = next++) < work.size();) {
       const auto& c = work[i];
