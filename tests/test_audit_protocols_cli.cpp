@@ -91,6 +91,24 @@ std::vector<nlohmann::json> jsonl(const fs::path& f) {
   return out;
 }
 
+// `kernelgate ARGS` against the stand-in worker (KERNELGATE_FAKE_DEVICE, KERNELGATE_WORKER), its
+// compile cache under `base`, with `extra` variables set for this run only.
+kg::test::run_result
+fake_audit(const fs::path& base, std::vector<std::string> args,
+           const std::vector<std::pair<const char*, const char*>>& extra = {}) {
+  ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
+  ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
+  ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
+  for (const auto& [var, value] : extra)
+    ::setenv(var, value, 1);
+  auto r = run(std::move(args));
+  for (const char* var : {"KERNELGATE_FAKE_DEVICE", "KERNELGATE_WORKER", "KERNELGATE_CACHE"})
+    ::unsetenv(var);
+  for (const auto& [var, value] : extra)
+    ::unsetenv(var);
+  return r;
+}
+
 struct audit_fixture {
   fs::path root, catalog, out, phases, manifests;
   kg::test::run_result r;
@@ -503,15 +521,10 @@ TEST(audit_protocols_cli, a_control_that_does_not_compile_is_bad_input_before_an
   fs::copy(f.root, base / "root", fs::copy_options::recursive);
   // The mutants still apply (the error is past every one of them); none of them compiles either.
   std::ofstream(base / "root/kernels/tasks/abs_fp32.cu", std::ios::app) << "\n#error broken\n";
-  ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
-  ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
-  ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
-  const auto r = run({"audit", "checker", "--protocol", "all", "--catalog", f.catalog.string(),
-                      "--root", (base / "root").string(), "--tasks", "abs_fp32", "--workers", "2",
-                      "--out", (base / "out").string()});
-  ::unsetenv("KERNELGATE_FAKE_DEVICE");
-  ::unsetenv("KERNELGATE_WORKER");
-  ::unsetenv("KERNELGATE_CACHE");
+  const auto r =
+      fake_audit(base, {"audit", "checker", "--protocol", "all", "--catalog", f.catalog.string(),
+                        "--root", (base / "root").string(), "--tasks", "abs_fp32", "--workers", "2",
+                        "--out", (base / "out").string()});
   EXPECT_EQ(r.rc, exit_code::bad_input) << r.out << r.err;
   EXPECT_NE(r.err.find("a correct kernel does not compile: kernels/tasks/abs_fp32.cu"),
             std::string::npos)
@@ -539,15 +552,10 @@ TEST(audit_protocols_cli, a_mutant_that_does_not_compile_is_a_line_and_a_status_
     }
   }
   ASSERT_FALSE(broken.empty());
-  ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
-  ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
-  ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
-  const auto r = run({"audit", "checker", "--protocol", "all", "--catalog",
-                      (base / "catalog").string(), "--root", f.root.string(), "--tasks", "abs_fp32",
-                      "--workers", "2", "--out", (base / "out").string()});
-  ::unsetenv("KERNELGATE_FAKE_DEVICE");
-  ::unsetenv("KERNELGATE_WORKER");
-  ::unsetenv("KERNELGATE_CACHE");
+  const auto r =
+      fake_audit(base, {"audit", "checker", "--protocol", "all", "--catalog",
+                        (base / "catalog").string(), "--root", f.root.string(), "--tasks",
+                        "abs_fp32", "--workers", "2", "--out", (base / "out").string()});
   EXPECT_EQ(r.rc, exit_code::failures) << r.out << r.err;
   EXPECT_NE(r.out.find("] " + broken + "  does not compile\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("(1 mutants do not compile)"), std::string::npos) << r.out;
@@ -576,17 +584,11 @@ TEST(audit_protocols_cli, a_mutant_that_does_not_compile_is_a_line_and_a_status_
 TEST(audit_protocols_cli, a_shared_first_call_is_judged_by_each_rule_and_the_second_stage_decides) {
   const auto& f = fx();
   const auto base = kg::test::scratch_dir("audit-protocols") / "copy-input";
-  ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
-  ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
-  ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
-  ::setenv("KG_FAKE_COPY_INPUT", "1", 1);
-  const auto r =
-      run({"audit", "checker", "--protocol", "all", "--catalog", f.catalog.string(), "--root",
-           f.root.string(), "--tasks", "relu", "--workers", "2", "--out", (base / "out").string()});
-  ::unsetenv("KERNELGATE_FAKE_DEVICE");
-  ::unsetenv("KERNELGATE_WORKER");
-  ::unsetenv("KERNELGATE_CACHE");
-  ::unsetenv("KG_FAKE_COPY_INPUT");
+  const auto r = fake_audit(base,
+                            {"audit", "checker", "--protocol", "all", "--catalog",
+                             f.catalog.string(), "--root", f.root.string(), "--tasks", "relu",
+                             "--workers", "2", "--out", (base / "out").string()},
+                            {{"KG_FAKE_COPY_INPUT", "1"}});
   EXPECT_EQ(r.rc, exit_code::failures) << r.out << r.err; // (sol, flashinfer, strict reject it)
   bool seen = false;
   for (const auto& v : jsonl(base / "out/verdicts.jsonl")) {
@@ -621,21 +623,13 @@ TEST(audit_protocols_cli, a_shared_first_call_is_judged_by_each_rule_and_the_sec
 TEST(audit_protocols_cli, an_unwitnessed_mutant_skips_the_protocols_later_trials) {
   const auto& f = fx();
   const auto base = kg::test::scratch_dir("audit-protocols") / "relu-right";
-  ::setenv("KERNELGATE_FAKE_DEVICE", "1", 1);
-  ::setenv("KERNELGATE_WORKER", KG_FAKE_WORKER_BIN, 1);
-  ::setenv("KERNELGATE_CACHE", (base / "cache").c_str(), 1);
-  ::setenv("KG_FAKE_RELU", "1", 1);
   // Each run's first call reports 5 s, the others 0.04 s: the control's median call sets the
   // mutants' limit (50 x 0.04 = 2 s), not its slowest (250 s).
-  ::setenv("KG_FAKE_CALL_SECONDS", "5,0.04", 1);
-  const auto r =
-      run({"audit", "checker", "--protocol", "all", "--catalog", f.catalog.string(), "--root",
-           f.root.string(), "--tasks", "relu", "--workers", "2", "--out", (base / "out").string()});
-  ::unsetenv("KERNELGATE_FAKE_DEVICE");
-  ::unsetenv("KERNELGATE_WORKER");
-  ::unsetenv("KERNELGATE_CACHE");
-  ::unsetenv("KG_FAKE_RELU");
-  ::unsetenv("KG_FAKE_CALL_SECONDS");
+  const auto r = fake_audit(base,
+                            {"audit", "checker", "--protocol", "all", "--catalog",
+                             f.catalog.string(), "--root", f.root.string(), "--tasks", "relu",
+                             "--workers", "2", "--out", (base / "out").string()},
+                            {{"KG_FAKE_RELU", "1"}, {"KG_FAKE_CALL_SECONDS", "5,0.04"}});
   EXPECT_EQ(r.rc, exit_code::ok) << r.out << r.err;
   const auto plan = witness_plan(load_task(f.root / "data/tasks/relu.json")).size();
   int control_trials = 0, mutants = 0;
