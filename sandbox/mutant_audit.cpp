@@ -108,6 +108,10 @@ std::size_t output_bytes(const nlohmann::json& manifest) {
   return total;
 }
 
+bool is_task_shape(const task_def& t, const task_shape* s) {
+  return std::any_of(t.shapes.begin(), t.shapes.end(), [&](const auto& own) { return &own == s; });
+}
+
 // What one trial showed: nothing (it agreed), a wrong output, or a failed call.
 struct trial_outcome {
   bool ran = false;
@@ -177,9 +181,19 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
   static const std::vector<host_tensor> no_reference; // (strict's trials: the oracle judges)
   std::vector<const std::vector<host_tensor>*> reference(plan.size(), &no_reference);
   std::vector<trial_files> files;
+  std::vector<std::optional<std::string>> refused(plan.size()); // see candidate_audit::refused
   for (std::size_t i = 0; i < plan.size(); ++i) {
-    data.push_back(cache.take(plan[i].key));
-    files.push_back(cache.files(plan[i].key));
+    try {
+      data.push_back(cache.take(plan[i].key));
+      files.push_back(cache.files(plan[i].key));
+    } catch (const std::exception& e) {
+      if (plan[i].group != witness_group || is_task_shape(task, plan[i].key.shape)) throw;
+      refused[i] = one_line(e.what());
+      a.refused.push_back({i - first_witness, *refused[i]});
+      data.push_back(nullptr);
+      files.emplace_back();
+      continue;
+    }
     if (plan[i].rule->peer) {
       scoped_phase phase("audit.peer_reference");
       reference[i] = &peer_reference_view(task, *data.back(), reference_storage[i]);
@@ -187,6 +201,8 @@ candidate_audit audit_candidate(const task_def& task, const compile_result& comp
   }
 
   std::vector<trial_outcome> outcome(plan.size());
+  for (std::size_t i = 0; i < plan.size(); ++i)
+    if (refused[i]) outcome[i] = {true, std::nullopt, "refused: " + *refused[i]};
   std::vector<bool> decided(groups, false); // a check that already rejected: its trials skipped
   std::vector<bool> failed(groups, false);  // a group's first disagreement is judged already
   // Two stages: first each check's first trial and the whole witness plan, then the checks' other
@@ -443,36 +459,45 @@ sanitizer_finding sanitize_candidate(const task_def& task, const compile_result&
     f.detail = "not compiled";
     return f;
   }
-  // The smallest configuration of the first regime with the task's own parameters: a sanitized
-  // run is 10-100x slower.
-  std::optional<std::size_t> pick;
+  // The smallest configuration of the first regime with the task's own parameters (a sanitized
+  // run is 10-100x slower) that the task computes (see refused_config).
   auto elements = [](const input_config& c) {
     double n = 1;
     for (const auto& [k, v] : c.dims)
       n *= static_cast<double>(v);
     return n;
   };
-  for (std::size_t i = 0; i < witness.plan().size(); ++i) {
-    const auto& c = witness.plan()[i];
-    if (c.regime == 0 && c.params == "task" &&
-        (!pick || elements(c) < elements(witness.plan()[*pick])))
-      pick = i;
+  std::vector<std::size_t> picks;
+  for (std::size_t i = 0; i < witness.plan().size(); ++i)
+    if (witness.plan()[i].regime == 0 && witness.plan()[i].params == "task") picks.push_back(i);
+  std::stable_sort(picks.begin(), picks.end(), [&](std::size_t x, std::size_t y) {
+    return elements(witness.plan()[x]) < elements(witness.plan()[y]);
+  });
+  std::shared_ptr<const trial_data> data;
+  trial_files files;
+  const trial_key* key = nullptr;
+  for (const std::size_t i : picks) {
+    try {
+      data = opt.cache->take(witness.keys()[i]);
+      files = opt.cache->files(witness.keys()[i]);
+      key = &witness.keys()[i];
+      break;
+    } catch (const std::exception&) {
+      if (is_task_shape(task, witness.keys()[i].shape)) throw;
+    }
   }
-  if (!pick) {
+  if (!key) {
     f.detail = "no configuration in the first regime";
     return f;
   }
   remove_tree(opt.work_dir);
   fs::create_directories(opt.work_dir);
-  const auto& key = witness.keys()[*pick];
-  const auto data = opt.cache->take(key);
-  const auto files = opt.cache->files(key);
   const fs::path manifest = opt.work_dir / "sanitize.json";
   std::ofstream(manifest) << nlohmann::json{{"shared_object", compiled.shared_object.string()},
                                             {"symbol", compiled.symbol},
                                             {"result", (opt.work_dir / "result.json").string()},
                                             {"trials",
-                                             {trial_entry(task, key, *data, files,
+                                             {trial_entry(task, *key, *data, files,
                                                           opt.work_dir / "t", false)}}}
                                  .dump()
                           << "\n";

@@ -63,8 +63,17 @@ struct check_verdict {
   std::string reason; // the first failing trial, "N trials accepted", or why it was not run
 };
 
+// A witness configuration whose shape the planner added (an extra tail or long-row shape) and
+// whose trial the task refuses to compute (its oracle or input generator throws: rope's D must be
+// even, say): not an input of the task, so never run, and it disagrees with no candidate.
+struct refused_config {
+  std::size_t config = 0; // index in the witness plan
+  std::string reason;
+};
+
 struct candidate_audit {
   witness_record witness;            // not_run when no plan was given
+  std::vector<refused_config> refused; // the same for every candidate of a task
   std::vector<check_verdict> checks; // one per audit_check, in order
   int worker_runs = 0, crashes = 0, timeouts = 0;
   int hangs = 0;                    // runs ended by the per-trial limit

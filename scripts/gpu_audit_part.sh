@@ -4,7 +4,8 @@
 # groups of about equal mutant counts (largest first, each to the lightest group: the same split
 # on every machine), then `audit checker --protocol all` over each listed group's tasks, one
 # after the other, into audit-parts/part-I (kept on the machine; its summary, kill matrix,
-# verdicts, witnesses and phase log into $OUT/part-I.tgz once it has finished). A finished part
+# verdicts, witnesses and phase log into $OUT/part-I.tgz once it has finished; part-I.partial.tgz
+# while it runs). A finished part
 # comes back with the next call that ends, even if the machine is released during a later part.
 # On this machine, after every part:
 #   kernelgate audit merge OUT1/part-1 OUT2/part-2 ... --out catalog
@@ -32,8 +33,11 @@ copy_back() { # the chain's log and each finished part's files (one archive a pa
   for d in "$w"/part-*/; do
     local p
     p=$(basename "$d")
-    [ -f "$w/$p.done" ] || continue
-    tar czf "$logs/$p.tgz" -C "$d" $(cd "$d" && ls summary.json kill_matrix.json verdicts.jsonl \
+    local name=$p
+    # A part still running sends what it has streamed so far (its verdicts and witnesses, one
+    # record a line), under its own name: a call that ends mid-part loses none of it.
+    [ -f "$w/$p.done" ] || name=$p.partial
+    tar czf "$logs/$name.tgz" -C "$d" $(cd "$d" && ls summary.json kill_matrix.json verdicts.jsonl \
       witnesses.jsonl phases.log 2>/dev/null)
   done
 }

@@ -494,6 +494,8 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   int worker_runs = 0, crashes = 0, timeouts = 0, hangs = 0, sanitized_count = 0,
       killed_by_sanitizer = 0;
   int unjudged_controls = 0, unjudged_mutants = 0; // a fault of the harness: verdicts unknown
+  // Per task: the witness configurations its task refuses to compute (sandbox/mutant_audit.h).
+  std::map<std::string, nlohmann::json> refused_configs;
   const fs::path sanitizer = find_compute_sanitizer();
   const std::size_t memory_budget = [] {
     const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
@@ -604,9 +606,19 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       // A synchronization mutant no output shows wrong may still race: the sanitizer says.
       std::optional<sanitizer_finding> sanitized;
       if (!control && c.family == "synchronization" &&
-          a.witness.status == witness_status::unwitnessed)
-        sanitized = sanitize_candidate(task, *c.compiled, *plan, so, sanitizer);
+          a.witness.status == witness_status::unwitnessed) {
+        try {
+          sanitized = sanitize_candidate(task, *c.compiled, *plan, so, sanitizer);
+        } catch (const std::exception& e) { // a fault of the harness: no finding, said so
+          sanitized = sanitizer_finding{};
+          sanitized->detail = std::string("not run: ") + e.what();
+        }
+      }
       std::lock_guard<std::mutex> l(mu);
+      if (!a.refused.empty() && !refused_configs.count(c.task))
+        for (const auto& r : a.refused)
+          refused_configs[c.task].push_back(
+              nlohmann::json{{"config", plan->plan().at(r.config).name}, {"reason", r.reason}});
       worker_runs += a.worker_runs;
       crashes += a.crashes;
       timeouts += a.timeouts;
@@ -758,7 +770,11 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       {"controls", in.sources.size()},
       {"witness_statuses", statuses},
       {"unwitnessed_because_a_control_fails_there", demoted.size()},
-      {"witness_plan", {{"seeds", o.witness_seeds}, {"first_seed", mutant_audit_options{}.seed}}},
+      {"witness_plan",
+       {{"seeds", o.witness_seeds},
+        {"first_seed", mutant_audit_options{}.seed},
+        {"refused", refused_configs}}},
+      {"not_judged", {{"controls", unjudged_controls}, {"mutants", unjudged_mutants}}},
       {"candidates_run", done},
       {"worker_runs", worker_runs},
       {"crashes", crashes},
@@ -795,6 +811,10 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
   out << "phases: compile " << static_cast<long>(compile_seconds + 0.5) << " s, witness + "
       << protocols.size() << " protocols " << static_cast<long>(audit_seconds + 0.5) << " s, total "
       << static_cast<long>(seconds_since(t_start) + 0.5) << " s\n";
+  for (const auto& [t, rs] : refused_configs)
+    out << "witness plan of " << t << ": " << rs.size()
+        << " added shapes refused by the task, not run (" << rs.front()["reason"].get<std::string>()
+        << ")\n";
   if (stopped) {
     out << "interrupted: " << done << " of " << total - compile_failures
         << " candidates audited (kept)\n";

@@ -666,3 +666,77 @@ TEST(audit_protocols_cli, an_unwitnessed_mutant_skips_the_protocols_later_trials
   for (const auto& w : jsonl(base / "out/witnesses.jsonl"))
     if (!w.at("control").get<bool>()) EXPECT_EQ(w.at("status"), "unwitnessed") << w.dump();
 }
+
+// A witness plan's added shapes that the task refuses to compute (rope's oracle needs an even
+// head size D; the added tails of D = 64 and 40 are 63, 33 and 39, 9) are never run and disagree
+// with no one, and the summary lists them with the oracle's reason; the candidates are judged on
+// the rest of the plan. (On the H200 every candidate of rope_qwen3_fp32 was a harness fault
+// before.)
+TEST(audit_protocols_cli, added_shapes_the_task_refuses_are_listed_and_never_run) {
+  const fs::path src = KG_SOURCE_DIR;
+  const auto base = kg::test::scratch_dir("audit-protocols") / "refused";
+  const auto root = base / "root";
+  fs::create_directories(root / "kernels/tasks");
+  fs::create_directories(root / "data/tasks");
+  std::ofstream(root / "kernels/tasks/rope_qwen3_fp32.cu")
+      << "#include <kg_candidate.h>\n"
+         "__global__ void copyk(const float* x, float* y, long n) {\n"
+         "  long i = blockIdx.x * 256L + threadIdx.x;\n"
+         "  if (i < n) y[i] = x[i];\n"
+         "}\n"
+         "extern \"C\" int kg_run(const kg_tensor* in, int n_in, kg_tensor* out, int n_out,\n"
+         "                        cudaStream_t s) {\n"
+         "  long n = in[0].shape[0] * in[0].shape[1] * in[0].shape[2] * in[0].shape[3];\n"
+         "  copyk<<<(n + 255) / 256, 256, 0, s>>>((const float*)in[0].data, (float*)out[0].data, "
+         "n);\n"
+         "  return 0;\n"
+         "}\n";
+  {
+    std::ifstream in(src / "data/tasks/rope_qwen3_fp32.json");
+    auto j = nlohmann::json::parse(in);
+    j["shapes"] =
+        nlohmann::json::parse(R"([{"name": "small", "dims": {"B": 1, "H": 2, "S": 5, "D": 64}},
+                                   {"name": "tail", "dims": {"B": 1, "H": 1, "S": 3, "D": 40}}])");
+    std::ofstream(root / "data/tasks/rope_qwen3_fp32.json") << j.dump(1) << "\n";
+  }
+  const auto g = run({"mutants", "generate", "--root", root.string(), "--kernels",
+                      "kernels/tasks/*.cu", "--out", (base / "catalog").string()});
+  ASSERT_EQ(g.rc, exit_code::ok) << g.err;
+  const auto r = fake_audit(base, {"audit", "checker", "--protocol", "all", "--catalog",
+                                   (base / "catalog").string(), "--root", root.string(),
+                                   "--workers", "2", "--out", (base / "out").string()});
+  // The stand-in's zeros are wrong for rope: the control is rejected (exit 1), but judged.
+  EXPECT_EQ(r.rc, exit_code::failures) << r.out << r.err;
+  EXPECT_EQ(r.err.find("D even"), std::string::npos) << r.err; // no harness fault
+  witness_plan_options po;
+  po.first_seed = mutant_audit_options{}.seed; // (the audit's: summary.json's first_seed)
+  const auto plan = witness_plan(load_task(root / "data/tasks/rope_qwen3_fp32.json"), po);
+  std::set<std::string> odd; // what the oracle refuses, from the plan's own dims
+  for (const auto& c : plan)
+    if (c.dims.at("D") % 2 != 0) odd.insert(c.name);
+  ASSERT_FALSE(odd.empty());
+  std::ifstream in(base / "out/summary.json");
+  const auto s = nlohmann::json::parse(in);
+  EXPECT_EQ(s.at("not_judged").at("controls"), 0);
+  EXPECT_EQ(s.at("not_judged").at("mutants"), 0);
+  std::set<std::string> refused;
+  for (const auto& x : s.at("witness_plan").at("refused").at("rope_qwen3_fp32")) {
+    refused.insert(x.at("config").get<std::string>());
+    EXPECT_NE(x.at("reason").get<std::string>().find("D even"), std::string::npos) << x.dump();
+  }
+  EXPECT_EQ(refused, odd);
+  EXPECT_NE(r.out.find("added shapes refused by the task"), std::string::npos) << r.out;
+  // Every candidate judged; a refused configuration disagrees with none of them.
+  std::size_t lines = 0;
+  for (const auto& w : jsonl(base / "out/witnesses.jsonl")) {
+    ++lines;
+    const auto kills = w.at("kills").get<std::string>();
+    ASSERT_EQ(kills.size(), plan.size()) << w.dump();
+    for (std::size_t i = 0; i < plan.size(); ++i)
+      if (odd.count(plan[i].name))
+        EXPECT_EQ(kills[i], '0') << plan[i].name << " " << w.dump();
+      else if (plan[i].params == "task")
+        EXPECT_EQ(kills[i], '1') << plan[i].name << " " << w.dump();
+  }
+  EXPECT_EQ(lines, jsonl(base / "catalog/catalog.jsonl").size() + 1);
+}
