@@ -77,11 +77,11 @@ PY
       touch '$w'/part-\$part.done
     done
     touch '$w/chain.done'"
-  rm -f "$w/chain.log"
+  : >"$w/chain.log" # (before the chain starts: the check below must not race its redirection)
   if [ "$phase" = now ]; then
-    bash -c "$run_parts" >"$w/chain.log" 2>&1
+    bash -c "$run_parts" >>"$w/chain.log" 2>&1
   else
-    setsid bash -c "$run_parts" </dev/null >"$w/chain.log" 2>&1 &
+    setsid bash -c "$run_parts" </dev/null >>"$w/chain.log" 2>&1 &
   fi
 fi
 # A fresh machine (the last one was released between calls) has nothing to wait for: say so at
