@@ -9,15 +9,18 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "base/printable.h"
+#include "base/sha256.h"
 #include "mutants/kill_matrix.h"
 #include "mutants/mutant_catalog.h"
 #include "reports/environment.h"
@@ -54,25 +57,80 @@ constexpr const char* column = "cmd";
 
 // The kill matrix rows of an audit (the controls, then every mutant with its witness status) and
 // the candidates the checker judges (the controls and the witnessed mutants), in that order.
-std::string checker_audit_plan(const audit_inputs& in, std::vector<kill_row>& rows,
-                               std::vector<checker_candidate>& work) {
+std::vector<std::string>
+sample_witnessed(const std::vector<std::pair<std::string, std::string>>& task_and_id,
+                 std::size_t size, std::uint64_t seed) {
+  std::vector<std::string> chosen;
+  if (size == 0 || size >= task_and_id.size()) {
+    for (const auto& [t, id] : task_and_id)
+      chosen.push_back(id);
+    return chosen;
+  }
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> by_task; // (key, id)
+  for (const auto& [t, id] : task_and_id)
+    by_task[t].push_back({sha256_hex(std::to_string(seed) + ":" + id), id});
+  // Each task's share: the whole part of size x its fraction, then one more for the largest
+  // remainders (ties: task name) until the shares add up to size.
+  const double total = static_cast<double>(task_and_id.size());
+  std::vector<std::tuple<double, std::string, std::size_t>> share; // (-remainder, task, whole)
+  std::size_t given = 0;
+  for (const auto& [t, ids] : by_task) {
+    const double exact = static_cast<double>(size) * static_cast<double>(ids.size()) / total;
+    const auto whole = static_cast<std::size_t>(exact);
+    share.push_back({-(exact - static_cast<double>(whole)), t, whole});
+    given += whole;
+  }
+  std::sort(share.begin(), share.end());
+  std::vector<std::pair<std::string, std::string>> picked; // (key, id)
+  for (auto& [rem, t, whole] : share) {
+    if (given < size && whole < by_task[t].size()) {
+      ++whole;
+      ++given;
+    }
+    auto& ids = by_task[t];
+    std::sort(ids.begin(), ids.end());
+    picked.insert(picked.end(), ids.begin(),
+                  ids.begin() + static_cast<std::ptrdiff_t>(std::min(whole, ids.size())));
+  }
+  std::sort(picked.begin(), picked.end()); // (the tasks mixed: see audit_checker_parts.h)
+  for (const auto& [key, id] : picked)
+    chosen.push_back(id);
+  return chosen;
+}
+
+std::string checker_audit_plan(const audit_inputs& in, const audit_checker_options& o,
+                               std::vector<kill_row>& rows, std::vector<checker_candidate>& work) {
   auto sources = in.sources;
   auto task_of_path = in.task_of_path;
   for (const auto& [path, text] : sources) {
     rows.push_back({"control:" + path, "", task_of_path[path], witness_status::not_run, true});
     work.push_back({rows.back().id, task_of_path[path], text});
   }
+  std::vector<std::pair<std::string, std::string>> witnessed;
+  for (const auto& m : in.mutants)
+    if (const auto it = in.status.find(m.id);
+        it != in.status.end() && it->second == witness_status::witnessed)
+      witnessed.push_back({m.task, m.id});
+  const auto chosen =
+      sample_witnessed(witnessed, static_cast<std::size_t>(o.sample), o.sample_seed);
+  std::map<std::string, std::size_t> order; // a called id's place in `chosen`
+  for (std::size_t k = 0; k < chosen.size(); ++k)
+    order[chosen[k]] = k;
+  std::vector<std::optional<checker_candidate>> called(chosen.size());
   for (const auto& m : in.mutants) {
     const auto it = in.status.find(m.id);
     const auto s = it == in.status.end() ? witness_status::not_run : it->second;
     rows.push_back({m.id, m.family, m.task, s, false});
-    if (s != witness_status::witnessed) continue;
+    const auto k = order.find(m.id);
+    if (s != witness_status::witnessed || k == order.end()) continue;
     try {
-      work.push_back({m.id, m.task, apply_mutant(sources[m.path], m)});
+      called[k->second] = checker_candidate{m.id, m.task, apply_mutant(sources[m.path], m)};
     } catch (const std::exception& e) {
       return "the catalog does not match " + m.path + ": " + e.what();
     }
   }
+  for (auto& c : called)
+    if (c) work.push_back(std::move(*c));
   return "";
 }
 
@@ -81,13 +139,18 @@ nlohmann::json checker_audit_identity(const audit_checker_options& o, const audi
   auto abs = [](const fs::path& p) {
     return p.empty() ? "" : fs::absolute(p).lexically_normal().string();
   };
-  return {{"cmd", o.cmd},
-          {"catalog", abs(o.catalog)},
-          {"witnesses", abs(o.witnesses)},
-          {"root", abs(in.root)},
-          {"tasks_dir", abs(in.tasks_dir)},
-          {"tasks", o.tasks},
-          {"timeout_seconds", timeout}};
+  nlohmann::json id = {{"cmd", o.cmd},
+                       {"catalog", abs(o.catalog)},
+                       {"witnesses", abs(o.witnesses)},
+                       {"root", abs(in.root)},
+                       {"tasks_dir", abs(in.tasks_dir)},
+                       {"tasks", o.tasks},
+                       {"timeout_seconds", timeout}};
+  if (o.sample > 0) { // (only then: the folders of unsampled audits keep their identity)
+    id["sample"] = o.sample;
+    id["sample_seed"] = o.sample_seed;
+  }
+  return id;
 }
 
 audit_checker_options checker_options_of(const nlohmann::json& identity) {
@@ -99,7 +162,23 @@ audit_checker_options checker_options_of(const nlohmann::json& identity) {
   o.tasks_dir = identity.at("tasks_dir").get<std::string>();
   o.tasks = identity.at("tasks").get<std::string>();
   o.timeout = identity.at("timeout_seconds").get<double>();
+  o.sample = identity.value("sample", 0);
+  o.sample_seed = identity.value("sample_seed", o.sample_seed);
   return o;
+}
+
+nlohmann::json checker_sample_json(const audit_checker_options& o,
+                                   const std::vector<kill_row>& rows,
+                                   const std::vector<checker_candidate>& work) {
+  if (o.sample <= 0) return nullptr;
+  const auto witnessed = std::count_if(rows.begin(), rows.end(), [](const kill_row& r) {
+    return !r.control && r.status == witness_status::witnessed;
+  });
+  const auto called = std::count_if(work.begin(), work.end(), [](const checker_candidate& c) {
+    return c.row.rfind("control:", 0) != 0;
+  });
+  return {
+      {"size", o.sample}, {"seed", o.sample_seed}, {"witnessed", witnessed}, {"called", called}};
 }
 
 nlohmann::json verdict_line(const std::string& row, const std::string& task, kill_verdict v,
@@ -231,6 +310,8 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
   if (!o.protocol.empty()) {
     if (!o.shard.empty() || !o.resume.empty())
       return bad_input(err, "--shard and --resume are for --cmd (--protocol runs on one GPU)");
+    if (o.sample > 0)
+      return bad_input(err, "--sample is for --cmd (--protocol judges every mutant it witnesses)");
     return run_audit_protocols_command(o, out, err);
   }
   const auto t0 = std::chrono::steady_clock::now();
@@ -258,7 +339,9 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
   const auto& task_file = in.task_file;
   std::vector<kill_row> rows;
   std::vector<checker_candidate> all;
-  if (const auto why = checker_audit_plan(in, rows, all); !why.empty()) return bad_input(err, why);
+  if (o.sample < 0) return bad_input(err, "--sample must be >= 0");
+  if (const auto why = checker_audit_plan(in, o, rows, all); !why.empty())
+    return bad_input(err, why);
   kill_matrix km(rows, {column});
   // This process's part: every candidate, or its shard's (each call costs about the same).
   std::vector<shard_item> items;
@@ -389,6 +472,11 @@ int run_audit_checker_command(const audit_checker_options& o, std::ostream& out,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   nlohmann::json extra = {{"environment", collect_environment()}};
   if (!o.shard.empty()) extra["shard"] = {{"index", part.index}, {"count", part.count}};
+  extra["sample"] = checker_sample_json(o, rows, all);
+  if (o.sample > 0)
+    out << "a sample: " << extra["sample"]["called"] << " of " << extra["sample"]["witnessed"]
+        << " witnessed mutants, stratified by task (seed " << o.sample_seed
+        << "); the others count as missing\n";
   return finish_checker_audit(dir, km, in, {{"cmd", o.cmd}, {"timeout_seconds", timeout}},
                               work.size(), seconds, extra, out, err);
 }

@@ -12,6 +12,7 @@
 // mutants and the controls are sent to the checker.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
 #include <string>
 
@@ -33,6 +34,9 @@ struct audit_checker_options {
   bool no_progress = false; // one line per candidate even on a terminal
   std::string shard;        // --cmd: --shard I/N, this part of the candidates
   std::string resume;       // --cmd: a folder to continue (its verdicts kept)
+  // --cmd: judge this many witnessed mutants, a random sample stratified by task (0: all).
+  int sample = 0;
+  std::uint64_t sample_seed = 20261204;
 };
 
 // Exit 0 when every call ended and no control was rejected; 1 when the checker rejected a correct

@@ -202,6 +202,14 @@ void declare_audit(CLI::App& app, cli_values& v) {
   add_text(k, "--resume", o.resume, "DIR",
            "--cmd: continue the audit in DIR (a killed or requeued one): its verdicts are kept, "
            "the rest are called");
+  add_number<int>(
+      k, "--sample", o.sample, "N", [](int x) { return x >= 0; }, "a whole number >= 0",
+      "--cmd: judge N witnessed mutants, a random sample stratified by task (every control "
+      "still); the rest count as missing")
+      ->default_str("0: every one");
+  add_number<std::uint64_t>(
+      k, "--sample-seed", o.sample_seed, "S", [](std::uint64_t) { return true; }, "a whole number",
+      "--cmd: the sample's seed");
   add_text(k, "--gpus", v.checker_gpus, "LIST",
            "--cmd: one shard per GPU of this machine (0,1,2,3), run at once, then merged into "
            "--out");

@@ -383,7 +383,7 @@ int merge_audits(const merge_options& o, const std::vector<shard_folder>& shards
     throw merge_error("the audit's inputs: " + why);
   std::vector<kill_row> rows;
   std::vector<checker_candidate> all;
-  if (const auto why = checker_audit_plan(in, rows, all); !why.empty())
+  if (const auto why = checker_audit_plan(in, opt, rows, all); !why.empty())
     throw merge_error("the audit's inputs: " + why);
   std::vector<std::string> plan;
   for (const auto& c : all)
@@ -419,7 +419,8 @@ int merge_audits(const merge_options& o, const std::vector<shard_folder>& shards
   const nlohmann::json extra = {{"environment", shards[0].m.environment},
                                 {"status", complete ? "complete" : "incomplete"},
                                 {"missing", a.missing},
-                                {"shards", a.shards}};
+                                {"shards", a.shards},
+                                {"sample", checker_sample_json(opt, rows, all)}};
   report_missing(a, err);
   const int rc =
       finish_checker_audit(o.out, km, in, {{"cmd", opt.cmd}, {"timeout_seconds", opt.timeout}},

@@ -5,17 +5,21 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "base/sha256.h"
 #include "cli_run.h"
 #include "mutants/kill_matrix.h"
 #include "mutants/mutant_catalog.h"
 #include "reports/json_schema.h"
 #include "scratch_dir.h"
+#include "suite/audit_checker_parts.h"
 #include "suite/exit_codes.h"
 #include "timing/interrupt.h"
 
@@ -299,4 +303,62 @@ TEST(audit_checker_cli, takes_a_protocol_audits_witness_file_with_its_control_li
   const auto a = audit("with-controls", "exit 0 # {candidate}", {"--witnesses", file.string()});
   ASSERT_EQ(a.r.rc, exit_code::ok) << a.r.err;
   EXPECT_EQ(a.summary["score"]["intended"], f.witnessed);
+}
+
+// The sample's shares by hand: 6, 3 and 1 witnessed mutants of tasks a, b, c, a sample of 5.
+// Exact shares 3, 1.5 and 0.5: a gets 3, b and c one each of their whole parts (3 + 1 + 0), and the
+// one left goes to the largest remainder, a tie of b and c that the task name breaks (b). Within
+// a task: the ids whose SHA-256 of "<seed>:<id>" is least.
+TEST(audit_checker_cli, a_sample_is_stratified_by_task_and_drawn_by_hash) {
+  std::vector<std::pair<std::string, std::string>> ids;
+  for (int i = 0; i < 6; ++i)
+    ids.push_back({"a", "a" + std::to_string(i)});
+  for (int i = 0; i < 3; ++i)
+    ids.push_back({"b", "b" + std::to_string(i)});
+  ids.push_back({"c", "c0"});
+  const std::uint64_t seed = 7;
+  const auto chosen = sample_witnessed(ids, 5, seed);
+  std::map<std::string, std::set<std::string>> by_task;
+  for (const auto& id : chosen)
+    by_task[id.substr(0, 1)].insert(id);
+  EXPECT_EQ(by_task["a"].size(), 3u);
+  EXPECT_EQ(by_task["b"].size(), 2u);
+  EXPECT_EQ(by_task.count("c"), 0u);
+  for (const auto& [task, n] : std::map<std::string, int>{{"a", 6}, {"b", 3}}) {
+    std::vector<std::pair<std::string, std::string>> hashed;
+    for (int i = 0; i < n; ++i) {
+      const auto id = task + std::to_string(i);
+      hashed.push_back({sha256_hex(std::to_string(seed) + ":" + id), id});
+    }
+    std::sort(hashed.begin(), hashed.end());
+    std::set<std::string> least;
+    for (std::size_t k = 0; k < by_task[task].size(); ++k)
+      least.insert(hashed[k].second);
+    EXPECT_EQ(by_task[task], least) << task;
+  }
+  EXPECT_EQ(sample_witnessed(ids, 5, seed), chosen);     // the same on every call
+  EXPECT_EQ(sample_witnessed(ids, 0, seed).size(), 10u); // 0: every one
+  EXPECT_EQ(sample_witnessed(ids, 40, seed).size(), 10u);
+}
+
+// --sample N calls N witnessed mutants and every control; the others are missing verdicts (the
+// aligned denominator), and the summary says what was sampled.
+TEST(audit_checker_cli, a_sampled_audit_calls_only_its_sample) {
+  ASSERT_GE(fx().witnessed, 3);
+  const auto a = audit("sample", "exit 0 # {candidate}", {"--sample", "2", "--sample-seed", "3"});
+  ASSERT_EQ(a.r.rc, exit_code::ok) << a.r.err << a.r.out;
+  EXPECT_EQ(a.summary["calls"], 3); // 2 mutants + the control
+  EXPECT_EQ(a.summary["sample"]["called"], 2);
+  EXPECT_EQ(a.summary["sample"]["witnessed"], fx().witnessed);
+  EXPECT_EQ(a.summary["sample"]["seed"], 3);
+  EXPECT_EQ(a.summary["score"]["intended"], fx().witnessed);
+  EXPECT_EQ(a.summary["score"]["aligned"], 2);
+  EXPECT_EQ(a.summary["score"]["survived"], 2);
+  EXPECT_EQ(a.summary["score"]["excluded"]["missing"], fx().witnessed - 2);
+  EXPECT_NE(a.r.out.find("a sample: 2 of"), std::string::npos) << a.r.out;
+  const auto bad = run({"audit", "checker", "--protocol", "strict", "--sample", "2", "--catalog",
+                        fx().catalog.string(), "--out",
+                        (kg::test::scratch_dir("audit-checker") / "bad-sample").string()});
+  EXPECT_EQ(bad.rc, exit_code::bad_input);
+  EXPECT_NE(bad.err.find("--sample is for --cmd"), std::string::npos) << bad.err;
 }
