@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine, after a whole-catalog `audit checker --protocol all` (its folder carried in
-# as CATALOG_IN: summary.json, kill_matrix.json, verdicts.jsonl, witnesses.jsonl):
+# as CATALOG_IN: summary.json, kill_matrix.json, verdicts.jsonl, witnesses.jsonl, or those
+# gzipped, as in data/results):
 #   1. the tasks RERUN (a regex; none if empty) audited again with --protocol all (a fix that
 #      came after the catalog run), merged with the catalog run by `audit merge`;
 #   2. the example outside checker (examples/kernelbench_checker) through `audit checker --cmd`
@@ -47,6 +48,11 @@ if [ "$phase" != wait ]; then
   checker="python3 $root/examples/kernelbench_checker/checker.py {task} {candidate} {workdir}"
   [ -n "${CHECKER_CMD:-}" ] && checker=$CHECKER_CMD
   in=$(cd "${CATALOG_IN:?carry a whole-catalog audit folder and name it}" && pwd)
+  if ls "$in"/*.gz >/dev/null 2>&1; then # a gzipped folder (data/results): unpacked beside
+    mkdir -p "$w/catalog-in"
+    for f in "$in"/*.gz; do gunzip -c "$f" >"$w/catalog-in/$(basename "$f" .gz)"; done
+    in="$w/catalog-in"
+  fi
   [ -f "$w/catalog/summary.json" ] || "$kg" mutants generate --out "$w/catalog" >"$logs/generate.log" 2>&1
   rm -rf "$w/rerun" "$w/merged" "$w/cmd" "$w"/*.done "$w/agreement.txt" "$w/agreement.json"
   chain="
