@@ -25,6 +25,7 @@ w="$root/audit-parts" # ignored by git; stays on the machine between calls
 logs=${LOG_DIR:-$root/gpu-logs}
 mkdir -p "$w" "$logs"
 t0=$SECONDS
+source "$root/scripts/gpu_chain.sh"
 
 copy_back() { # the chain's log and each finished part's files (one archive a part: the
   # device returns at most 8 files), into $logs
@@ -77,16 +78,6 @@ PY
       touch '$w'/part-\$part.done
     done
     touch '$w/chain.done'"
-  : >"$w/chain.log" # (before the chain starts: the check below must not race its redirection)
-  if [ "$phase" = now ]; then
-    bash -c "$run_parts" >>"$w/chain.log" 2>&1
-  else
-    setsid bash -c "$run_parts" </dev/null >>"$w/chain.log" 2>&1 &
-  fi
+  start_chain "$run_parts"
 fi
-# A fresh machine (the last one was released between calls) has nothing to wait for: say so at
-# once rather than spend the call's device time waiting.
-[ -f "$w/chain.log" ] || { echo "nothing started on this machine (PHASE=start first)"; exit 1; }
-while [ ! -f "$w/chain.done" ] && [ $((SECONDS - t0)) -lt "${WAIT_S:-560}" ]; do sleep 5; done
-copy_back
-[ -f "$w/chain.done" ] || echo "still running: call again with PHASE=wait"
+wait_chain

@@ -21,6 +21,7 @@ w="$root/audit-parts" # ignored by git; stays on the machine between calls
 logs=${LOG_DIR:-$root/gpu-logs}
 mkdir -p "$w" "$logs"
 t0=$SECONDS
+source "$root/scripts/gpu_chain.sh"
 
 pack() { # pack NAME DIR: DIR's result files into $logs/NAME.tgz
   [ -d "$2" ] || return 0
@@ -82,14 +83,6 @@ if [ "$phase" != wait ]; then
       --json '$w/agreement.json' >'$w/agreement.txt' 2>&1
     echo \"agreement: exit \$?\"; head -40 '$w/agreement.txt'
     touch '$w/chain.done'"
-  : >"$w/chain.log" # (before the chain starts: the check below must not race its redirection)
-  if [ "$phase" = now ]; then
-    bash -c "$chain" >>"$w/chain.log" 2>&1
-  else
-    setsid bash -c "$chain" </dev/null >>"$w/chain.log" 2>&1 &
-  fi
+  start_chain "$chain"
 fi
-[ -f "$w/chain.log" ] || { echo "nothing started on this machine (PHASE=start first)"; exit 1; }
-while [ ! -f "$w/chain.done" ] && [ $((SECONDS - t0)) -lt "${WAIT_S:-560}" ]; do sleep 5; done
-copy_back
-[ -f "$w/chain.done" ] || echo "still running: call again with PHASE=wait"
+wait_chain
