@@ -55,8 +55,7 @@ constexpr const char* column = "cmd";
 
 } // namespace
 
-// The kill matrix rows of an audit (the controls, then every mutant with its witness status) and
-// the candidates the checker judges (the controls and the witnessed mutants), in that order.
+// (audit_checker_parts.h says what the sample is.)
 std::vector<std::string>
 sample_witnessed(const std::vector<std::pair<std::string, std::string>>& task_and_id,
                  std::size_t size, std::uint64_t seed) {
@@ -98,6 +97,9 @@ sample_witnessed(const std::vector<std::pair<std::string, std::string>>& task_an
   return chosen;
 }
 
+// The kill matrix rows of an audit (the controls, then every mutant with its witness status) and
+// the candidates the checker judges (the controls, then the witnessed mutants called, in the
+// sample's order), in that order.
 std::string checker_audit_plan(const audit_inputs& in, const audit_checker_options& o,
                                std::vector<kill_row>& rows, std::vector<checker_candidate>& work) {
   auto sources = in.sources;
