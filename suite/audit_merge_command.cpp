@@ -121,6 +121,9 @@ int run_audit_merge_command(const audit_merge_options& o, std::ostream& out, std
                       {"controls", p.summary.value("controls", nlohmann::json())},
                       {"workers", p.summary.value("workers", nlohmann::json())},
                       {"phases_seconds", p.summary.value("phases_seconds", nlohmann::json())},
+                      // (what the part could not run or judge: refused configurations, faults)
+                      {"witness_plan", p.summary.value("witness_plan", nlohmann::json())},
+                      {"not_judged", p.summary.value("not_judged", nlohmann::json())},
                       {"environment", p.summary.value("environment", nlohmann::json())}});
   }
   nlohmann::json summary = {

@@ -813,8 +813,8 @@ int run_audit_protocols_command(const audit_checker_options& o, std::ostream& ou
       << static_cast<long>(seconds_since(t_start) + 0.5) << " s\n";
   for (const auto& [t, rs] : refused_configs)
     out << "witness plan of " << t << ": " << rs.size()
-        << " added shapes refused by the task, not run (" << rs.front()["reason"].get<std::string>()
-        << ")\n";
+        << " configurations of added shapes refused by the task, not run ("
+        << rs.front()["reason"].get<std::string>() << ")\n";
   if (stopped) {
     out << "interrupted: " << done << " of " << total - compile_failures
         << " candidates audited (kept)\n";

@@ -739,4 +739,13 @@ TEST(audit_protocols_cli, added_shapes_the_task_refuses_are_listed_and_never_run
         EXPECT_EQ(kills[i], '1') << plan[i].name << " " << w.dump();
   }
   EXPECT_EQ(lines, jsonl(base / "catalog/catalog.jsonl").size() + 1);
+  // `audit merge` keeps each part's refused configurations and unjudged counts.
+  const auto m =
+      run({"audit", "merge", (base / "out").string(), "--out", (base / "merged").string()});
+  EXPECT_EQ(m.rc, exit_code::failures) << m.err; // (the control is still rejected)
+  std::ifstream min(base / "merged/summary.json");
+  const auto ms = nlohmann::json::parse(min);
+  EXPECT_EQ(ms.at("parts").at(0).at("witness_plan").at("refused"),
+            s.at("witness_plan").at("refused"));
+  EXPECT_EQ(ms.at("parts").at(0).at("not_judged"), s.at("not_judged"));
 }
