@@ -18,14 +18,9 @@
 #            wait: wait up to WAIT_S more for what start began.
 # Prints each group's tasks, each audit's last lines and its phase times.
 set -uo pipefail
-phase=${PHASE:-now}
 parts=${PARTS:-4}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-w="$root/audit-parts" # ignored by git; stays on the machine between calls
-logs=${LOG_DIR:-$root/gpu-logs}
-mkdir -p "$w" "$logs"
-t0=$SECONDS
-source "$root/scripts/gpu_chain.sh"
+source "$root/scripts/gpu_chain.sh" # (sets phase, w, logs and t0)
 
 copy_back() { # the chain's log and each finished part's files (one archive a part: the
   # device returns at most 8 files), into $logs

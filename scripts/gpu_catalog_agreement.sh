@@ -15,13 +15,8 @@
 #   PHASE  now (default): build and run here; start: build, run the chain in its own process
 #          session, wait up to WAIT_S; wait: wait up to WAIT_S more for what start began.
 set -uo pipefail
-phase=${PHASE:-now}
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-w="$root/audit-parts" # ignored by git; stays on the machine between calls
-logs=${LOG_DIR:-$root/gpu-logs}
-mkdir -p "$w" "$logs"
-t0=$SECONDS
-source "$root/scripts/gpu_chain.sh"
+source "$root/scripts/gpu_chain.sh" # (sets phase, w, logs and t0)
 
 pack() { # pack NAME DIR: DIR's result files into $logs/NAME.tgz
   [ -d "$2" ] || return 0

@@ -1,8 +1,14 @@
 # Sourced by the GPU scripts whose work outlasts one device call (gpu_audit_part.sh,
 # gpu_catalog_agreement.sh): a chain of commands in its own process session that later calls
-# (PHASE=wait) wait for, on a machine kept warm between calls. The caller sets w (a folder that
-# stays on the machine), phase (now, start or wait) and t0 (its start, in $SECONDS), and defines
-# copy_back (what each call sends back into $OUT).
+# (PHASE=wait) wait for, on a machine kept warm between calls. The caller sets root (the
+# repository) before sourcing this, and defines copy_back (what each call sends back into $OUT).
+# Sets phase ($PHASE: now, start or wait), w (a folder ignored by git that stays on the machine
+# between calls), logs ($LOG_DIR, default gpu-logs) and t0 (the start, in $SECONDS).
+phase=${PHASE:-now}
+w="$root/audit-parts"
+logs=${LOG_DIR:-$root/gpu-logs}
+mkdir -p "$w" "$logs"
+t0=$SECONDS
 
 # start_chain SCRIPT: runs SCRIPT (bash), here (PHASE=now) or in the background (PHASE=start),
 # its output in $w/chain.log. SCRIPT touches $w/chain.done at its end.
