@@ -15,8 +15,9 @@
 // (tensor cores over the sweep's fixed grid, batch up to 8), packed (the mma kernel over the
 // weights' packed copy, made once per shape by pack_gemv_weights and not timed), gemm (a
 // skinny GEMM with both operands staged in shared memory, batch 16-128), wgmma (the gemm
-// family's ring read by Hopper's warpgroup instructions) and wgmma_tma (that kernel with its ring
-// filled by TMA tensor copies).
+// family's ring read by Hopper's warpgroup instructions), wgmma_tma (that kernel with its ring
+// filled by TMA tensor copies) and wgmma_ws (those tiles with a producer warpgroup and a deep
+// ring).
 //
 // Pruning (off with --full): configurations that need several launches for the batch, those
 // whose lanes, blocks or warps would get less than one unrolled step per K slice, and split-K
@@ -35,7 +36,7 @@
 //                       [--cluster 0|1|both] [--no-cublas] [--backend NAME]
 //     --quick   the down projection at batch 1 and 8 only (every family)
 //     --no-ceiling  skip each weight's read-ceiling rows (a plain contiguous read of it)
-//     --kinds   simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma, wgmma_tma (a comma list):
+//     --kinds   simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma, wgmma_tma, wgmma_ws (a list):
 //               time only these families (and the table's current configuration)
 //     --shapes  down, qkv, o_proj, gate_up, lm_head (a comma list); --batches 1..128 (a list)
 //     --no-cublas  leave cuBLAS out
@@ -126,6 +127,7 @@ std::string config_name(const gemv_config& c) {
     break;
   case gemv_kind::wgmma:
   case gemv_kind::wgmma_tma:
+  case gemv_kind::wgmma_ws:
     o << "rpg" << c.rows_per_warp << " st" << c.unroll;
     break;
   }
@@ -161,7 +163,7 @@ int block_rows(const gemv_config& c, int n) {
     return 16 * (((n + 15) / 16 + lanes - 1) / lanes);
   }
   if (c.kind == gemv_kind::gemm) return c.rows_per_warp * c.warps_per_block / c.batch_warps;
-  if (c.kind == gemv_kind::wgmma || c.kind == gemv_kind::wgmma_tma)
+  if (c.kind == gemv_kind::wgmma || c.kind == gemv_kind::wgmma_tma || c.kind == gemv_kind::wgmma_ws)
     return c.rows_per_warp * c.warps_per_block / 4;
   return c.kind == gemv_kind::mma || c.kind == gemv_kind::packed
              ? c.rows_per_warp
@@ -194,7 +196,9 @@ bool worth_timing(const gemv_config& c, const shape_def& s, int batch, int sm_co
   case gemv_kind::gemm:  // batch 8 up; at least one k tile per stage of its ring in every slice;
   case gemv_kind::wgmma: // its blocks are few and fat, so a split is worth a look until the
   case gemv_kind::wgmma_tma: // tiles fill the SMs twice over
-    if (batch < 8 || slice_chunks < 8.0 * c.unroll) return false;
+  case gemv_kind::wgmma_ws:  // (its deep ring: at least 4 k tiles a slice)
+    if (batch < 8 || slice_chunks < 8.0 * (c.kind == gemv_kind::wgmma_ws ? 4 : c.unroll))
+      return false;
     return c.split_k == 1 ||
            (s.n + block_rows(c, s.n) - 1) / block_rows(c, s.n) * (c.split_k / 2) < 2LL * sm_count;
   }
@@ -238,7 +242,8 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
     // more than elsewhere, and the family has only five (unroll, warps) pairs).
     if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma &&
         c.kind != gemv_kind::packed && c.kind != gemv_kind::sweep && c.kind != gemv_kind::tsweep &&
-        c.kind != gemv_kind::gemm && c.kind != gemv_kind::wgmma && c.kind != gemv_kind::wgmma_tma)
+        c.kind != gemv_kind::gemm && c.kind != gemv_kind::wgmma && c.kind != gemv_kind::wgmma_tma &&
+        c.kind != gemv_kind::wgmma_ws)
       return;
     for (int cl : clusters) {
       c.cluster = cl;
@@ -284,6 +289,12 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
         for (int wpb : {4, 8})
           for (int stages : {3, 4})
             consider({rpg, wpb, stages, split, kind});
+  // wgmma_ws: the same, with its deep rings.
+  for (int split : {1, 2, 4, 8})
+    for (int rpg : {64, 128})
+      for (int wpb : {4, 8})
+        for (int stages : {6, 8, 12, 16})
+          consider({rpg, wpb, stages, split, gemv_kind::wgmma_ws});
   return out;
 }
 
@@ -659,7 +670,7 @@ int main(int argc, char** argv) {
     std::ostringstream families;
     for (const gemv_kind k : {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep,
                               gemv_kind::tsweep, gemv_kind::packed, gemv_kind::gemm,
-                              gemv_kind::wgmma, gemv_kind::wgmma_tma}) {
+                              gemv_kind::wgmma, gemv_kind::wgmma_tma, gemv_kind::wgmma_ws}) {
       const auto it = family_best.find({{s, batch}, static_cast<int>(k)});
       families << " " << gemv_kind_name(k) << " ";
       if (it == family_best.end())

@@ -3,7 +3,8 @@
 # (scripts/cublas_kernels.py: names, grids, kernel times at batch 1-128), then Nsight Compute's
 # sections of ours (the pick table's configuration, through kg_bench_gemv_sweep with no other
 # family) and of cuBLAS's (torch's F.linear) at the points PROBES (PROJECTION:BATCH ...), side by
-# side: where each spends its time. Reads counters only; changes no clock or mode.
+# side: where each spends its time. Reads counters only: --clock-control none, since ncu by
+# default locks the SM clock to base while it profiles, and this machine is shared.
 # Logs into $LOG_DIR (default gpu-logs): build.log, cublas.txt/json, ncu-{ours,cublas}-P-bB.txt.
 set -uo pipefail
 BUILD_TARGET=kg_bench_gemv_sweep source "$(dirname "${BASH_SOURCE[0]}")/gpu_build.sh" || exit 1
@@ -12,7 +13,7 @@ echo "cublas_kernels: exit $?"
 cut -c1-240 "$logs/cublas.txt"
 ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 [ -n "$ncu" ] || { echo "no ncu on this machine: the sections are not measured"; exit 0; }
-sections=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats
+sections=(--clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats
   --section LaunchStats --section Occupancy --section SchedulerStats)
 for p in ${PROBES:-qkv:32 o_proj:128 down:64}; do
   proj=${p%:*} b=${p#*:}

@@ -73,6 +73,10 @@ TEST(gemv_config, picks_supported_configurations_for_every_qwen3_shape_and_batch
         EXPECT_TRUE(in(c.rows_per_warp, {64, 128}));
         EXPECT_TRUE(in(c.unroll, {3, 4}));
         break;
+      case gemv_kind::wgmma_ws:
+        EXPECT_TRUE(in(c.rows_per_warp, {64, 128}));
+        EXPECT_TRUE(in(c.unroll, {6, 8, 12, 16}));
+        break;
       }
       EXPECT_TRUE(gemv_config_supported(c, batch, n, k));
     }
@@ -300,6 +304,39 @@ TEST(gemv_config, the_wgmma_families_keep_their_accumulators_and_ring_in_bounds)
   }
   EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma), "wgmma");
   EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma_tma), "wgmma_tma");
+}
+
+// The wgmma_ws family's rules (gemv_bf16.h): wgmma's accumulators and rows, stages 6, 8, 12 or
+// 16, and a ring of stages x (rows + batch tile) x 128 bytes + 1 KB <= 217 KB, worked by hand.
+TEST(gemv_config, the_wgmma_ws_family_keeps_its_deep_ring_in_bounds) {
+  auto ok = [](int rpg, int wpb, int stages, int split, int batch, int n = 6144, int k = 2560) {
+    return gemv_config_supported({rpg, wpb, stages, split, gemv_kind::wgmma_ws}, batch, n, k);
+  };
+  // Batch 16 (tile 16): 16 x (64 + 16) x 128 B + 1 KB = 161 KB.
+  EXPECT_TRUE(ok(64, 4, 16, 1, 16));
+  // Batch 32: 16 x 96 x 128 B + 1 KB = 193 KB; batch 64: 16 x 128 x 128 B + 1 KB = 257 KB, no;
+  // 12 x 128 x 128 B + 1 KB = 193 KB, yes.
+  EXPECT_TRUE(ok(64, 4, 16, 1, 32));
+  EXPECT_FALSE(ok(64, 4, 16, 1, 64));
+  EXPECT_TRUE(ok(64, 4, 12, 1, 64));
+  // Batch 128: 8 x 192 x 128 B + 1 KB = 193 KB; 12 x 192 x 128 B + 1 KB = 289 KB, no.
+  EXPECT_TRUE(ok(64, 4, 8, 2, 128));
+  EXPECT_FALSE(ok(64, 4, 12, 1, 128));
+  // Two warpgroups of 128 rows (256 rows) at batch 16: 6 x 272 x 128 B + 1 KB = 205 KB, yes;
+  // 8 stages 273 KB, no.
+  EXPECT_TRUE(ok(128, 8, 6, 1, 16));
+  EXPECT_FALSE(ok(128, 8, 8, 1, 16));
+  // 3 and 4 stages are the other wgmma families', 10 and 32 nobody's; 16 warps, a cluster: no.
+  EXPECT_FALSE(ok(64, 4, 4, 1, 16));
+  EXPECT_FALSE(ok(64, 4, 10, 1, 16));
+  EXPECT_FALSE(ok(64, 4, 32, 1, 16));
+  EXPECT_FALSE(ok(64, 16, 8, 1, 16));
+  EXPECT_FALSE(gemv_config_supported({64, 4, 8, 2, gemv_kind::wgmma_ws, 1}, 16, 6144, 2560));
+  EXPECT_EQ(gemv_batch_group({64, 4, 8, 1, gemv_kind::wgmma_ws}), 128);
+  for (int split : {2, 4, 8})
+    EXPECT_EQ(gemv_workspace_bytes({64, 4, 8, split, gemv_kind::wgmma_ws}, 64, 2560, 9728),
+              gemv_workspace_bytes({1, 8, 2, split}, 64, 2560, 9728));
+  EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma_ws), "wgmma_ws");
 }
 
 // The workspace layout is the same for every family: one zero-filled workspace serves them all.

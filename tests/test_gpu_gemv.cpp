@@ -1,7 +1,7 @@
 // The decode GEMV (kernels/decode/gemv_bf16.h) on the GPU (label gpu; each test skips with a
 // visible message where no CUDA device exists): every supported configuration of every family
-// (simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma, wgmma_tma) against an fp64 host oracle on
-// odd shapes (row tails, K slices of odd length, partial batch groups), and bitwise identical
+// (simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma, wgmma_tma, wgmma_ws) against an fp64 oracle
+// on odd shapes (row tails, K slices of odd length, partial batch groups), and bitwise identical
 // output across runs, split K included.
 #include <algorithm>
 #include <cmath>
@@ -453,6 +453,46 @@ TEST(gpu_gemv, the_wgmma_tma_family_matches_the_oracle_and_the_wgmma_bits) {
     for (const gemv_config c : {gemv_config{128, 8, 4, 4, gemv_kind::wgmma_tma},
                                 gemv_config{64, 4, 3, 8, gemv_kind::wgmma_tma}})
       check_then_repeat(p, c, 10);
+  }
+}
+
+// The wgmma_ws family (the wgmma_tma tiles, a producer warpgroup and a deep ring released stage
+// by stage): every configuration on the same odd shapes against the oracle (each shape and batch
+// has some: 64-row tiles with 6 or 8 stages fit every batch tile), the same bits as the wgmma
+// family's configuration of the same tile, and the down and qkv projections' shapes repeated,
+// with split K and without, at rings of several turns (2560 / 64 = 40 k tiles on 16 stages).
+TEST(gpu_gemv, the_wgmma_ws_family_matches_the_oracle_and_the_wgmma_bits) {
+  KG_REQUIRE_GPU();
+  for (const auto& [n, k] : {std::pair{37, 8 * 53}, std::pair{517, 8 * 1333}})
+    for (int batch : {1, 13, 16, 33, 64, 100, 128, 130}) {
+      problem p(batch, n, k);
+      device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
+      KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+      int checked = 0;
+      for (int split : {1, 2, 4, 8})
+        for (int rpg : {64, 128})
+          for (int wpb : {4, 8})
+            for (int stages : {6, 8, 12, 16}) {
+              const gemv_config c{rpg, wpb, stages, split, gemv_kind::wgmma_ws};
+              if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
+              check_config(p, c, ws.get());
+              gemv_config twin{rpg, wpb, 3, split, gemv_kind::wgmma};
+              if (gemv_config_supported(twin, p.batch, p.n, p.k)) {
+                EXPECT_EQ(p.run(c, ws.get()), p.run(twin, ws.get()))
+                    << name(c) << " on " << n << "x" << k << " batch " << batch;
+              }
+              ++checked;
+            }
+      EXPECT_GE(checked, 8) << n << "x" << k << " batch " << batch; // 4 splits x 6, 8 stages
+    }
+  for (int batch : {16, 32, 128}) {
+    problem down(batch, 2560, 9728), qkv(batch, 6144, 2560);
+    for (const gemv_config c : {gemv_config{64, 4, 8, 4, gemv_kind::wgmma_ws},
+                                gemv_config{64, 4, 6, 1, gemv_kind::wgmma_ws}}) {
+      check_then_repeat(down, c, 5);
+      check_then_repeat(qkv, c, 5);
+    }
+    if (batch <= 32) check_then_repeat(qkv, {64, 4, 16, 1, gemv_kind::wgmma_ws}, 5);
   }
 }
 

@@ -81,13 +81,16 @@ bool supported(const gemv_config& c) {
   case gemv_kind::wgmma_tma:
     return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
            in(c.unroll, {3, 4}) && !c.cluster;
+  case gemv_kind::wgmma_ws:
+    return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
+           in(c.unroll, {6, 8, 12, 16}) && !c.cluster;
   }
   return false;
 }
 
-// The families on the warpgroup MMA: one kernel, two ways of filling its ring.
+// The families on the warpgroup MMA: one tile and sum order, three ways of filling the ring.
 bool is_wgmma(gemv_kind k) {
-  return k == gemv_kind::wgmma || k == gemv_kind::wgmma_tma;
+  return k == gemv_kind::wgmma || k == gemv_kind::wgmma_tma || k == gemv_kind::wgmma_ws;
 }
 
 int next_pow2(int v) {
@@ -124,7 +127,9 @@ bool wgmma_fits(const gemv_config& c, int batch) {
   return bn <= gemv_detail::gemm_max_batch &&
          c.rows_per_warp / 64 * bn / 2 <= gemv_detail::wgmma_max_accumulators &&
          rows <= gemv_detail::gemm_max_tile_rows &&
-         gemv_detail::wgmma_smem_bytes(rows, bn, c.unroll) <= gemv_detail::wgmma_max_smem_bytes;
+         gemv_detail::wgmma_smem_bytes(rows, bn, c.unroll) <=
+             (c.kind == gemv_kind::wgmma_ws ? gemv_detail::wgmma_ws_max_smem_bytes
+                                            : gemv_detail::wgmma_max_smem_bytes);
 }
 
 // Rows of one block: the mma and packed families' warps share one 16-row tile; the gemm
@@ -183,6 +188,9 @@ cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int b
   if (c.kind == gemv_kind::wgmma_tma)
     return gemv_detail::launch_gemv_wgmma_tma(a, gemm_batch_tile(c, a.nb), c.rows_per_warp,
                                               c.warps_per_block, c.unroll, blocks, s);
+  if (c.kind == gemv_kind::wgmma_ws)
+    return gemv_detail::launch_gemv_wgmma_ws(a, gemm_batch_tile(c, a.nb), c.rows_per_warp,
+                                             c.warps_per_block, c.unroll, blocks, s);
   const int nt = bg <= 8 ? 1 : bg <= 16 ? 2 : 4; // mma, packed: 8-column batch tiles
   if (c.kind == gemv_kind::mma)
     return gemv_detail::launch_gemv_mma(a, nt, c.unroll, c.warps_per_block, blocks, s);
@@ -273,7 +281,7 @@ constexpr table_row config_table[] = {
 
 namespace {
 
-constexpr name_table<gemv_kind, 9> gemv_kind_names{{
+constexpr name_table<gemv_kind, 10> gemv_kind_names{{
     {gemv_kind::simt, "simt"},
     {gemv_kind::bulk, "bulk"},
     {gemv_kind::mma, "mma"},
@@ -283,6 +291,7 @@ constexpr name_table<gemv_kind, 9> gemv_kind_names{{
     {gemv_kind::gemm, "gemm"},
     {gemv_kind::wgmma, "wgmma"},
     {gemv_kind::wgmma_tma, "wgmma_tma"},
+    {gemv_kind::wgmma_ws, "wgmma_ws"},
 }};
 
 } // namespace
@@ -422,6 +431,7 @@ int gemv_batch_group(const gemv_config& c) {
   case gemv_kind::gemm:
   case gemv_kind::wgmma:
   case gemv_kind::wgmma_tma:
+  case gemv_kind::wgmma_ws:
     return gemv_detail::gemm_max_batch;
   default:
     return 32 / c.rows_per_warp;

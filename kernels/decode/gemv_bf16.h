@@ -57,6 +57,10 @@ namespace kg {
 //   wgmma_tma: the wgmma family with its ring filled by the Tensor Memory Accelerator (one thread
 //         issues a stage as two tensor copies completing on an mbarrier) instead of every
 //         thread's cp.async (gemv_bf16_wgmma_tma.cu); the same fields, limits and bits.
+//   wgmma_ws: the wgmma_tma family's tiles with the block split by role: one producer
+//         warpgroup more (128 threads beyond warps_per_block) keeps a deep ring full, the
+//         consumers release each stage as they finish it (gemv_bf16_wgmma_ws.cu); the same
+//         fields, bits and batch tile, unroll (stages) 6, 8, 12, 16.
 enum class gemv_kind : int {
   simt = 0,
   bulk = 1,
@@ -66,7 +70,8 @@ enum class gemv_kind : int {
   packed = 5,
   gemm = 6,
   wgmma = 7,
-  wgmma_tma = 8
+  wgmma_tma = 8,
+  wgmma_ws = 9
 };
 
 struct gemv_config {
@@ -85,7 +90,8 @@ struct gemv_config {
   int batch_warps = 1; // gemm: warps side by side along the batch (1 or 2); 1 elsewhere
 };
 
-// "simt", "bulk", "mma", "sweep", "tsweep", "packed", "gemm", "wgmma" or "wgmma_tma".
+// "simt", "bulk", "mma", "sweep", "tsweep", "packed", "gemm", "wgmma", "wgmma_tma" or
+// "wgmma_ws".
 const char* gemv_kind_name(gemv_kind k);
 
 // Whether a configuration reads the packed copy of the weights (gemv_kind::packed) rather than
@@ -148,6 +154,8 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //         accumulators a thread; at most 256 rows a block and a ring of at most 200 KB (plus 1 KB
 //         of alignment); K slices and batch group as gemm.
 //   wgmma_tma: as wgmma.
+//   wgmma_ws: as wgmma, with unroll (stages) 6, 8, 12, 16 and a ring of at most 216 KB (plus
+//         1 KB of alignment); warps_per_block counts the consumer warps.
 //   cluster 0 or 1 (1: simt with split_k 2, 4 or 8); batch_warps 1 but for gemm.
 // Returns cudaErrorInvalidValue for anything else (before touching the device), else the
 // launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`

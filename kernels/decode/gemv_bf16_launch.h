@@ -102,6 +102,12 @@ cudaError_t launch_gemv_wgmma(const gemv_args& a, int bn, int rows_per_group, in
 // filled by TMA tensor copies (a.x and a.w 16-byte aligned, a.k8 x 8 columns).
 cudaError_t launch_gemv_wgmma_tma(const gemv_args& a, int bn, int rows_per_group,
                                   int warps_per_block, int stages, int blocks, cudaStream_t s);
+// The wgmma_ws family (gemv_bf16_wgmma_ws.cu): the wgmma_tma family's tiles and bits, one
+// producer warpgroup more, stages 6, 8, 12, 16 in a ring of at most wgmma_ws_max_smem_bytes.
+cudaError_t launch_gemv_wgmma_ws(const gemv_args& a, int bn, int rows_per_group,
+                                 int warps_per_block, int stages, int blocks, cudaStream_t s);
+// 216 KB of ring and 1 KB to align it: under the 227 KB a block may have, with the barriers.
+constexpr int wgmma_ws_max_smem_bytes = 216 * 1024 + 1024;
 constexpr int wgmma_max_accumulators = 128; // float accumulators a thread: (rows / 64) x bn / 2
 // The gemm family's ring plus 1 KB to align it to the 128-byte swizzle's 1024-byte atom.
 constexpr int wgmma_max_smem_bytes = gemm_max_smem_bytes + 1024;

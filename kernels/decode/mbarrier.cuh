@@ -1,6 +1,6 @@
 // Hopper shared-memory barriers and the asynchronous bulk copies that complete on them, shared by
-// the GEMV's bulk family (1-D bulk copies, gemv_bf16_bulk.cu) and its wgmma_tma family (2-D
-// tensor copies through a tensor map, gemv_bf16_wgmma_tma.cu).
+// the GEMV's bulk family (1-D bulk copies, gemv_bf16_bulk.cu) and its wgmma_tma and wgmma_ws
+// families (2-D tensor copies through a tensor map, gemv_bf16_wgmma_tma.cu, gemv_bf16_wgmma_ws.cu).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,11 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(unsigned long long* bar, u
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
                "r"(bytes)
                : "memory");
+}
+
+// Arrives once, no transaction bytes (a consumer releasing a stage to its producer).
+__device__ __forceinline__ void mbar_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
 }
 
 // Waits for the completion of the barrier's phase with parity `parity` (acquire: the copied
