@@ -16,8 +16,8 @@
 // weights' packed copy, made once per shape by pack_gemv_weights and not timed), gemm (a
 // skinny GEMM with both operands staged in shared memory, batch 16-128), wgmma (the gemm
 // family's ring read by Hopper's warpgroup instructions), wgmma_tma (that kernel with its ring
-// filled by TMA tensor copies) and wgmma_ws (those tiles with a producer warpgroup and a deep
-// ring).
+// filled by TMA tensor copies), wgmma_ws (those tiles with a producer warpgroup and a deep
+// ring) and wgmma_sk (that block over a fixed stream-K grid).
 //
 // Pruning (off with --full): configurations that need several launches for the batch, those
 // whose lanes, blocks or warps would get less than one unrolled step per K slice, and split-K
@@ -36,7 +36,8 @@
 //                       [--cluster 0|1|both] [--no-cublas] [--backend NAME]
 //     --quick   the down projection at batch 1 and 8 only (every family)
 //     --no-ceiling  skip each weight's read-ceiling rows (a plain contiguous read of it)
-//     --kinds   simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma, wgmma_tma, wgmma_ws (a list):
+//     --kinds   simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma, wgmma_tma, wgmma_ws,
+//               wgmma_sk (a comma list):
 //               time only these families (and the table's current configuration)
 //     --shapes  down, qkv, o_proj, gate_up, lm_head (a comma list); --batches 1..128 (a list)
 //     --no-cublas  leave cuBLAS out
@@ -128,6 +129,7 @@ std::string config_name(const gemv_config& c) {
   case gemv_kind::wgmma:
   case gemv_kind::wgmma_tma:
   case gemv_kind::wgmma_ws:
+  case gemv_kind::wgmma_sk:
     o << "rpg" << c.rows_per_warp << " st" << c.unroll;
     break;
   }
@@ -163,7 +165,8 @@ int block_rows(const gemv_config& c, int n) {
     return 16 * (((n + 15) / 16 + lanes - 1) / lanes);
   }
   if (c.kind == gemv_kind::gemm) return c.rows_per_warp * c.warps_per_block / c.batch_warps;
-  if (c.kind == gemv_kind::wgmma || c.kind == gemv_kind::wgmma_tma || c.kind == gemv_kind::wgmma_ws)
+  if (c.kind == gemv_kind::wgmma || c.kind == gemv_kind::wgmma_tma ||
+      c.kind == gemv_kind::wgmma_ws || c.kind == gemv_kind::wgmma_sk)
     return c.rows_per_warp * c.warps_per_block / 4;
   return c.kind == gemv_kind::mma || c.kind == gemv_kind::packed
              ? c.rows_per_warp
@@ -193,6 +196,8 @@ bool worth_timing(const gemv_config& c, const shape_def& s, int batch, int sm_co
     break;
   case gemv_kind::tsweep: // its grid is fixed: every split is worth a look
     return true;
+  case gemv_kind::wgmma_sk: // so is this one's (batch 8 up, as the other wgmma families)
+    return batch >= 8;
   case gemv_kind::gemm:  // batch 8 up; at least one k tile per stage of its ring in every slice;
   case gemv_kind::wgmma: // its blocks are few and fat, so a split is worth a look until the
   case gemv_kind::wgmma_tma: // tiles fill the SMs twice over
@@ -243,7 +248,7 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
     if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma &&
         c.kind != gemv_kind::packed && c.kind != gemv_kind::sweep && c.kind != gemv_kind::tsweep &&
         c.kind != gemv_kind::gemm && c.kind != gemv_kind::wgmma && c.kind != gemv_kind::wgmma_tma &&
-        c.kind != gemv_kind::wgmma_ws)
+        c.kind != gemv_kind::wgmma_ws && c.kind != gemv_kind::wgmma_sk)
       return;
     for (int cl : clusters) {
       c.cluster = cl;
@@ -295,6 +300,12 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
       for (int wpb : {4, 8})
         for (int stages : {6, 8, 12, 16})
           consider({rpg, wpb, stages, split, gemv_kind::wgmma_ws});
+  // wgmma_sk: the same tiles over its fixed grid; split: the most blocks a tile is shared by.
+  for (int split : {2, 4, 8})
+    for (int rpg : {64, 128})
+      for (int wpb : {4, 8})
+        for (int stages : {4, 6, 8})
+          consider({rpg, wpb, stages, split, gemv_kind::wgmma_sk});
   return out;
 }
 
@@ -668,9 +679,10 @@ int main(int argc, char** argv) {
   for (const auto& [key, m] : best) {
     const auto& [s, batch] = key;
     std::ostringstream families;
-    for (const gemv_kind k : {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep,
-                              gemv_kind::tsweep, gemv_kind::packed, gemv_kind::gemm,
-                              gemv_kind::wgmma, gemv_kind::wgmma_tma, gemv_kind::wgmma_ws}) {
+    for (const gemv_kind k :
+         {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep, gemv_kind::tsweep,
+          gemv_kind::packed, gemv_kind::gemm, gemv_kind::wgmma, gemv_kind::wgmma_tma,
+          gemv_kind::wgmma_ws, gemv_kind::wgmma_sk}) {
       const auto it = family_best.find({{s, batch}, static_cast<int>(k)});
       families << " " << gemv_kind_name(k) << " ";
       if (it == family_best.end())

@@ -3,11 +3,13 @@
 // follows the documented layout, and unsupported requests are refused before the device is
 // touched (so these run without a GPU).
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "kernels/decode/gemv_bf16.h"
+#include "kernels/decode/gemv_bf16_launch.h"
 #include "workloads/qwen3.h"
 
 using namespace kg;
@@ -76,6 +78,11 @@ TEST(gemv_config, picks_supported_configurations_for_every_qwen3_shape_and_batch
       case gemv_kind::wgmma_ws:
         EXPECT_TRUE(in(c.rows_per_warp, {64, 128}));
         EXPECT_TRUE(in(c.unroll, {6, 8, 12, 16}));
+        break;
+      case gemv_kind::wgmma_sk:
+        EXPECT_TRUE(in(c.rows_per_warp, {64, 128}));
+        EXPECT_TRUE(in(c.unroll, {4, 6, 8}));
+        EXPECT_TRUE(in(c.split_k, {2, 4, 8}));
         break;
       }
       EXPECT_TRUE(gemv_config_supported(c, batch, n, k));
@@ -337,6 +344,60 @@ TEST(gemv_config, the_wgmma_ws_family_keeps_its_deep_ring_in_bounds) {
     EXPECT_EQ(gemv_workspace_bytes({64, 4, 8, split, gemv_kind::wgmma_ws}, 64, 2560, 9728),
               gemv_workspace_bytes({1, 8, 2, split}, 64, 2560, 9728));
   EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma_ws), "wgmma_ws");
+}
+
+// The wgmma_sk family's grid (gemv_detail::wgmma_sk_grid) against a brute-force count: each
+// block's share [g U / G, (g + 1) U / G) of the U = tiles x k_tiles units is not empty, no tile
+// meets more than `split` blocks, at most 132 blocks; and the projections' grids worked by hand.
+TEST(gemv_config, the_stream_k_grid_shares_every_tile_among_at_most_split_blocks) {
+  for (int tiles : {1, 2, 3, 9, 40, 96, 304, 2374})
+    for (int k_tiles : {1, 2, 7, 40, 64, 152, 167})
+      for (int split : {2, 4, 8}) {
+        SCOPED_TRACE(std::to_string(tiles) + " tiles x " + std::to_string(k_tiles) + ", split " +
+                     std::to_string(split));
+        const long long grid = gemv_detail::wgmma_sk_grid(tiles, k_tiles, split);
+        const long long units = static_cast<long long>(tiles) * k_tiles;
+        ASSERT_GE(grid, 1);
+        ASSERT_LE(grid, 132);
+        std::vector<int> blocks_of_tile(tiles, 0);
+        for (long long g = 0; g < grid; ++g) {
+          const long long u0 = g * units / grid, u1 = (g + 1) * units / grid;
+          ASSERT_LT(u0, u1) << "block " << g << " has no unit";
+          for (long long t = u0 / k_tiles; t <= (u1 - 1) / k_tiles; ++t)
+            ++blocks_of_tile[t];
+        }
+        for (int t = 0; t < tiles; ++t)
+          EXPECT_LE(blocks_of_tile[t], split) << "tile " << t;
+      }
+  // qkv, 96 tiles of 64 rows x 40 k tiles, split 4: a block needs ceil(39 / 3) = 13 units,
+  // 3840 / 13 = 295 blocks would do: all 132 SMs. o_proj, 40 x 64, split 4: ceil(63 / 3) = 21,
+  // 2560 / 21 = 121 blocks; split 8: ceil(63 / 7) = 9, 284: 132. down, 40 x 152, split 4:
+  // ceil(151 / 3) = 51, 6080 / 51 = 119.
+  EXPECT_EQ(gemv_detail::wgmma_sk_grid(96, 40, 4), 132);
+  EXPECT_EQ(gemv_detail::wgmma_sk_grid(40, 64, 4), 121);
+  EXPECT_EQ(gemv_detail::wgmma_sk_grid(40, 64, 8), 132);
+  EXPECT_EQ(gemv_detail::wgmma_sk_grid(40, 152, 4), 119);
+  // One tile of 7 k tiles, split 2: 6 units a block, 7 / 6 = 1 block.
+  EXPECT_EQ(gemv_detail::wgmma_sk_grid(1, 7, 2), 1);
+}
+
+// The wgmma_sk family's rules: wgmma_ws's tiles and ring limit, stages 4, 6, 8, split 2, 4, 8.
+TEST(gemv_config, the_wgmma_sk_family_takes_split_as_the_blocks_a_tile_is_shared_by) {
+  auto ok = [](int rpg, int wpb, int stages, int split, int batch) {
+    return gemv_config_supported({rpg, wpb, stages, split, gemv_kind::wgmma_sk}, batch, 2560, 4096);
+  };
+  EXPECT_TRUE(ok(64, 4, 4, 4, 16));
+  EXPECT_TRUE(ok(64, 4, 8, 8, 128));  // 8 x (64 + 128) x 128 B + 1 KB = 193 KB
+  EXPECT_TRUE(ok(128, 8, 6, 2, 16));  // 6 x (256 + 16) x 128 B + 1 KB = 205 KB
+  EXPECT_FALSE(ok(128, 8, 8, 2, 16)); // 273 KB
+  EXPECT_FALSE(ok(64, 4, 4, 1, 16));  // a tile never shared: that is wgmma_ws
+  EXPECT_FALSE(ok(64, 4, 12, 4, 16));
+  EXPECT_FALSE(ok(64, 4, 3, 4, 16));
+  EXPECT_EQ(gemv_batch_group({64, 4, 4, 4, gemv_kind::wgmma_sk}), 128);
+  // Its partials are split_k slices of whole output rows, as every family's.
+  EXPECT_EQ(gemv_workspace_bytes({64, 4, 4, 4, gemv_kind::wgmma_sk}, 64, 2560, 4096),
+            gemv_workspace_bytes({1, 8, 2, 4}, 64, 2560, 4096));
+  EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma_sk), "wgmma_sk");
 }
 
 // The workspace layout is the same for every family: one zero-filled workspace serves them all.

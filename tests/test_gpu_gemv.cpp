@@ -496,6 +496,41 @@ TEST(gpu_gemv, the_wgmma_ws_family_matches_the_oracle_and_the_wgmma_bits) {
   }
 }
 
+// The wgmma_sk family (the wgmma_ws block over a fixed stream-K grid; a tile shared by several
+// blocks is summed from their slices by its last block): every configuration on the odd shapes
+// (one tile of 7 k tiles; 9 tiles of 167, so blocks hold a tile's tail, whole tiles and another's
+// head) against the oracle and bitwise repeatable; then the qkv, o_proj and down projections'
+// shapes, whose tiles are shared by 2 to 8 blocks, repeated under every block racing.
+TEST(gpu_gemv, the_wgmma_sk_family_matches_the_oracle_and_repeats_bitwise) {
+  KG_REQUIRE_GPU();
+  for (const auto& [n, k] : {std::pair{37, 8 * 53}, std::pair{517, 8 * 1333}})
+    for (int batch : {1, 13, 16, 33, 64, 100, 128, 130}) {
+      problem p(batch, n, k);
+      device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
+      KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+      int checked = 0;
+      for (int split : {2, 4, 8})
+        for (int rpg : {64, 128})
+          for (int wpb : {4, 8})
+            for (int stages : {4, 6, 8}) {
+              const gemv_config c{rpg, wpb, stages, split, gemv_kind::wgmma_sk};
+              if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
+              check_config(p, c, ws.get());
+              ++checked;
+            }
+      EXPECT_GE(checked, 9) << n << "x" << k << " batch " << batch; // 64 rows: every stage count
+    }
+  for (int batch : {16, 128}) {
+    problem qkv(batch, 6144, 2560), o_proj(batch, 2560, 4096), down(batch, 2560, 9728);
+    for (const gemv_config c : {gemv_config{64, 4, 4, 4, gemv_kind::wgmma_sk},
+                                gemv_config{64, 4, 6, 8, gemv_kind::wgmma_sk}}) {
+      check_then_repeat(qkv, c, 5);
+      check_then_repeat(o_proj, c, 5);
+      check_then_repeat(down, c, 5);
+    }
+  }
+}
+
 // The gemm family on the Qwen3-4B down projection's shape at the batches it is for, with the
 // split-K finish under hundreds of racing blocks, repeated: one bit pattern.
 TEST(gpu_gemv, the_gemm_family_split_k_is_bitwise_repeatable_on_a_real_shape) {

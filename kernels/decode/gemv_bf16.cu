@@ -84,13 +84,18 @@ bool supported(const gemv_config& c) {
   case gemv_kind::wgmma_ws:
     return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
            in(c.unroll, {6, 8, 12, 16}) && !c.cluster;
+  case gemv_kind::wgmma_sk: // split_k: the most blocks a tile may be shared by
+    return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
+           in(c.unroll, {4, 6, 8}) && in(c.split_k, {2, 4, 8}) && !c.cluster;
   }
   return false;
 }
 
-// The families on the warpgroup MMA: one tile and sum order, three ways of filling the ring.
+// The families on the warpgroup MMA: one tile, three ways of filling the ring, and the
+// stream-K grid over the producer/consumer block.
 bool is_wgmma(gemv_kind k) {
-  return k == gemv_kind::wgmma || k == gemv_kind::wgmma_tma || k == gemv_kind::wgmma_ws;
+  return k == gemv_kind::wgmma || k == gemv_kind::wgmma_tma || k == gemv_kind::wgmma_ws ||
+         k == gemv_kind::wgmma_sk;
 }
 
 int next_pow2(int v) {
@@ -128,8 +133,9 @@ bool wgmma_fits(const gemv_config& c, int batch) {
          c.rows_per_warp / 64 * bn / 2 <= gemv_detail::wgmma_max_accumulators &&
          rows <= gemv_detail::gemm_max_tile_rows &&
          gemv_detail::wgmma_smem_bytes(rows, bn, c.unroll) <=
-             (c.kind == gemv_kind::wgmma_ws ? gemv_detail::wgmma_ws_max_smem_bytes
-                                            : gemv_detail::wgmma_max_smem_bytes);
+             (c.kind == gemv_kind::wgmma_ws || c.kind == gemv_kind::wgmma_sk
+                  ? gemv_detail::wgmma_ws_max_smem_bytes
+                  : gemv_detail::wgmma_max_smem_bytes);
 }
 
 // Rows of one block: the mma and packed families' warps share one 16-row tile; the gemm
@@ -190,6 +196,9 @@ cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int b
                                               c.warps_per_block, c.unroll, blocks, s);
   if (c.kind == gemv_kind::wgmma_ws)
     return gemv_detail::launch_gemv_wgmma_ws(a, gemm_batch_tile(c, a.nb), c.rows_per_warp,
+                                             c.warps_per_block, c.unroll, blocks, s);
+  if (c.kind == gemv_kind::wgmma_sk)
+    return gemv_detail::launch_gemv_wgmma_sk(a, gemm_batch_tile(c, a.nb), c.rows_per_warp,
                                              c.warps_per_block, c.unroll, blocks, s);
   const int nt = bg <= 8 ? 1 : bg <= 16 ? 2 : 4; // mma, packed: 8-column batch tiles
   if (c.kind == gemv_kind::mma)
@@ -281,7 +290,7 @@ constexpr table_row config_table[] = {
 
 namespace {
 
-constexpr name_table<gemv_kind, 10> gemv_kind_names{{
+constexpr name_table<gemv_kind, 11> gemv_kind_names{{
     {gemv_kind::simt, "simt"},
     {gemv_kind::bulk, "bulk"},
     {gemv_kind::mma, "mma"},
@@ -292,6 +301,7 @@ constexpr name_table<gemv_kind, 10> gemv_kind_names{{
     {gemv_kind::wgmma, "wgmma"},
     {gemv_kind::wgmma_tma, "wgmma_tma"},
     {gemv_kind::wgmma_ws, "wgmma_ws"},
+    {gemv_kind::wgmma_sk, "wgmma_sk"},
 }};
 
 } // namespace
@@ -381,7 +391,13 @@ cudaError_t launch_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bflo
     a.counters = static_cast<unsigned*>(workspace);
     a.slice_stride = static_cast<long long>(batch) * n;
   }
-  const int blocks = static_cast<int>(tiles * c.split_k);
+  // wgmma_sk: its fixed grid over the tiles' k tiles (gemv_bf16_launch.h)
+  const int blocks = c.kind == gemv_kind::wgmma_sk
+                         ? gemv_detail::wgmma_sk_grid(tiles,
+                                                      (a.k8 + gemv_detail::gemm_tile_chunks - 1) /
+                                                          gemv_detail::gemm_tile_chunks,
+                                                      c.split_k)
+                         : static_cast<int>(tiles * c.split_k);
   const int group = gemv_batch_group(c);
   const int y_cols = gated ? n / 2 : n;
   // Batch groups in order; the last one takes the smallest kernel group that holds it (masked).
@@ -432,6 +448,7 @@ int gemv_batch_group(const gemv_config& c) {
   case gemv_kind::wgmma:
   case gemv_kind::wgmma_tma:
   case gemv_kind::wgmma_ws:
+  case gemv_kind::wgmma_sk:
     return gemv_detail::gemm_max_batch;
   default:
     return 32 / c.rows_per_warp;

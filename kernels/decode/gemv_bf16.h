@@ -61,6 +61,10 @@ namespace kg {
 //         warpgroup more (128 threads beyond warps_per_block) keeps a deep ring full, the
 //         consumers release each stage as they finish it (gemv_bf16_wgmma_ws.cu); the same
 //         fields, bits and batch tile, unroll (stages) 6, 8, 12, 16.
+//   wgmma_sk: the wgmma_ws block over a fixed grid of at most 132 blocks that share the (row
+//         tile, k tile) units evenly (stream-K: gemv_bf16_wgmma_sk.cu), so a projection of few
+//         row tiles keeps every SM busy; split_k is the most blocks one tile may be shared by
+//         (the grid shrinks to keep it), unroll (stages) 4, 6, 8.
 enum class gemv_kind : int {
   simt = 0,
   bulk = 1,
@@ -71,7 +75,8 @@ enum class gemv_kind : int {
   gemm = 6,
   wgmma = 7,
   wgmma_tma = 8,
-  wgmma_ws = 9
+  wgmma_ws = 9,
+  wgmma_sk = 10
 };
 
 struct gemv_config {
@@ -90,8 +95,8 @@ struct gemv_config {
   int batch_warps = 1; // gemm: warps side by side along the batch (1 or 2); 1 elsewhere
 };
 
-// "simt", "bulk", "mma", "sweep", "tsweep", "packed", "gemm", "wgmma", "wgmma_tma" or
-// "wgmma_ws".
+// "simt", "bulk", "mma", "sweep", "tsweep", "packed", "gemm", "wgmma", "wgmma_tma",
+// "wgmma_ws" or "wgmma_sk".
 const char* gemv_kind_name(gemv_kind k);
 
 // Whether a configuration reads the packed copy of the weights (gemv_kind::packed) rather than
@@ -156,6 +161,8 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //   wgmma_tma: as wgmma.
 //   wgmma_ws: as wgmma, with unroll (stages) 6, 8, 12, 16 and a ring of at most 216 KB (plus
 //         1 KB of alignment); warps_per_block counts the consumer warps.
+//   wgmma_sk: as wgmma_ws with unroll (stages) 4, 6, 8 and split_k 2, 4, 8 (the most blocks a
+//         tile is shared by; the grid: gemv_detail::wgmma_sk_grid).
 //   cluster 0 or 1 (1: simt with split_k 2, 4 or 8); batch_warps 1 but for gemm.
 // Returns cudaErrorInvalidValue for anything else (before touching the device), else the
 // launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`

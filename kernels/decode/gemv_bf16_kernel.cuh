@@ -131,27 +131,31 @@ __device__ __forceinline__ void fma_chunk(const uint4 (&wv)[RPW], const uint4* _
 }
 
 // Split K, after every thread of the block has stored its partials: whether this block is the
-// last of the `a.split` blocks counted on `counter` (a tile's slices). The fence makes this
-// block's partials visible device-wide before its arrival is counted, the second one orders the
-// counter observation before the last block reads the others' partials. Every thread of the block
-// must call it; the last block must then reset the counter (end_split_k).
-__device__ __forceinline__ bool last_of_split(const gemv_args& a, int counter) {
+// last of the `count` blocks (default a.split) counted on `counter` (a tile's slices). The fence
+// makes this block's partials visible device-wide before its arrival is counted, the second one
+// orders the counter observation before the last block reads the others' partials. Every thread of
+// the block must call it; the last block must then reset the counter (end_split_k).
+__device__ __forceinline__ bool last_of_split(const gemv_args& a, int counter, int count) {
   __shared__ bool is_last;
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0)
-    is_last = atomicAdd(a.counters + counter, 1u) == static_cast<unsigned>(a.split - 1);
+    is_last = atomicAdd(a.counters + counter, 1u) == static_cast<unsigned>(count - 1);
   __syncthreads();
   if (is_last) __threadfence();
   return is_last;
 }
+__device__ __forceinline__ bool last_of_split(const gemv_args& a, int counter) {
+  return last_of_split(a, counter, a.split);
+}
 
-// The last block's part: y of rows [row0, row0 + rows) = the slices' partials summed in slice
-// order (whichever block does it, the sum is the same). A thread takes `outputs` outputs a round
-// and issues all their slices' loads before adding any: one at a time, the loads' L2 latency
-// made this tail most of a split-K launch at batch 64-128 (docs/performance.md).
+// The last block's part: y of rows [row0, row0 + rows) = the first `count` (default a.split)
+// slices' partials summed in slice order (whichever block does it, the sum is the same). A thread
+// takes `outputs` outputs a round and issues all their slices' loads before adding any: one at a
+// time, the loads' L2 latency made this tail most of a split-K launch at batch 64-128
+// (docs/performance.md).
 constexpr int max_split_k = 8; // gemv_config::split_k is 1, 2, 4 or 8
-__device__ __forceinline__ void sum_slices(const gemv_args& a, int row0, int rows) {
+__device__ __forceinline__ void sum_slices(const gemv_args& a, int row0, int rows, int count) {
   constexpr int outputs = 4;
   const int total = rows * a.nb, stride = static_cast<int>(blockDim.x);
   for (int t0 = static_cast<int>(threadIdx.x); t0 < total; t0 += outputs * stride) {
@@ -163,7 +167,7 @@ __device__ __forceinline__ void sum_slices(const gemv_args& a, int row0, int row
       const float* p = a.partial + static_cast<long long>(b) * a.n + row;
 #pragma unroll
       for (int s = 0; s < max_split_k; ++s) // L2: other SMs wrote these, L1 may be stale
-        v[u][s] = in && s < a.split ? __ldcg(p + s * a.slice_stride) : 0.0f;
+        v[u][s] = in && s < count ? __ldcg(p + s * a.slice_stride) : 0.0f;
     }
 #pragma unroll
     for (int u = 0; u < outputs; ++u) {
@@ -172,10 +176,13 @@ __device__ __forceinline__ void sum_slices(const gemv_args& a, int row0, int row
       float sum = 0.0f;
 #pragma unroll
       for (int s = 0; s < max_split_k; ++s)
-        if (s < a.split) sum += v[u][s];
+        if (s < count) sum += v[u][s];
       a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
     }
   }
+}
+__device__ __forceinline__ void sum_slices(const gemv_args& a, int row0, int rows) {
+  sum_slices(a, row0, rows, a.split);
 }
 
 // Leaves the counter at 0 for the next launch on this workspace.

@@ -163,11 +163,11 @@ __device__ __forceinline__ void mma_stage(float (&c)[MT][BN / 2], unsigned s, in
   wgmma_wait_all();
 }
 
-// A warpgroup's accumulators c[mt] (64 rows from `row0` + 64 mt, bn batch columns) -> y in bf16,
-// or, under split K, -> the slice's fp32 partials; rows past n and columns past nb dropped.
+// A warpgroup's accumulators c[mt] (64 rows from `row0` + 64 mt, bn batch columns) -> y in bf16
+// (slice < 0), or -> slice `slice`'s fp32 partials; rows past n and columns past nb dropped.
 template <int MT, int BN>
-__device__ __forceinline__ void store_wgmma_tile(const float (&c)[MT][BN / 2], const gemv_args& a,
-                                                 int row0, int t, int slice) {
+__device__ __forceinline__ void store_wgmma_to(const float (&c)[MT][BN / 2], const gemv_args& a,
+                                               int row0, int t, int slice) {
   const int warp = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
@@ -176,11 +176,18 @@ __device__ __forceinline__ void store_wgmma_tile(const float (&c)[MT][BN / 2], c
       const int row = row0 + mt * 64 + warp * 16 + g + ((e % 4) >= 2 ? 8 : 0);
       const int b = (e / 4) * 8 + 2 * q + (e & 1);
       if (row >= a.n || b >= a.nb) continue;
-      if (a.split == 1)
+      if (slice < 0)
         a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(c[mt][e]);
       else
         a.partial[slice * a.slice_stride + static_cast<long long>(b) * a.n + row] = c[mt][e];
     }
+}
+
+// ... to y without split K, else to the block's slice.
+template <int MT, int BN>
+__device__ __forceinline__ void store_wgmma_tile(const float (&c)[MT][BN / 2], const gemv_args& a,
+                                                 int row0, int t, int slice) {
+  store_wgmma_to<MT, BN>(c, a, row0, t, a.split == 1 ? -1 : slice);
 }
 
 // The run-time (rows a warpgroup, batch tile, warps, stages) of a launch -> Launch<MT, BN, WG,
