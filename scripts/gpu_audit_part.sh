@@ -34,7 +34,7 @@ copy_back() { # the chain's log and each finished part's files (one archive a pa
     # record a line), under its own name: a call that ends mid-part loses none of it.
     [ -f "$w/$p.done" ] || name=$p.partial
     tar czf "$logs/$name.tgz" -C "$d" $(cd "$d" && ls summary.json kill_matrix.json verdicts.jsonl \
-      witnesses.jsonl phases.log 2>/dev/null)
+      witnesses.jsonl input_suites.json phases.log 2>/dev/null)
   done
 }
 

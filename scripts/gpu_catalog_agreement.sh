@@ -21,7 +21,7 @@ source "$root/scripts/gpu_chain.sh" # (sets phase, w, logs and t0)
 pack() { # pack NAME DIR: DIR's result files into $logs/NAME.tgz
   [ -d "$2" ] || return 0
   tar czf "$logs/$1.tgz" -C "$2" $(cd "$2" && ls summary.json kill_matrix.json verdicts.jsonl \
-    witnesses.jsonl 2>/dev/null) 2>/dev/null
+    witnesses.jsonl input_suites.json 2>/dev/null) 2>/dev/null
 }
 copy_back() {
   cat "$w/chain.log" 2>/dev/null
