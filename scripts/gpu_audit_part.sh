@@ -4,8 +4,8 @@
 # groups of about equal mutant counts (largest first, each to the lightest group: the same split
 # on every machine), then `audit checker --protocol all` over each listed group's tasks, one
 # after the other, into audit-parts/part-I (kept on the machine; its summary, kill matrix,
-# verdicts, witnesses and phase log into $OUT/part-I.tgz once it has finished; part-I.partial.tgz
-# while it runs). A finished part
+# verdicts, witnesses, input suites and phase log into $OUT/part-I.tgz once it has finished;
+# part-I.partial.tgz while it runs). A finished part
 # comes back with the next call that ends, even if the machine is released during a later part.
 # On this machine, after every part:
 #   kernelgate audit merge OUT1/part-1 OUT2/part-2 ... --out catalog
