@@ -190,69 +190,75 @@ __device__ __forceinline__ void store_wgmma_tile(const float (&c)[MT][BN / 2], c
   store_wgmma_to<MT, BN>(c, a, row0, t, a.split == 1 ? -1 : slice);
 }
 
+// The rings a family offers: its stage counts and the most shared memory one may take.
+template <int MaxSmem, int... Stages>
+struct ring_options {};
+using wgmma_rings = ring_options<wgmma_max_smem_bytes, 3, 4>; // wgmma, wgmma_tma
+
 // The run-time (rows a warpgroup, batch tile, warps, stages) of a launch -> Launch<MT, BN, WG,
 // STAGES>::run(a, blocks, s), compiled only within the limits gemv_config_supported checks on
 // the host (accumulators, rows a block, ring bytes); cudaErrorInvalidValue outside them.
-template <template <int, int, int, int> class Launch, int MT, int BN, int WG, int STAGES>
+template <template <int, int, int, int> class Launch, int MT, int BN, int WG, int STAGES,
+          int MaxSmem>
 cudaError_t wgmma_one(const gemv_args& a, int blocks, cudaStream_t s) {
-  if constexpr (MT * BN / 2 > wgmma_max_accumulators || wg_block_rows < MT,
-                WG >> gemm_max_tile_rows || wgmma_ring_bytes < MT, BN, WG,
-                STAGES >> wgmma_max_smem_bytes)
+  constexpr int rows = wg_block_rows<MT, WG>;
+  constexpr int ring = wgmma_ring_bytes<MT, BN, WG, STAGES>;
+  if constexpr (MT * BN / 2 > wgmma_max_accumulators || rows > gemm_max_tile_rows || ring > MaxSmem)
     return cudaErrorInvalidValue;
   else
     return Launch<MT, BN, WG, STAGES>::run(a, blocks, s);
 }
 
-template <template <int, int, int, int> class Launch, int MT, int BN, int WG>
-cudaError_t wgmma_stages(const gemv_args& a, int stages, int blocks, cudaStream_t s) {
-  switch (stages) {
-  case 3:
-    return wgmma_one<Launch, MT, BN, WG, 3>(a, blocks, s);
-  case 4:
-    return wgmma_one<Launch, MT, BN, WG, 4>(a, blocks, s);
-  default:
-    return cudaErrorInvalidValue;
-  }
+template <template <int, int, int, int> class Launch, int MT, int BN, int WG, int MaxSmem,
+          int... Stages>
+cudaError_t wgmma_stages(ring_options<MaxSmem, Stages...>, const gemv_args& a, int stages,
+                         int blocks, cudaStream_t s) {
+  cudaError_t e = cudaErrorInvalidValue;
+  (void)((stages == Stages &&
+          (e = wgmma_one<Launch, MT, BN, WG, Stages, MaxSmem>(a, blocks, s), true)) ||
+         ...);
+  return e;
 }
 
-template <template <int, int, int, int> class Launch, int MT, int BN>
+template <template <int, int, int, int> class Launch, class Rings, int MT, int BN>
 cudaError_t wgmma_groups(const gemv_args& a, int warps_per_block, int stages, int blocks,
                          cudaStream_t s) {
   switch (warps_per_block) {
   case 4:
-    return wgmma_stages<Launch, MT, BN, 1>(a, stages, blocks, s);
+    return wgmma_stages<Launch, MT, BN, 1>(Rings{}, a, stages, blocks, s);
   case 8:
-    return wgmma_stages<Launch, MT, BN, 2>(a, stages, blocks, s);
+    return wgmma_stages<Launch, MT, BN, 2>(Rings{}, a, stages, blocks, s);
   default:
     return cudaErrorInvalidValue;
   }
 }
 
-template <template <int, int, int, int> class Launch, int MT>
+template <template <int, int, int, int> class Launch, class Rings, int MT>
 cudaError_t wgmma_cols(const gemv_args& a, int bn, int warps_per_block, int stages, int blocks,
                        cudaStream_t s) {
   switch (bn) {
   case 16:
-    return wgmma_groups<Launch, MT, 16>(a, warps_per_block, stages, blocks, s);
+    return wgmma_groups<Launch, Rings, MT, 16>(a, warps_per_block, stages, blocks, s);
   case 32:
-    return wgmma_groups<Launch, MT, 32>(a, warps_per_block, stages, blocks, s);
+    return wgmma_groups<Launch, Rings, MT, 32>(a, warps_per_block, stages, blocks, s);
   case 64:
-    return wgmma_groups<Launch, MT, 64>(a, warps_per_block, stages, blocks, s);
+    return wgmma_groups<Launch, Rings, MT, 64>(a, warps_per_block, stages, blocks, s);
   case 128:
-    return wgmma_groups<Launch, MT, 128>(a, warps_per_block, stages, blocks, s);
+    return wgmma_groups<Launch, Rings, MT, 128>(a, warps_per_block, stages, blocks, s);
   default:
     return cudaErrorInvalidValue;
   }
 }
 
-template <template <int, int, int, int> class Launch>
+// Every wgmma family's launch: Launch<MT, BN, WG, STAGES> for the run-time fields, within Rings.
+template <template <int, int, int, int> class Launch, class Rings = wgmma_rings>
 cudaError_t dispatch_wgmma(const gemv_args& a, int bn, int rows_per_group, int warps_per_block,
                            int stages, int blocks, cudaStream_t s) {
   switch (rows_per_group) {
   case 64:
-    return wgmma_cols<Launch, 1>(a, bn, warps_per_block, stages, blocks, s);
+    return wgmma_cols<Launch, Rings, 1>(a, bn, warps_per_block, stages, blocks, s);
   case 128:
-    return wgmma_cols<Launch, 2>(a, bn, warps_per_block, stages, blocks, s);
+    return wgmma_cols<Launch, Rings, 2>(a, bn, warps_per_block, stages, blocks, s);
   default:
     return cudaErrorInvalidValue;
   }

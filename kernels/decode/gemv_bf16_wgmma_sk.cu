@@ -24,9 +24,9 @@
 
 #include "kernels/decode/gemv_bf16_kernel.cuh"
 #include "kernels/decode/gemv_bf16_stage.cuh"
+#include "kernels/decode/gemv_bf16_tma_launch.cuh"
 #include "kernels/decode/gemv_bf16_wgmma.cuh"
 #include "kernels/decode/mbarrier.cuh"
-#include "kernels/decode/tensor_map.h"
 
 namespace kg::gemv_detail {
 namespace {
@@ -38,8 +38,6 @@ using kg::decode::mbar_init_fence;
 using kg::decode::mbar_wait;
 using kg::decode::tma_load_2d;
 using kg::decode::tma_prefetch_2d;
-
-constexpr int tile_elements = gemm_tile_chunks * 8; // a k tile: 64 bf16 columns
 
 // The units of the launch and of this block.
 struct sk_share {
@@ -106,7 +104,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1)
     mbar_init_fence();
     for (int j = 0; j < STAGES && j < count; ++j) { // weights to L2 before the programmatic wait
       const long long u = r.u0 + j;
-      tma_prefetch_2d(&w_map, static_cast<int>(u % r.k_tiles) * tile_elements,
+      tma_prefetch_2d(&w_map, static_cast<int>(u % r.k_tiles) * tma_tile_elements,
                       static_cast<int>(u / r.k_tiles) * bm);
     }
   }
@@ -119,7 +117,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1)
         const int s = j % STAGES;
         if (j >= STAGES) mbar_wait(&empty[s], static_cast<unsigned>(j / STAGES - 1) & 1u);
         const long long u = r.u0 + j;
-        const int col = static_cast<int>(u % r.k_tiles) * tile_elements;
+        const int col = static_cast<int>(u % r.k_tiles) * tma_tile_elements;
         const int row0 = static_cast<int>(u / r.k_tiles) * bm;
         unsigned char* st = smem + s * stage_size;
         mbar_arrive_expect_tx(&full[s], stage_size);
@@ -157,90 +155,19 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1)
 }
 
 template <int MT, int BN, int WG, int STAGES>
-cudaError_t sk_launch(const gemv_args& a, int blocks, cudaStream_t s) {
-  constexpr int smem_bytes = wgmma_ring_bytes<MT, BN, WG, STAGES>;
-  CUtensorMap w_map, x_map;
-  cudaError_t e = kg::decode::encode_bf16_tile_map(w_map, a.w, a.n, a.k8 * 8, wg_block_rows<MT, WG>,
-                                                   tile_elements);
-  if (e == cudaSuccess)
-    e = kg::decode::encode_bf16_tile_map(x_map, a.x, a.nb, a.k8 * 8, BN, tile_elements);
-  if (e != cudaSuccess) return e;
-  auto kernel = gemv_wgmma_sk_kernel<MT, BN, WG, STAGES>;
-  e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes);
-  if (e != cudaSuccess) return e;
-  return pdl::launch(kernel, dim3(blocks), dim3((WG + 1) * 128), smem_bytes, s, a.programmatic, 1u,
-                     w_map, x_map, a);
-}
-
-// Compiled only within the limits gemv_config_supported checks on the host (accumulators, rows
-// a block, the ring's bytes); cudaErrorInvalidValue outside them.
-template <int MT, int BN, int WG, int STAGES>
-cudaError_t sk_one(const gemv_args& a, int blocks, cudaStream_t s) {
-  constexpr int rows = wg_block_rows<MT, WG>;
-  constexpr int ring = wgmma_ring_bytes<MT, BN, WG, STAGES>;
-  if constexpr (MT * BN / 2 > wgmma_max_accumulators || rows > gemm_max_tile_rows ||
-                ring > wgmma_ws_max_smem_bytes)
-    return cudaErrorInvalidValue;
-  else
-    return sk_launch<MT, BN, WG, STAGES>(a, blocks, s);
-}
-
-template <int MT, int BN, int WG>
-cudaError_t sk_stages(const gemv_args& a, int stages, int blocks, cudaStream_t s) {
-  switch (stages) {
-  case 4:
-    return sk_one<MT, BN, WG, 4>(a, blocks, s);
-  case 6:
-    return sk_one<MT, BN, WG, 6>(a, blocks, s);
-  case 8:
-    return sk_one<MT, BN, WG, 8>(a, blocks, s);
-  default:
-    return cudaErrorInvalidValue;
+struct wgmma_sk_launch {
+  static cudaError_t run(const gemv_args& a, int blocks, cudaStream_t s) {
+    return launch_tma_fed<MT, BN, WG, STAGES>(gemv_wgmma_sk_kernel<MT, BN, WG, STAGES>,
+                                              (WG + 1) * 128, a, blocks, s);
   }
-}
-
-template <int MT, int BN>
-cudaError_t sk_groups(const gemv_args& a, int warps_per_block, int stages, int blocks,
-                      cudaStream_t s) {
-  switch (warps_per_block) {
-  case 4:
-    return sk_stages<MT, BN, 1>(a, stages, blocks, s);
-  case 8:
-    return sk_stages<MT, BN, 2>(a, stages, blocks, s);
-  default:
-    return cudaErrorInvalidValue;
-  }
-}
-
-template <int MT>
-cudaError_t sk_cols(const gemv_args& a, int bn, int warps_per_block, int stages, int blocks,
-                    cudaStream_t s) {
-  switch (bn) {
-  case 16:
-    return sk_groups<MT, 16>(a, warps_per_block, stages, blocks, s);
-  case 32:
-    return sk_groups<MT, 32>(a, warps_per_block, stages, blocks, s);
-  case 64:
-    return sk_groups<MT, 64>(a, warps_per_block, stages, blocks, s);
-  case 128:
-    return sk_groups<MT, 128>(a, warps_per_block, stages, blocks, s);
-  default:
-    return cudaErrorInvalidValue;
-  }
-}
+};
 
 } // namespace
 
 cudaError_t launch_gemv_wgmma_sk(const gemv_args& a, int bn, int rows_per_group,
                                  int warps_per_block, int stages, int blocks, cudaStream_t s) {
-  switch (rows_per_group) {
-  case 64:
-    return sk_cols<1>(a, bn, warps_per_block, stages, blocks, s);
-  case 128:
-    return sk_cols<2>(a, bn, warps_per_block, stages, blocks, s);
-  default:
-    return cudaErrorInvalidValue;
-  }
+  return dispatch_wgmma<wgmma_sk_launch, ring_options<wgmma_ws_max_smem_bytes, 4, 6, 8>>(
+      a, bn, rows_per_group, warps_per_block, stages, blocks, s);
 }
 
 } // namespace kg::gemv_detail

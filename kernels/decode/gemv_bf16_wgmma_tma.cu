@@ -19,9 +19,9 @@
 
 #include "kernels/decode/gemv_bf16_kernel.cuh"
 #include "kernels/decode/gemv_bf16_stage.cuh"
+#include "kernels/decode/gemv_bf16_tma_launch.cuh"
 #include "kernels/decode/gemv_bf16_wgmma.cuh"
 #include "kernels/decode/mbarrier.cuh"
-#include "kernels/decode/tensor_map.h"
 
 namespace kg::gemv_detail {
 namespace {
@@ -32,8 +32,6 @@ using kg::decode::mbar_init_fence;
 using kg::decode::mbar_wait;
 using kg::decode::tma_load_2d;
 using kg::decode::tma_prefetch_2d;
-
-constexpr int tile_elements = gemm_tile_chunks * 8; // a k tile: 64 bf16 columns
 
 // w_map: the weights in boxes of the block's rows x 64 columns; x_map: the group's x rows in
 // boxes of BN rows x 64 columns (rows past nb arrive as zeros).
@@ -55,7 +53,7 @@ __global__ void __launch_bounds__(WG * 128)
   auto issue = [&](int j) {
     unsigned char* st = smem + (j % STAGES) * stage_size;
     unsigned long long* bar = &full[j % STAGES];
-    const int col = (r.kt0 + j) * tile_elements;
+    const int col = (r.kt0 + j) * tma_tile_elements;
     mbar_arrive_expect_tx(bar, stage_size);
     tma_load_2d(st, &w_map, col, r.row0, bar);
     tma_load_2d(st + bm * row_bytes, &x_map, col, 0, bar);
@@ -67,7 +65,7 @@ __global__ void __launch_bounds__(WG * 128)
     // The weights never depend on the kernel ahead: their first tiles head for L2 before the
     // programmatic wait (gemv_prologue), as the other families' first loads do.
     for (int j = 0; j < STAGES - 1 && j < r.count; ++j)
-      tma_prefetch_2d(&w_map, (r.kt0 + j) * tile_elements, r.row0);
+      tma_prefetch_2d(&w_map, (r.kt0 + j) * tma_tile_elements, r.row0);
   }
   __syncthreads();
   gemv_prologue();
@@ -89,23 +87,12 @@ __global__ void __launch_bounds__(WG * 128)
   if (a.split > 1) finish_split_k(a, r.tile, bm);
 }
 
-// The launch of one instantiation, for dispatch_wgmma: the two tensor maps are encoded for this
-// launch's weights and batch group (host-side only: no device call) and passed by value.
+// The launch of one instantiation, for dispatch_wgmma.
 template <int MT, int BN, int WG, int STAGES>
 struct wgmma_tma_launch {
   static cudaError_t run(const gemv_args& a, int blocks, cudaStream_t s) {
-    constexpr int smem_bytes = wgmma_ring_bytes<MT, BN, WG, STAGES>;
-    CUtensorMap w_map, x_map;
-    cudaError_t e = kg::decode::encode_bf16_tile_map(w_map, a.w, a.n, a.k8 * 8,
-                                                     wg_block_rows<MT, WG>, tile_elements);
-    if (e == cudaSuccess)
-      e = kg::decode::encode_bf16_tile_map(x_map, a.x, a.nb, a.k8 * 8, BN, tile_elements);
-    if (e != cudaSuccess) return e;
-    auto kernel = gemv_wgmma_tma_kernel<MT, BN, WG, STAGES>;
-    e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes);
-    if (e != cudaSuccess) return e;
-    return pdl::launch(kernel, dim3(blocks), dim3(WG * 128), smem_bytes, s, a.programmatic, 1u,
-                       w_map, x_map, a);
+    return launch_tma_fed<MT, BN, WG, STAGES>(gemv_wgmma_tma_kernel<MT, BN, WG, STAGES>, WG * 128,
+                                              a, blocks, s);
   }
 };
 

@@ -22,9 +22,9 @@
 
 #include "kernels/decode/gemv_bf16_kernel.cuh"
 #include "kernels/decode/gemv_bf16_stage.cuh"
+#include "kernels/decode/gemv_bf16_tma_launch.cuh"
 #include "kernels/decode/gemv_bf16_wgmma.cuh"
 #include "kernels/decode/mbarrier.cuh"
-#include "kernels/decode/tensor_map.h"
 
 namespace kg::gemv_detail {
 namespace {
@@ -36,8 +36,6 @@ using kg::decode::mbar_init_fence;
 using kg::decode::mbar_wait;
 using kg::decode::tma_load_2d;
 using kg::decode::tma_prefetch_2d;
-
-constexpr int tile_elements = gemm_tile_chunks * 8; // a k tile: 64 bf16 columns
 
 // WG consumer warpgroups (threads 0 .. 128 WG - 1, as the wgmma kernel's) and one producer
 // warpgroup behind them: 128 (WG + 1) threads, one block an SM by its shared memory.
@@ -65,7 +63,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1)
     // The weights never depend on the kernel ahead: the first tiles head for L2 before the
     // programmatic wait (gemv_prologue), as in the other families.
     for (int j = 0; j < STAGES && j < r.count; ++j)
-      tma_prefetch_2d(&w_map, (r.kt0 + j) * tile_elements, r.row0);
+      tma_prefetch_2d(&w_map, (r.kt0 + j) * tma_tile_elements, r.row0);
   }
   __syncthreads();
   gemv_prologue();
@@ -77,7 +75,7 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1)
         // The stage's previous tile (j - STAGES) released: its (j / STAGES - 1)-th phase.
         if (j >= STAGES) mbar_wait(&empty[s], static_cast<unsigned>(j / STAGES - 1) & 1u);
         unsigned char* st = smem + s * stage_size;
-        const int col = (r.kt0 + j) * tile_elements;
+        const int col = (r.kt0 + j) * tma_tile_elements;
         mbar_arrive_expect_tx(&full[s], stage_size);
         tma_load_2d(st, &w_map, col, r.row0, &full[s]);
         tma_load_2d(st + bm * row_bytes, &x_map, col, 0, &full[s]);
@@ -98,92 +96,19 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1)
 }
 
 template <int MT, int BN, int WG, int STAGES>
-cudaError_t ws_launch(const gemv_args& a, int blocks, cudaStream_t s) {
-  constexpr int smem_bytes = wgmma_ring_bytes<MT, BN, WG, STAGES>;
-  CUtensorMap w_map, x_map;
-  cudaError_t e = kg::decode::encode_bf16_tile_map(w_map, a.w, a.n, a.k8 * 8, wg_block_rows<MT, WG>,
-                                                   tile_elements);
-  if (e == cudaSuccess)
-    e = kg::decode::encode_bf16_tile_map(x_map, a.x, a.nb, a.k8 * 8, BN, tile_elements);
-  if (e != cudaSuccess) return e;
-  auto kernel = gemv_wgmma_ws_kernel<MT, BN, WG, STAGES>;
-  e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes);
-  if (e != cudaSuccess) return e;
-  return pdl::launch(kernel, dim3(blocks), dim3((WG + 1) * 128), smem_bytes, s, a.programmatic, 1u,
-                     w_map, x_map, a);
-}
-
-// Compiled only within the limits gemv_config_supported checks on the host (accumulators, rows
-// a block, the ring's bytes); cudaErrorInvalidValue outside them.
-template <int MT, int BN, int WG, int STAGES>
-cudaError_t ws_one(const gemv_args& a, int blocks, cudaStream_t s) {
-  constexpr int rows = wg_block_rows<MT, WG>;
-  constexpr int ring = wgmma_ring_bytes<MT, BN, WG, STAGES>;
-  if constexpr (MT * BN / 2 > wgmma_max_accumulators || rows > gemm_max_tile_rows ||
-                ring > wgmma_ws_max_smem_bytes)
-    return cudaErrorInvalidValue;
-  else
-    return ws_launch<MT, BN, WG, STAGES>(a, blocks, s);
-}
-
-template <int MT, int BN, int WG>
-cudaError_t ws_stages(const gemv_args& a, int stages, int blocks, cudaStream_t s) {
-  switch (stages) {
-  case 6:
-    return ws_one<MT, BN, WG, 6>(a, blocks, s);
-  case 8:
-    return ws_one<MT, BN, WG, 8>(a, blocks, s);
-  case 12:
-    return ws_one<MT, BN, WG, 12>(a, blocks, s);
-  case 16:
-    return ws_one<MT, BN, WG, 16>(a, blocks, s);
-  default:
-    return cudaErrorInvalidValue;
+struct wgmma_ws_launch {
+  static cudaError_t run(const gemv_args& a, int blocks, cudaStream_t s) {
+    return launch_tma_fed<MT, BN, WG, STAGES>(gemv_wgmma_ws_kernel<MT, BN, WG, STAGES>,
+                                              (WG + 1) * 128, a, blocks, s);
   }
-}
-
-template <int MT, int BN>
-cudaError_t ws_groups(const gemv_args& a, int warps_per_block, int stages, int blocks,
-                      cudaStream_t s) {
-  switch (warps_per_block) {
-  case 4:
-    return ws_stages<MT, BN, 1>(a, stages, blocks, s);
-  case 8:
-    return ws_stages<MT, BN, 2>(a, stages, blocks, s);
-  default:
-    return cudaErrorInvalidValue;
-  }
-}
-
-template <int MT>
-cudaError_t ws_cols(const gemv_args& a, int bn, int warps_per_block, int stages, int blocks,
-                    cudaStream_t s) {
-  switch (bn) {
-  case 16:
-    return ws_groups<MT, 16>(a, warps_per_block, stages, blocks, s);
-  case 32:
-    return ws_groups<MT, 32>(a, warps_per_block, stages, blocks, s);
-  case 64:
-    return ws_groups<MT, 64>(a, warps_per_block, stages, blocks, s);
-  case 128:
-    return ws_groups<MT, 128>(a, warps_per_block, stages, blocks, s);
-  default:
-    return cudaErrorInvalidValue;
-  }
-}
+};
 
 } // namespace
 
 cudaError_t launch_gemv_wgmma_ws(const gemv_args& a, int bn, int rows_per_group,
                                  int warps_per_block, int stages, int blocks, cudaStream_t s) {
-  switch (rows_per_group) {
-  case 64:
-    return ws_cols<1>(a, bn, warps_per_block, stages, blocks, s);
-  case 128:
-    return ws_cols<2>(a, bn, warps_per_block, stages, blocks, s);
-  default:
-    return cudaErrorInvalidValue;
-  }
+  return dispatch_wgmma<wgmma_ws_launch, ring_options<wgmma_ws_max_smem_bytes, 6, 8, 12, 16>>(
+      a, bn, rows_per_group, warps_per_block, stages, blocks, s);
 }
 
 } // namespace kg::gemv_detail
