@@ -17,7 +17,8 @@
 // skinny GEMM with both operands staged in shared memory, batch 16-128), wgmma (the gemm
 // family's ring read by Hopper's warpgroup instructions), wgmma_tma (that kernel with its ring
 // filled by TMA tensor copies), wgmma_ws (those tiles with a producer warpgroup and a deep
-// ring) and wgmma_sk (that block over a fixed stream-K grid).
+// ring) and wgmma_pk (that block over the weights' wgmma_tiles copy, made once per shape and not
+// timed, by plain bulk copies).
 //
 // Pruning (off with --full): configurations that need several launches for the batch, those
 // whose lanes, blocks or warps would get less than one unrolled step per K slice, and split-K
@@ -37,7 +38,7 @@
 //     --quick   the down projection at batch 1 and 8 only (every family)
 //     --no-ceiling  skip each weight's read-ceiling rows (a plain contiguous read of it)
 //     --kinds   simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma, wgmma_tma, wgmma_ws,
-//               wgmma_sk (a comma list):
+//               wgmma_pk (a comma list):
 //               time only these families (and the table's current configuration)
 //     --shapes  down, qkv, o_proj, gate_up, lm_head (a comma list); --batches 1..128 (a list)
 //     --no-cublas  leave cuBLAS out
@@ -60,6 +61,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_bf16.h>
@@ -129,7 +131,7 @@ std::string config_name(const gemv_config& c) {
   case gemv_kind::wgmma:
   case gemv_kind::wgmma_tma:
   case gemv_kind::wgmma_ws:
-  case gemv_kind::wgmma_sk:
+  case gemv_kind::wgmma_pk:
     o << "rpg" << c.rows_per_warp << " st" << c.unroll;
     break;
   }
@@ -166,7 +168,7 @@ int block_rows(const gemv_config& c, int n) {
   }
   if (c.kind == gemv_kind::gemm) return c.rows_per_warp * c.warps_per_block / c.batch_warps;
   if (c.kind == gemv_kind::wgmma || c.kind == gemv_kind::wgmma_tma ||
-      c.kind == gemv_kind::wgmma_ws || c.kind == gemv_kind::wgmma_sk)
+      c.kind == gemv_kind::wgmma_ws || c.kind == gemv_kind::wgmma_pk)
     return c.rows_per_warp * c.warps_per_block / 4;
   return c.kind == gemv_kind::mma || c.kind == gemv_kind::packed
              ? c.rows_per_warp
@@ -196,13 +198,14 @@ bool worth_timing(const gemv_config& c, const shape_def& s, int batch, int sm_co
     break;
   case gemv_kind::tsweep: // its grid is fixed: every split is worth a look
     return true;
-  case gemv_kind::wgmma_sk: // so is this one's (batch 8 up, as the other wgmma families)
-    return batch >= 8;
   case gemv_kind::gemm:  // batch 8 up; at least one k tile per stage of its ring in every slice;
   case gemv_kind::wgmma: // its blocks are few and fat, so a split is worth a look until the
   case gemv_kind::wgmma_tma: // tiles fill the SMs twice over
-  case gemv_kind::wgmma_ws:  // (its deep ring: at least 4 k tiles a slice)
-    if (batch < 8 || slice_chunks < 8.0 * (c.kind == gemv_kind::wgmma_ws ? 4 : c.unroll))
+  case gemv_kind::wgmma_ws:  // (the deep rings: at least 4 k tiles a slice)
+  case gemv_kind::wgmma_pk:
+    if (batch < 8 ||
+        slice_chunks <
+            8.0 * (c.kind == gemv_kind::wgmma_ws || c.kind == gemv_kind::wgmma_pk ? 4 : c.unroll))
       return false;
     return c.split_k == 1 ||
            (s.n + block_rows(c, s.n) - 1) / block_rows(c, s.n) * (c.split_k / 2) < 2LL * sm_count;
@@ -235,7 +238,9 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
           gemv_config{128, 8, 3, 1, gemv_kind::wgmma},
           gemv_config{64, 4, 4, 1, gemv_kind::wgmma_tma},
           gemv_config{128, 8, 4, 1, gemv_kind::wgmma_tma},
-          gemv_config{128, 8, 3, 1, gemv_kind::wgmma_tma}})
+          gemv_config{128, 8, 3, 1, gemv_kind::wgmma_tma},
+          gemv_config{64, 4, 4, 1, gemv_kind::wgmma_pk},
+          gemv_config{64, 4, 6, 1, gemv_kind::wgmma_pk}})
       if (batch <= gemv_batch_group(c) && gemv_config_supported(c, batch, s.n, s.k)) add(c);
     return out;
   }
@@ -248,7 +253,7 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
     if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma &&
         c.kind != gemv_kind::packed && c.kind != gemv_kind::sweep && c.kind != gemv_kind::tsweep &&
         c.kind != gemv_kind::gemm && c.kind != gemv_kind::wgmma && c.kind != gemv_kind::wgmma_tma &&
-        c.kind != gemv_kind::wgmma_ws && c.kind != gemv_kind::wgmma_sk)
+        c.kind != gemv_kind::wgmma_ws && c.kind != gemv_kind::wgmma_pk)
       return;
     for (int cl : clusters) {
       c.cluster = cl;
@@ -300,12 +305,12 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
       for (int wpb : {4, 8})
         for (int stages : {6, 8, 12, 16})
           consider({rpg, wpb, stages, split, gemv_kind::wgmma_ws});
-  // wgmma_sk: the same tiles over its fixed grid; split: the most blocks a tile is shared by.
-  for (int split : {2, 4, 8})
+  // wgmma_pk: the same tiles and splits over the wgmma_tiles copy.
+  for (int split : {1, 2, 4, 8})
     for (int rpg : {64, 128})
       for (int wpb : {4, 8})
         for (int stages : {4, 6, 8})
-          consider({rpg, wpb, stages, split, gemv_kind::wgmma_sk});
+          consider({rpg, wpb, stages, split, gemv_kind::wgmma_pk});
   return out;
 }
 
@@ -340,27 +345,35 @@ float bf16_bits_to_float(std::uint16_t b) {
 }
 
 // One shape's inputs on the device (x for the largest batch; a batch uses its first rows), and
-// the weights' packed copy for the packed family (where k % 64 == 0).
+// the weights' copies in the packed layouts (where the shape has them).
 struct shape_data {
-  device_buffer x, w, w_packed, y, ref;
+  device_buffer x, w, w_packed, w_tiles, y, ref;
   std::vector<float> ref_host;
   shape_data(const shape_def& s, int max_batch)
       : x(static_cast<std::size_t>(max_batch) * s.k * 2),
-        w(static_cast<std::size_t>(s.n) * s.k * 2), w_packed(gemv_packed_bytes(s.n, s.k)),
+        w(static_cast<std::size_t>(s.n) * s.k * 2),
+        w_packed(gemv_packed_bytes(gemv_layout::packed, s.n, s.k)),
+        w_tiles(gemv_packed_bytes(gemv_layout::wgmma_tiles, s.n, s.k)),
         y(static_cast<std::size_t>(max_batch) * s.n * 2),
         ref(static_cast<std::size_t>(max_batch) * s.n * sizeof(float)) {
     fill_bf16_hash(static_cast<__nv_bfloat16*>(x.get()), static_cast<std::size_t>(max_batch) * s.k,
                    7, 1.0f, nullptr);
     fill_bf16_hash(static_cast<__nv_bfloat16*>(w.get()), static_cast<std::size_t>(s.n) * s.k, 11,
                    1.0f, nullptr);
-    if (w_packed.size())
-      KG_CUDA_CHECK(pack_gemv_weights(static_cast<const __nv_bfloat16*>(w.get()),
-                                      static_cast<__nv_bfloat16*>(w_packed.get()), s.n, s.k,
-                                      nullptr));
+    for (auto [l, buf] :
+         {std::pair{gemv_layout::packed, &w_packed}, std::pair{gemv_layout::wgmma_tiles, &w_tiles}})
+      if (buf->size())
+        KG_CUDA_CHECK(pack_gemv_weights(l, static_cast<const __nv_bfloat16*>(w.get()),
+                                        static_cast<__nv_bfloat16*>(buf->get()), s.n, s.k,
+                                        nullptr));
   }
   // The weights configuration `c` reads.
   const __nv_bfloat16* weights(const gemv_config& c) const {
-    return static_cast<const __nv_bfloat16*>(gemv_reads_packed(c) ? w_packed.get() : w.get());
+    const gemv_layout l = gemv_weight_layout(c);
+    const device_buffer& b = l == gemv_layout::packed        ? w_packed
+                             : l == gemv_layout::wgmma_tiles ? w_tiles
+                                                             : w;
+    return static_cast<const __nv_bfloat16*>(b.get());
   }
   void compute_reference(const shape_def& s, int batch) {
     gemv_reference_f32(static_cast<const __nv_bfloat16*>(x.get()),
@@ -682,7 +695,7 @@ int main(int argc, char** argv) {
     for (const gemv_kind k :
          {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep, gemv_kind::tsweep,
           gemv_kind::packed, gemv_kind::gemm, gemv_kind::wgmma, gemv_kind::wgmma_tma,
-          gemv_kind::wgmma_ws, gemv_kind::wgmma_sk}) {
+          gemv_kind::wgmma_ws, gemv_kind::wgmma_pk}) {
       const auto it = family_best.find({{s, batch}, static_cast<int>(k)});
       families << " " << gemv_kind_name(k) << " ";
       if (it == family_best.end())

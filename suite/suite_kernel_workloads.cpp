@@ -199,9 +199,10 @@ measured_workload run_gemv(suite_gpu_session::impl& s, const suite_workload& w) 
     const auto cfg = pick_gemv_config(batch, n, k);
     const __nv_bfloat16* wp = op.w.get();
     if (gemv_reads_packed(cfg)) {
-      packed = device_buffer(gemv_packed_bytes(n, k));
-      KG_CUDA_CHECK(
-          pack_gemv_weights(op.w.get(), static_cast<__nv_bfloat16*>(packed.get()), n, k, st.get()));
+      const gemv_layout l = gemv_weight_layout(cfg);
+      packed = device_buffer(gemv_packed_bytes(l, n, k));
+      KG_CUDA_CHECK(pack_gemv_weights(l, op.w.get(), static_cast<__nv_bfloat16*>(packed.get()), n,
+                                      k, st.get()));
       wp = static_cast<const __nv_bfloat16*>(packed.get());
     }
     ws = device_buffer(gemv_workspace_bytes(cfg, batch, n, k));

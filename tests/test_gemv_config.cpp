@@ -64,7 +64,7 @@ TEST(gemv_config, picks_supported_configurations_for_every_qwen3_shape_and_batch
       case gemv_kind::packed: // the engine keeps a packed copy of this weight
         EXPECT_EQ(c.rows_per_warp, 16);
         EXPECT_EQ(k % 64, 0);
-        EXPECT_GT(gemv_packed_bytes(n, k), 0u);
+        EXPECT_GT(gemv_packed_bytes(gemv_layout::packed, n, k), 0u);
         break;
       case gemv_kind::gemm:
         EXPECT_TRUE(in(c.rows_per_warp, {16, 32, 64}));
@@ -79,10 +79,10 @@ TEST(gemv_config, picks_supported_configurations_for_every_qwen3_shape_and_batch
         EXPECT_TRUE(in(c.rows_per_warp, {64, 128}));
         EXPECT_TRUE(in(c.unroll, {6, 8, 12, 16}));
         break;
-      case gemv_kind::wgmma_sk:
+      case gemv_kind::wgmma_pk: // the engine keeps a wgmma_tiles copy of this weight
         EXPECT_TRUE(in(c.rows_per_warp, {64, 128}));
         EXPECT_TRUE(in(c.unroll, {4, 6, 8}));
-        EXPECT_TRUE(in(c.split_k, {2, 4, 8}));
+        EXPECT_GT(gemv_packed_bytes(gemv_layout::wgmma_tiles, n, k), 0u);
         break;
       }
       EXPECT_TRUE(gemv_config_supported(c, batch, n, k));
@@ -346,58 +346,27 @@ TEST(gemv_config, the_wgmma_ws_family_keeps_its_deep_ring_in_bounds) {
   EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma_ws), "wgmma_ws");
 }
 
-// The wgmma_sk family's grid (gemv_detail::wgmma_sk_grid) against a brute-force count: each
-// block's share [g U / G, (g + 1) U / G) of the U = tiles x k_tiles units is not empty, no tile
-// meets more than `split` blocks, at most 132 blocks; and the projections' grids worked by hand.
-TEST(gemv_config, the_stream_k_grid_shares_every_tile_among_at_most_split_blocks) {
-  for (int tiles : {1, 2, 3, 9, 40, 96, 304, 2374})
-    for (int k_tiles : {1, 2, 7, 40, 64, 152, 167})
-      for (int split : {2, 4, 8}) {
-        SCOPED_TRACE(std::to_string(tiles) + " tiles x " + std::to_string(k_tiles) + ", split " +
-                     std::to_string(split));
-        const long long grid = gemv_detail::wgmma_sk_grid(tiles, k_tiles, split);
-        const long long units = static_cast<long long>(tiles) * k_tiles;
-        ASSERT_GE(grid, 1);
-        ASSERT_LE(grid, 132);
-        std::vector<int> blocks_of_tile(tiles, 0);
-        for (long long g = 0; g < grid; ++g) {
-          const long long u0 = g * units / grid, u1 = (g + 1) * units / grid;
-          ASSERT_LT(u0, u1) << "block " << g << " has no unit";
-          for (long long t = u0 / k_tiles; t <= (u1 - 1) / k_tiles; ++t)
-            ++blocks_of_tile[t];
-        }
-        for (int t = 0; t < tiles; ++t)
-          EXPECT_LE(blocks_of_tile[t], split) << "tile " << t;
-      }
-  // qkv, 96 tiles of 64 rows x 40 k tiles, split 4: a block needs ceil(39 / 3) = 13 units,
-  // 3840 / 13 = 295 blocks would do: all 132 SMs. o_proj, 40 x 64, split 4: ceil(63 / 3) = 21,
-  // 2560 / 21 = 121 blocks; split 8: ceil(63 / 7) = 9, 284: 132. down, 40 x 152, split 4:
-  // ceil(151 / 3) = 51, 6080 / 51 = 119.
-  EXPECT_EQ(gemv_detail::wgmma_sk_grid(96, 40, 4), 132);
-  EXPECT_EQ(gemv_detail::wgmma_sk_grid(40, 64, 4), 121);
-  EXPECT_EQ(gemv_detail::wgmma_sk_grid(40, 64, 8), 132);
-  EXPECT_EQ(gemv_detail::wgmma_sk_grid(40, 152, 4), 119);
-  // One tile of 7 k tiles, split 2: 6 units a block, 7 / 6 = 1 block.
-  EXPECT_EQ(gemv_detail::wgmma_sk_grid(1, 7, 2), 1);
-}
-
-// The wgmma_sk family's rules: wgmma_ws's tiles and ring limit, stages 4, 6, 8, split 2, 4, 8.
-TEST(gemv_config, the_wgmma_sk_family_takes_split_as_the_blocks_a_tile_is_shared_by) {
-  auto ok = [](int rpg, int wpb, int stages, int split, int batch) {
-    return gemv_config_supported({rpg, wpb, stages, split, gemv_kind::wgmma_sk}, batch, 2560, 4096);
+// The wgmma_pk family's rules: wgmma_ws's tiles and ring limit, stages 4, 6, 8, any split.
+TEST(gemv_config, the_wgmma_pk_family_takes_the_wgmma_ws_tiles_with_shallower_rings) {
+  auto ok = [](int rpg, int wpb, int stages, int split, int batch, int k = 4096) {
+    return gemv_config_supported({rpg, wpb, stages, split, gemv_kind::wgmma_pk}, batch, 2560, k);
   };
-  EXPECT_TRUE(ok(64, 4, 4, 4, 16));
+  EXPECT_TRUE(ok(64, 4, 4, 1, 16));
+  EXPECT_TRUE(ok(64, 4, 6, 4, 16));
   EXPECT_TRUE(ok(64, 4, 8, 8, 128));  // 8 x (64 + 128) x 128 B + 1 KB = 193 KB
   EXPECT_TRUE(ok(128, 8, 6, 2, 16));  // 6 x (256 + 16) x 128 B + 1 KB = 205 KB
   EXPECT_FALSE(ok(128, 8, 8, 2, 16)); // 273 KB
-  EXPECT_FALSE(ok(64, 4, 4, 1, 16));  // a tile never shared: that is wgmma_ws
-  EXPECT_FALSE(ok(64, 4, 12, 4, 16));
-  EXPECT_FALSE(ok(64, 4, 3, 4, 16));
-  EXPECT_EQ(gemv_batch_group({64, 4, 4, 4, gemv_kind::wgmma_sk}), 128);
-  // Its partials are split_k slices of whole output rows, as every family's.
-  EXPECT_EQ(gemv_workspace_bytes({64, 4, 4, 4, gemv_kind::wgmma_sk}, 64, 2560, 4096),
+  EXPECT_FALSE(ok(64, 4, 12, 1, 16)); // the deep rings are wgmma_ws's
+  EXPECT_FALSE(ok(64, 4, 3, 1, 16));
+  EXPECT_TRUE(ok(64, 4, 6, 1, 16, 8 * 53)); // any k % 8 == 0: the copy pads the last k tile
+  EXPECT_FALSE(gemv_config_supported({64, 4, 6, 2, gemv_kind::wgmma_pk, 1}, 16, 2560, 4096));
+  EXPECT_EQ(gemv_batch_group({64, 4, 4, 4, gemv_kind::wgmma_pk}), 128);
+  EXPECT_EQ(gemv_workspace_bytes({64, 4, 4, 4, gemv_kind::wgmma_pk}, 64, 2560, 4096),
             gemv_workspace_bytes({1, 8, 2, 4}, 64, 2560, 4096));
-  EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma_sk), "wgmma_sk");
+  EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma_pk), "wgmma_pk");
+  EXPECT_EQ(gemv_weight_layout({64, 4, 6, 1, gemv_kind::wgmma_pk}), gemv_layout::wgmma_tiles);
+  EXPECT_EQ(gemv_weight_layout({64, 4, 6, 1, gemv_kind::wgmma_ws}), gemv_layout::row_major);
+  EXPECT_TRUE(gemv_reads_packed({64, 4, 6, 1, gemv_kind::wgmma_pk}));
 }
 
 // The workspace layout is the same for every family: one zero-filled workspace serves them all.
@@ -414,19 +383,42 @@ TEST(gemv_config, new_families_need_the_same_workspace_as_simt) {
 
 // The packed copy's size (whole 16-row tiles, rows past n zero-filled) and its refusals, by hand.
 TEST(gemv_config, the_packed_copy_has_whole_tiles_and_needs_k_in_whole_steps) {
-  EXPECT_EQ(gemv_packed_bytes(2560, 9728), std::size_t{2560} * 9728 * 2); // 160 tiles exactly
-  EXPECT_EQ(gemv_packed_bytes(37, 448), std::size_t{48} * 448 * 2);       // 3 tiles, 11 rows zero
-  EXPECT_EQ(gemv_packed_bytes(16, 64), std::size_t{2048});                // one tile step: 2 KB
-  EXPECT_EQ(gemv_packed_bytes(37, 424), 0u);                              // 424 = 6.6 steps
-  EXPECT_EQ(gemv_packed_bytes(0, 64), 0u);
+  constexpr auto packed = gemv_layout::packed;
+  EXPECT_EQ(gemv_packed_bytes(packed, 2560, 9728), std::size_t{2560} * 9728 * 2); // 160 tiles
+  EXPECT_EQ(gemv_packed_bytes(packed, 37, 448), std::size_t{48} * 448 * 2);       // 11 rows zero
+  EXPECT_EQ(gemv_packed_bytes(packed, 16, 64), std::size_t{2048});                // one step: 2 KB
+  EXPECT_EQ(gemv_packed_bytes(packed, 37, 424), 0u);                              // 424 = 6.6 steps
+  EXPECT_EQ(gemv_packed_bytes(packed, 0, 64), 0u);
+  EXPECT_EQ(gemv_packed_bytes(gemv_layout::row_major, 2560, 9728), 0u);
   EXPECT_TRUE(gemv_reads_packed({16, 8, 2, 1, gemv_kind::packed}));
   EXPECT_FALSE(gemv_reads_packed({16, 8, 2, 1, gemv_kind::mma}));
   const auto* w = fake<const __nv_bfloat16>(0x20000);
   auto* out = fake<__nv_bfloat16>(0x30000);
-  EXPECT_EQ(pack_gemv_weights(w, out, 37, 424, nullptr), cudaErrorInvalidValue);
-  EXPECT_EQ(pack_gemv_weights(w, fake<__nv_bfloat16>(0x30008), 37, 448, nullptr),
+  EXPECT_EQ(pack_gemv_weights(packed, w, out, 37, 424, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(pack_gemv_weights(packed, w, fake<__nv_bfloat16>(0x30008), 37, 448, nullptr),
             cudaErrorInvalidValue);
-  EXPECT_EQ(pack_gemv_weights(nullptr, out, 37, 448, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(pack_gemv_weights(packed, nullptr, out, 37, 448, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(pack_gemv_weights(gemv_layout::row_major, w, out, 37, 448, nullptr),
+            cudaErrorInvalidValue);
+}
+
+// The wgmma_tiles copy's size, by hand: rows up to a multiple of 256 (a block's most rows), k up
+// to whole 64-column k tiles; and its refusals.
+TEST(gemv_config, the_wgmma_tiles_copy_pads_rows_to_256_and_k_to_whole_tiles) {
+  constexpr auto tiles = gemv_layout::wgmma_tiles;
+  EXPECT_EQ(gemv_packed_bytes(tiles, 6144, 2560), std::size_t{6144} * 2560 * 2); // 24 x 256 rows
+  EXPECT_EQ(gemv_packed_bytes(tiles, 2560, 9728), std::size_t{2560} * 9728 * 2);
+  // lm_head: 151936 = 593.5 x 256 -> 594 x 256 = 152064 rows.
+  EXPECT_EQ(gemv_packed_bytes(tiles, 151936, 2560), std::size_t{152064} * 2560 * 2);
+  // 37 x 424: 256 rows x 448 columns (7 k tiles, the last one 40 columns of data).
+  EXPECT_EQ(gemv_packed_bytes(tiles, 37, 424), std::size_t{256} * 448 * 2);
+  EXPECT_EQ(gemv_packed_bytes(tiles, 37, 420), 0u); // k % 8 != 0
+  EXPECT_EQ(gemv_packed_bytes(tiles, 0, 64), 0u);
+  const auto* w = fake<const __nv_bfloat16>(0x20000);
+  EXPECT_EQ(pack_gemv_weights(tiles, w, fake<__nv_bfloat16>(0x30008), 37, 424, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(pack_gemv_weights(tiles, w, fake<__nv_bfloat16>(0x30000), 37, 420, nullptr),
+            cudaErrorInvalidValue);
 }
 
 // The gated epilogue exists where a warp holds a gate row and its up row whole: simt, two rows a

@@ -1,8 +1,8 @@
 // The decode GEMV (kernels/decode/gemv_bf16.h) on the GPU (label gpu; each test skips with a
 // visible message where no CUDA device exists): every supported configuration of every family
-// (simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma, wgmma_tma, wgmma_ws) against an fp64 oracle
-// on odd shapes (row tails, K slices of odd length, partial batch groups), and bitwise identical
-// output across runs, split K included.
+// (simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma, wgmma_tma, wgmma_ws, wgmma_pk) against an
+// fp64 oracle on odd shapes (row tails, K slices of odd length, partial batch groups), and bitwise
+// identical output across runs, split K included.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -53,11 +53,13 @@ struct problem {
   int batch, n, k;
   std::vector<std::uint16_t> x, w;
   std::vector<double> oracle;          // fp64 sums of the bf16 inputs
-  device_buffer dx, dw, dw_packed, dy; // dw_packed: the packed family's copy (k % 64 == 0)
+  // dw_packed, dw_tiles: the copies in the packed (k % 64 == 0) and wgmma_tiles layouts
+  device_buffer dx, dw, dw_packed, dw_tiles, dy;
   problem(int batch_, int n_, int k_)
       : batch(batch_), n(n_), k(k_), x(random_bf16(std::size_t(batch) * k, 1 + batch)),
         w(random_bf16(std::size_t(n) * k, 1000 + n)), oracle(std::size_t(batch) * n),
-        dx(x.size() * 2), dw(w.size() * 2), dw_packed(gemv_packed_bytes(n, k)),
+        dx(x.size() * 2), dw(w.size() * 2), dw_packed(gemv_packed_bytes(gemv_layout::packed, n, k)),
+        dw_tiles(gemv_packed_bytes(gemv_layout::wgmma_tiles, n, k)),
         dy(std::size_t(batch) * n * 2) {
     for (int b = 0; b < batch; ++b)
       for (int r = 0; r < n; ++r) {
@@ -69,16 +71,20 @@ struct problem {
       }
     KG_CUDA_CHECK(cudaMemcpy(dx.get(), x.data(), x.size() * 2, cudaMemcpyHostToDevice));
     KG_CUDA_CHECK(cudaMemcpy(dw.get(), w.data(), w.size() * 2, cudaMemcpyHostToDevice));
-    if (dw_packed.size()) {
-      KG_CUDA_CHECK(pack_gemv_weights(static_cast<const __nv_bfloat16*>(dw.get()),
-                                      static_cast<__nv_bfloat16*>(dw_packed.get()), n, k, nullptr));
-      KG_CUDA_CHECK(cudaDeviceSynchronize());
-    }
+    for (auto [l, buf] : {std::pair{gemv_layout::packed, &dw_packed},
+                          std::pair{gemv_layout::wgmma_tiles, &dw_tiles}})
+      if (buf->size())
+        KG_CUDA_CHECK(pack_gemv_weights(l, static_cast<const __nv_bfloat16*>(dw.get()),
+                                        static_cast<__nv_bfloat16*>(buf->get()), n, k, nullptr));
+    KG_CUDA_CHECK(cudaDeviceSynchronize());
   }
   // One launch on a poisoned output (all NaN), returned as raw bits.
   std::vector<std::uint16_t> run(const gemv_config& c, void* ws) {
     KG_CUDA_CHECK(cudaMemset(dy.get(), 0xff, dy.size()));
-    const void* weights = gemv_reads_packed(c) ? dw_packed.get() : dw.get();
+    const gemv_layout l = gemv_weight_layout(c);
+    const void* weights = l == gemv_layout::packed        ? dw_packed.get()
+                          : l == gemv_layout::wgmma_tiles ? dw_tiles.get()
+                                                          : dw.get();
     KG_CUDA_CHECK(launch_gemv_bf16(
         static_cast<const __nv_bfloat16*>(dx.get()), static_cast<const __nv_bfloat16*>(weights),
         static_cast<__nv_bfloat16*>(dy.get()), batch, n, k, c, ws, nullptr));
@@ -496,34 +502,68 @@ TEST(gpu_gemv, the_wgmma_ws_family_matches_the_oracle_and_the_wgmma_bits) {
   }
 }
 
-// The wgmma_sk family (the wgmma_ws block over a fixed stream-K grid; a tile shared by several
-// blocks is summed from their slices by its last block): every configuration on the odd shapes
-// (one tile of 7 k tiles; 9 tiles of 167, so blocks hold a tile's tail, whole tiles and another's
-// head) against the oracle and bitwise repeatable; then the qkv, o_proj and down projections'
-// shapes, whose tiles are shared by 2 to 8 blocks, repeated under every block racing.
-TEST(gpu_gemv, the_wgmma_sk_family_matches_the_oracle_and_repeats_bitwise) {
+// The wgmma_tiles layout as gemv_bf16.h documents it, chunk by chunk, on odd n (rows up to 256
+// zero) and k not a whole number of k tiles (7 k tiles of which the last holds 40 columns).
+TEST(gpu_gemv, the_wgmma_tiles_copy_puts_every_chunk_where_the_layout_says) {
+  KG_REQUIRE_GPU();
+  const int n = 37, k = 424, k_tiles = 7, rows = 256;
+  problem p(1, n, k);
+  ASSERT_EQ(p.dw_tiles.size(), std::size_t(rows) * k_tiles * 64 * 2);
+  std::vector<std::uint16_t> got(p.dw_tiles.size() / 2);
+  KG_CUDA_CHECK(
+      cudaMemcpy(got.data(), p.dw_tiles.get(), p.dw_tiles.size(), cudaMemcpyDeviceToHost));
+  int wrong = 0;
+  for (int tile = 0; tile < rows / 64; ++tile)
+    for (int kt = 0; kt < k_tiles; ++kt)
+      for (int r = 0; r < 64; ++r)
+        for (int c = 0; c < 8; ++c) {
+          const std::size_t at =
+              (std::size_t(tile) * k_tiles + kt) * 4096 + r * 64 + (c ^ (r % 8)) * 8;
+          const int row = 64 * tile + r, col = 64 * kt + 8 * c;
+          for (int e = 0; e < 8; ++e) {
+            const std::uint16_t want = row < n && col < k ? p.w[std::size_t(row) * k + col + e] : 0;
+            if (got[at + e] != want && wrong++ < 3)
+              ADD_FAILURE() << "element " << at + e << ": row " << row << " column " << col + e;
+          }
+        }
+  EXPECT_EQ(wrong, 0);
+}
+
+// The wgmma_pk family (the wgmma_ws block over the wgmma_tiles copy, by plain bulk copies):
+// every configuration on the odd shapes against the oracle, the same bits as the wgmma_ws
+// configuration of the same tile and split (its stages hold the same bytes), and the qkv, o_proj
+// and down projections' shapes repeated, with split K and without.
+TEST(gpu_gemv, the_wgmma_pk_family_matches_the_oracle_and_the_wgmma_ws_bits) {
   KG_REQUIRE_GPU();
   for (const auto& [n, k] : {std::pair{37, 8 * 53}, std::pair{517, 8 * 1333}})
     for (int batch : {1, 13, 16, 33, 64, 100, 128, 130}) {
       problem p(batch, n, k);
       device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
       KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
-      int checked = 0;
-      for (int split : {2, 4, 8})
+      int checked = 0, twins = 0;
+      for (int split : {1, 2, 4, 8})
         for (int rpg : {64, 128})
           for (int wpb : {4, 8})
             for (int stages : {4, 6, 8}) {
-              const gemv_config c{rpg, wpb, stages, split, gemv_kind::wgmma_sk};
+              const gemv_config c{rpg, wpb, stages, split, gemv_kind::wgmma_pk};
               if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
               check_config(p, c, ws.get());
+              const gemv_config twin{rpg, wpb, 6, split, gemv_kind::wgmma_ws};
+              if (gemv_config_supported(twin, p.batch, p.n, p.k)) {
+                EXPECT_EQ(p.run(c, ws.get()), p.run(twin, ws.get()))
+                    << name(c) << " on " << n << "x" << k << " batch " << batch;
+                ++twins;
+              }
               ++checked;
             }
-      EXPECT_GE(checked, 9) << n << "x" << k << " batch " << batch; // 64 rows: every stage count
+      EXPECT_GE(checked, 12) << n << "x" << k << " batch " << batch; // 4 splits x 4, 6, 8 stages
+      EXPECT_GE(twins, 4) << n << "x" << k << " batch " << batch;
     }
   for (int batch : {16, 128}) {
     problem qkv(batch, 6144, 2560), o_proj(batch, 2560, 4096), down(batch, 2560, 9728);
-    for (const gemv_config c : {gemv_config{64, 4, 4, 4, gemv_kind::wgmma_sk},
-                                gemv_config{64, 4, 6, 8, gemv_kind::wgmma_sk}}) {
+    for (const gemv_config c : {gemv_config{64, 4, 4, 4, gemv_kind::wgmma_pk},
+                                gemv_config{64, 4, 6, 1, gemv_kind::wgmma_pk},
+                                gemv_config{128, 4, 4, 2, gemv_kind::wgmma_pk}}) {
       check_then_repeat(qkv, c, 5);
       check_then_repeat(o_proj, c, 5);
       check_then_repeat(down, c, 5);

@@ -11,10 +11,11 @@
 // final norm, the lm_head GEMV (tied to the embeddings, as decode_step_roofline counts them) and
 // greedy argmax. Logits stay in a device buffer.
 //
-// A projection whose GEMV configuration reads packed weights (gemv_kind::packed) at some batch
-// size up to max_batch gets a packed copy of its weights, made once at construction
-// (pack_gemv_weights); the GEMVs of the other batch sizes read the row-major weights. The copy
-// is of the same random weights, so it adds their bytes to device memory and nothing else.
+// A projection whose GEMV configuration reads a packed layout (gemv_weight_layout: the packed
+// and wgmma_pk families) at some batch size up to max_batch gets a copy of its weights in that
+// layout, made once at construction (pack_gemv_weights); the GEMVs of the other batch sizes read
+// the row-major weights. The copy is of the same random weights, so it adds their bytes to device
+// memory and nothing else.
 //
 // Inputs (tokens, positions, slots) live in a device array that each step overwrites with one
 // cudaMemcpyAsync before the graph launch, so one graph serves every length up to max_context.
@@ -47,6 +48,7 @@
 #include "gpu/cuda_raii.h"
 #include "gpu/device_buffer.h"
 #include "kernels/decode/gemm_cublas.h"
+#include "kernels/decode/gemv_bf16.h"
 #include "workloads/decode_engine_plan.h"
 
 namespace kg {
@@ -104,7 +106,9 @@ public:
   // projection, on the engine's stream, so it is captured into the same graphs. It gets the
   // row-major weights ([n, k]) and must return the launch's error. gate_up overridden runs the
   // SiLU gate as its own kernel. Graphs captured before are dropped (recaptured on next use).
-  // Batches above max_gemv_batch run the projection as a cuBLAS GEMM, override or not.
+  // Batches above max_gemv_batch run the projection as a cuBLAS GEMM, override or not; an
+  // override is refused (std::invalid_argument) where max_gemv_batch > 32, past the batches the
+  // suite checks it at.
   using gemv_override_fn =
       std::function<cudaError_t(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                                 int batch, int n, int k, cudaStream_t s)>;
@@ -143,8 +147,14 @@ private:
   decode_engine_sizes sizes_;
   cudaStream_t stream_;
   device_buffer weights_, packed_, cache_, act_, inputs_, attn_work_, gemv_work_;
-  // Row-major weights -> their packed copy (in packed_), for the projections that have one.
-  std::vector<std::pair<const __nv_bfloat16*, const __nv_bfloat16*>> packed_of_;
+  // Row-major weights and a layout -> their copy in it (in packed_), where some batch size's
+  // GEMV configuration reads one.
+  struct packed_copy {
+    const __nv_bfloat16* weights;
+    gemv_layout layout;
+    const __nv_bfloat16* copy;
+  };
+  std::vector<packed_copy> packed_of_;
   std::vector<layer_weights> layers_;
   const __nv_bfloat16 *embedding_ = nullptr, *final_norm_ = nullptr;
   // Activations, max_batch rows each.

@@ -84,18 +84,17 @@ bool supported(const gemv_config& c) {
   case gemv_kind::wgmma_ws:
     return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
            in(c.unroll, {6, 8, 12, 16}) && !c.cluster;
-  case gemv_kind::wgmma_sk: // split_k: the most blocks a tile may be shared by
+  case gemv_kind::wgmma_pk:
     return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
-           in(c.unroll, {4, 6, 8}) && in(c.split_k, {2, 4, 8}) && !c.cluster;
+           in(c.unroll, {4, 6, 8}) && !c.cluster;
   }
   return false;
 }
 
-// The families on the warpgroup MMA: one tile, three ways of filling the ring, and the
-// stream-K grid over the producer/consumer block.
+// The families on the warpgroup MMA: one tile, four ways of filling the ring.
 bool is_wgmma(gemv_kind k) {
   return k == gemv_kind::wgmma || k == gemv_kind::wgmma_tma || k == gemv_kind::wgmma_ws ||
-         k == gemv_kind::wgmma_sk;
+         k == gemv_kind::wgmma_pk;
 }
 
 int next_pow2(int v) {
@@ -133,7 +132,7 @@ bool wgmma_fits(const gemv_config& c, int batch) {
          c.rows_per_warp / 64 * bn / 2 <= gemv_detail::wgmma_max_accumulators &&
          rows <= gemv_detail::gemm_max_tile_rows &&
          gemv_detail::wgmma_smem_bytes(rows, bn, c.unroll) <=
-             (c.kind == gemv_kind::wgmma_ws || c.kind == gemv_kind::wgmma_sk
+             (c.kind == gemv_kind::wgmma_ws || c.kind == gemv_kind::wgmma_pk
                   ? gemv_detail::wgmma_ws_max_smem_bytes
                   : gemv_detail::wgmma_max_smem_bytes);
 }
@@ -197,8 +196,8 @@ cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int b
   if (c.kind == gemv_kind::wgmma_ws)
     return gemv_detail::launch_gemv_wgmma_ws(a, gemm_batch_tile(c, a.nb), c.rows_per_warp,
                                              c.warps_per_block, c.unroll, blocks, s);
-  if (c.kind == gemv_kind::wgmma_sk)
-    return gemv_detail::launch_gemv_wgmma_sk(a, gemm_batch_tile(c, a.nb), c.rows_per_warp,
+  if (c.kind == gemv_kind::wgmma_pk)
+    return gemv_detail::launch_gemv_wgmma_pk(a, gemm_batch_tile(c, a.nb), c.rows_per_warp,
                                              c.warps_per_block, c.unroll, blocks, s);
   const int nt = bg <= 8 ? 1 : bg <= 16 ? 2 : 4; // mma, packed: 8-column batch tiles
   if (c.kind == gemv_kind::mma)
@@ -301,30 +300,50 @@ constexpr name_table<gemv_kind, 11> gemv_kind_names{{
     {gemv_kind::wgmma, "wgmma"},
     {gemv_kind::wgmma_tma, "wgmma_tma"},
     {gemv_kind::wgmma_ws, "wgmma_ws"},
-    {gemv_kind::wgmma_sk, "wgmma_sk"},
+    {gemv_kind::wgmma_pk, "wgmma_pk"},
 }};
 
 } // namespace
 
 const char* gemv_kind_name(gemv_kind k) { return name_of(gemv_kind_names, k, "?").data(); }
 
+gemv_layout gemv_weight_layout(const gemv_config& c) {
+  switch (c.kind) {
+  case gemv_kind::packed:
+    return gemv_layout::packed;
+  case gemv_kind::wgmma_pk:
+    return gemv_layout::wgmma_tiles;
+  default:
+    return gemv_layout::row_major;
+  }
+}
 
 bool gemv_reads_packed(const gemv_config& c) {
-  return c.kind == gemv_kind::packed;
+  return gemv_weight_layout(c) != gemv_layout::row_major;
 }
 
-std::size_t gemv_packed_bytes(int n, int k) {
-  if (n <= 0 || k <= 0 || k % 64 != 0) return 0;
-  return static_cast<std::size_t>((n + 15) / 16) * 16 * static_cast<std::size_t>(k) * 2;
+std::size_t gemv_packed_bytes(gemv_layout l, int n, int k) {
+  if (n <= 0 || k <= 0) return 0;
+  switch (l) {
+  case gemv_layout::packed:
+    if (k % 64 != 0) return 0;
+    return static_cast<std::size_t>((n + 15) / 16) * 16 * static_cast<std::size_t>(k) * 2;
+  case gemv_layout::wgmma_tiles:
+    if (k % 8 != 0) return 0;
+    return static_cast<std::size_t>(gemv_detail::wgmma_tiles_bytes(n, k));
+  default:
+    return 0;
+  }
 }
 
-cudaError_t pack_gemv_weights(const __nv_bfloat16* w, __nv_bfloat16* packed, int n, int k,
-                              cudaStream_t s) {
-  if (gemv_packed_bytes(n, k) == 0 || !w || !packed ||
+cudaError_t pack_gemv_weights(gemv_layout l, const __nv_bfloat16* w, __nv_bfloat16* packed, int n,
+                              int k, cudaStream_t s) {
+  if (gemv_packed_bytes(l, n, k) == 0 || !w || !packed ||
       reinterpret_cast<std::uintptr_t>(w) % 16 != 0 ||
       reinterpret_cast<std::uintptr_t>(packed) % 16 != 0)
     return cudaErrorInvalidValue;
-  return gemv_detail::launch_pack_weights(w, packed, n, k, s);
+  return l == gemv_layout::packed ? gemv_detail::launch_pack_weights(w, packed, n, k, s)
+                                  : gemv_detail::launch_pack_wgmma_tiles(w, packed, n, k, s);
 }
 
 gemv_config pick_gemv_config(int batch, int n, int k) {
@@ -391,13 +410,7 @@ cudaError_t launch_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bflo
     a.counters = static_cast<unsigned*>(workspace);
     a.slice_stride = static_cast<long long>(batch) * n;
   }
-  // wgmma_sk: its fixed grid over the tiles' k tiles (gemv_bf16_launch.h)
-  const int blocks = c.kind == gemv_kind::wgmma_sk
-                         ? gemv_detail::wgmma_sk_grid(tiles,
-                                                      (a.k8 + gemv_detail::gemm_tile_chunks - 1) /
-                                                          gemv_detail::gemm_tile_chunks,
-                                                      c.split_k)
-                         : static_cast<int>(tiles * c.split_k);
+  const int blocks = static_cast<int>(tiles * c.split_k);
   const int group = gemv_batch_group(c);
   const int y_cols = gated ? n / 2 : n;
   // Batch groups in order; the last one takes the smallest kernel group that holds it (masked).
@@ -448,7 +461,7 @@ int gemv_batch_group(const gemv_config& c) {
   case gemv_kind::wgmma:
   case gemv_kind::wgmma_tma:
   case gemv_kind::wgmma_ws:
-  case gemv_kind::wgmma_sk:
+  case gemv_kind::wgmma_pk:
     return gemv_detail::gemm_max_batch;
   default:
     return 32 / c.rows_per_warp;

@@ -61,10 +61,11 @@ namespace kg {
 //         warpgroup more (128 threads beyond warps_per_block) keeps a deep ring full, the
 //         consumers release each stage as they finish it (gemv_bf16_wgmma_ws.cu); the same
 //         fields, bits and batch tile, unroll (stages) 6, 8, 12, 16.
-//   wgmma_sk: the wgmma_ws block over a fixed grid of at most 132 blocks that share the (row
-//         tile, k tile) units evenly (stream-K: gemv_bf16_wgmma_sk.cu), so a projection of few
-//         row tiles keeps every SM busy; split_k is the most blocks one tile may be shared by
-//         (the grid shrinks to keep it), unroll (stages) 4, 6, 8.
+//   wgmma_pk: the wgmma_ws block over the wgmma_tiles copy of the weights (pack_gemv_weights:
+//         each 64-row tile's 64-column k tile is 8 KB of consecutive bytes, in the order the
+//         ring holds it), so a stage's weights arrive by plain bulk copies and a block streams its
+//         tile front to back (gemv_bf16_wgmma_pk.cu); the same fields and bits as wgmma_ws,
+//         unroll (stages) 4, 6, 8. Its w is that copy, not the row-major weights.
 enum class gemv_kind : int {
   simt = 0,
   bulk = 1,
@@ -76,7 +77,7 @@ enum class gemv_kind : int {
   wgmma = 7,
   wgmma_tma = 8,
   wgmma_ws = 9,
-  wgmma_sk = 10
+  wgmma_pk = 11 // (10 was wgmma_sk, a stream-K grid: measured slower and dropped)
 };
 
 struct gemv_config {
@@ -96,22 +97,32 @@ struct gemv_config {
 };
 
 // "simt", "bulk", "mma", "sweep", "tsweep", "packed", "gemm", "wgmma", "wgmma_tma",
-// "wgmma_ws" or "wgmma_sk".
+// "wgmma_ws" or "wgmma_pk".
 const char* gemv_kind_name(gemv_kind k);
 
-// Whether a configuration reads the packed copy of the weights (gemv_kind::packed) rather than
-// the row-major ones.
+// The order of the weights a configuration reads.
+//   row_major: w as given, [n][k].
+//   packed (gemv_kind::packed): ceil(n / 16) 16-row tiles (rows past n zero), each k / 64 steps
+//     of 2 KB in the order the mma lanes load them; k % 64 == 0.
+//   wgmma_tiles (gemv_kind::wgmma_pk): n rounded up to 256 rows (past n zero), in 64-row tiles,
+//     each ceil(k / 64) units of 8 KB (columns past k zero): unit (t, kt) at byte
+//     8192 (t ceil(k / 64) + kt) holds rows 64 t .. 64 t + 63 of columns 64 kt .. 64 kt + 63, row
+//     r at 128 r, its column chunk c (8 columns, 16 bytes) at chunk position c ^ (r % 8) (the
+//     128-byte swizzle); k % 8 == 0.
+enum class gemv_layout : int { row_major = 0, packed = 1, wgmma_tiles = 2 };
+gemv_layout gemv_weight_layout(const gemv_config& c);
+// Whether that is not row_major: the configuration reads a copy made by pack_gemv_weights.
 bool gemv_reads_packed(const gemv_config& c);
 
-// Bytes of the packed copy of an n x k weight: ceil(n / 16) 16-row tiles (rows past n zero) of
-// k / 64 steps of 2 KB. 0 where k % 64 != 0 (no packed layout).
-std::size_t gemv_packed_bytes(int n, int k);
+// Bytes of an n x k weight's copy in layout `l`; 0 for row_major or a shape the layout does not
+// take.
+std::size_t gemv_packed_bytes(gemv_layout l, int n, int k);
 
-// Queues the packed copy of w ([n][k], row-major, 16-byte aligned, k % 64 == 0) into `packed`
-// (gemv_packed_bytes(n, k) bytes, 16-byte aligned) on `s`. cudaErrorInvalidValue for other
-// shapes or pointers (before touching the device).
-cudaError_t pack_gemv_weights(const __nv_bfloat16* w, __nv_bfloat16* packed, int n, int k,
-                              cudaStream_t s);
+// Queues the copy of w ([n][k], row-major, 16-byte aligned) in layout `l` into `packed`
+// (gemv_packed_bytes(l, n, k) bytes, 16-byte aligned) on `s`. cudaErrorInvalidValue for
+// row_major, other shapes or pointers (before touching the device).
+cudaError_t pack_gemv_weights(gemv_layout l, const __nv_bfloat16* w, __nv_bfloat16* packed, int n,
+                              int k, cudaStream_t s);
 
 // The configuration the decode engine uses for this shape: one launch_gemv_bf16 accepts for
 // every shape it accepts at all (k % 8 == 0).
@@ -129,11 +140,11 @@ bool gemv_config_supported(const gemv_config& c, int batch, int n, int k);
 // serve every projection in turn). Launches that may run concurrently need separate workspaces.
 std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 
-// Queues y = x w^T on `s`. x: [batch, k], w: [n, k] (packed: its packed copy), y: [batch, n],
-// all dense row-major; k must be a multiple of 8 (16-byte rows), x and w 16-byte aligned, any n
-// and batch >= 1 (batches above a kernel's batch group take several launches, each streaming
-// the weights again).
-// Supported, split_k 1, 2, 4, 8 unless said (split_k > 1: at most 65536 row tiles):
+// Queues y = x w^T on `s`. x: [batch, k], w: [n, k] (or its copy in gemv_weight_layout(c)),
+// y: [batch, n], all dense row-major; k must be a multiple of 8 (16-byte rows), x and w 16-byte
+// aligned, any n and batch >= 1 (batches above a kernel's batch group take several launches, each
+// streaming the weights again). Supported, split_k 1, 2, 4, 8 unless said (split_k > 1: at most
+// 65536 row tiles):
 //   simt: rows_per_warp 1, 2, 4; unroll 2, 4, 8 with rows_per_warp x unroll <= 16;
 //         warps_per_block 4, 8, 16; batch group 32 / rows_per_warp.
 //   bulk: rows_per_warp 1, 2, 4; warps_per_block 4, 8; unroll (stages) 2, 4, 8 with a ring of at
@@ -161,8 +172,7 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //   wgmma_tma: as wgmma.
 //   wgmma_ws: as wgmma, with unroll (stages) 6, 8, 12, 16 and a ring of at most 216 KB (plus
 //         1 KB of alignment); warps_per_block counts the consumer warps.
-//   wgmma_sk: as wgmma_ws with unroll (stages) 4, 6, 8 and split_k 2, 4, 8 (the most blocks a
-//         tile is shared by; the grid: gemv_detail::wgmma_sk_grid).
+//   wgmma_pk: as wgmma_ws with unroll (stages) 4, 6, 8; w is the wgmma_tiles copy.
 //   cluster 0 or 1 (1: simt with split_k 2, 4 or 8); batch_warps 1 but for gemm.
 // Returns cudaErrorInvalidValue for anything else (before touching the device), else the
 // launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`

@@ -106,6 +106,22 @@ cudaError_t launch_gemv_wgmma_tma(const gemv_args& a, int bn, int rows_per_group
 // producer warpgroup more, stages 6, 8, 12, 16 in a ring of at most wgmma_ws_max_smem_bytes.
 cudaError_t launch_gemv_wgmma_ws(const gemv_args& a, int bn, int rows_per_group,
                                  int warps_per_block, int stages, int blocks, cudaStream_t s);
+// The wgmma_pk family (gemv_bf16_wgmma_pk.cu): the wgmma_ws block over a.w in the wgmma_tiles
+// layout (launch_pack_wgmma_tiles), stages 4, 6, 8; the wgmma_ws family's bits.
+cudaError_t launch_gemv_wgmma_pk(const gemv_args& a, int bn, int rows_per_group,
+                                 int warps_per_block, int stages, int blocks, cudaStream_t s);
+// The wgmma_tiles copy of w (n x k, k % 8 == 0) into `packed` (wgmma_tiles_bytes(n, k) bytes).
+cudaError_t launch_pack_wgmma_tiles(const __nv_bfloat16* w, __nv_bfloat16* packed, int n, int k,
+                                    cudaStream_t s);
+constexpr int wgmma_tile_unit_bytes = 64 * 128; // one 64-row tile of one 64-column k tile
+// Rows of the copy: n rounded up to 256 (a block's most rows), so every block's 64-row units
+// exist (those past n are zero).
+constexpr long long wgmma_tiles_rows(int n) {
+  return (n + 255LL) / 256 * 256;
+}
+constexpr long long wgmma_tiles_bytes(int n, int k) {
+  return wgmma_tiles_rows(n) * ((k + 63LL) / 64 * 64) * 2;
+}
 // 216 KB of ring and 1 KB to align it: under the 227 KB a block may have, with the barriers.
 constexpr int wgmma_ws_max_smem_bytes = 216 * 1024 + 1024;
 constexpr int wgmma_max_accumulators = 128; // float accumulators a thread: (rows / 64) x bn / 2
@@ -123,27 +139,6 @@ constexpr int wgmma_smem_bytes(int tile_rows, int bn, int stages) {
 cudaError_t launch_gemv_sweep(const gemv_args& a, int bg, int unroll, int warps_per_block,
                               int blocks, cudaStream_t s);
 constexpr int sweep_grid_unit = 132; // the H200's SM count, as a constant
-
-// The wgmma_sk family (gemv_bf16_wgmma_sk.cu): the wgmma_ws block (a producer warpgroup, stages
-// 4, 6, 8) over a fixed grid that shares the tiles x k tiles units out evenly (stream-K), so the
-// few row tiles of the 2560-row projections and qkv's 96 keep every SM busy. A tile that several
-// blocks share is summed from their fp32 partials (at most `split` of them, split 2, 4 or 8) in
-// block order by its last block. bn, rows_per_group, warps_per_block as wgmma_ws; blocks: the
-// grid, wgmma_sk_grid.
-cudaError_t launch_gemv_wgmma_sk(const gemv_args& a, int bn, int rows_per_group,
-                                 int warps_per_block, int stages, int blocks, cudaStream_t s);
-// Its grid for `tiles` row tiles of `k_tiles` k tiles: at most sweep_grid_unit blocks and as many
-// as keep each block's share of the units (floor(units / grid), give or take one) at least
-// ceil((k_tiles - 1) / (split - 1)), so that no tile meets more than `split` blocks (the first
-// may hold one unit of it, each later one at least that share). A function of the shape and the
-// configuration only: never of the SMs a launch is granted, so neither are the bits.
-constexpr int wgmma_sk_grid(long long tiles, int k_tiles, int split) {
-  const long long units = tiles * k_tiles;
-  const long long share = split > 1 ? (k_tiles - 1 + split - 2) / (split - 1) : k_tiles;
-  long long grid = units / (share < 1 ? 1 : share);
-  if (grid > sweep_grid_unit) grid = sweep_grid_unit;
-  return grid < 1 ? 1 : static_cast<int>(grid);
-}
 
 // The tile-sweep family (gemv_bf16_tsweep.cu): batch group 8; unroll 1 or 2 tiles in flight;
 // blocks: the fixed grid (132 x rows_per_warp, split included).

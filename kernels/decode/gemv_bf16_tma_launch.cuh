@@ -15,14 +15,17 @@ constexpr int tma_tile_elements = gemm_tile_chunks * 8; // a k tile: 64 bf16 col
 // `kernel` (taking the weights' map, the x map and the args) on `blocks` blocks of `threads`:
 // w_map in boxes of the block's rows x one k tile, x_map in boxes of BN batch rows x one k tile
 // (rows past n and nb, and columns past k, arrive as zeros). The maps are encoded on the host
-// (no device call) and passed by value as __grid_constant__ parameters.
+// (no device call) and passed by value as __grid_constant__ parameters. packed_w: a.w is the
+// wgmma_tiles copy, read by plain bulk copies; w_map is then left zero (unused).
 template <int MT, int BN, int WG, int STAGES, class Kernel>
 cudaError_t launch_tma_fed(Kernel kernel, int threads, const gemv_args& a, int blocks,
-                           cudaStream_t s) {
+                           cudaStream_t s, bool packed_w = false) {
   constexpr int smem_bytes = wgmma_ring_bytes<MT, BN, WG, STAGES>;
-  CUtensorMap w_map, x_map;
-  cudaError_t e = kg::decode::encode_bf16_tile_map(w_map, a.w, a.n, a.k8 * 8, wg_block_rows<MT, WG>,
-                                                   tma_tile_elements);
+  CUtensorMap w_map{}, x_map;
+  cudaError_t e = packed_w
+                      ? cudaSuccess
+                      : kg::decode::encode_bf16_tile_map(w_map, a.w, a.n, a.k8 * 8,
+                                                         wg_block_rows<MT, WG>, tma_tile_elements);
   if (e == cudaSuccess)
     e = kg::decode::encode_bf16_tile_map(x_map, a.x, a.nb, a.k8 * 8, BN, tma_tile_elements);
   if (e != cudaSuccess) return e;

@@ -1,0 +1,138 @@
+// The producer/consumer block of the decode GEMV's wgmma_ws and wgmma_pk families
+// (gemv_bf16_wgmma_ws.cu, gemv_bf16_wgmma_pk.cu): the wgmma_tma family's tiles, sums and split-K
+// finish, with the block split by role. One producer warpgroup (one of its threads) keeps a ring
+// of STAGES stages full, refilling a stage as soon as every consumer warp has released it; the
+// consumer warpgroups wait for a stage, run its wgmma's and release it, never meeting at a
+// block-wide barrier inside the loop.
+//
+// Per k tile j of the block's slice, stage s = j % STAGES: full[s] completes its phase when the
+// bytes of tile j have landed (the producer arrives with the expected bytes); empty[s] completes
+// its phase when each of the 4 x WG consumer warps has arrived after its wgmma's of tile j have
+// completed, and the producer waits for that before loading tile j + STAGES there.
+//
+// PACKED (wgmma_pk): the weights are the wgmma_tiles copy (pack_gemv_weights), in which each
+// (64-row tile, k tile) is 8 KB of consecutive bytes already in the 128-byte swizzle the TMA
+// would write, so a stage's weights arrive by plain bulk copies of 8 KB (one per 64 rows of the
+// block) and a block streams its tile front to back. Otherwise (wgmma_ws) a TMA tensor copy of
+// the block's rows x 64 columns of the row-major weights. Either way the stage's bytes are the
+// same, so are the wgmma's and their order: the two families and wgmma give the same bits.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda.h>
+
+#include "kernels/decode/gemv_bf16_kernel.cuh"
+#include "kernels/decode/gemv_bf16_stage.cuh"
+#include "kernels/decode/gemv_bf16_tma_launch.cuh"
+#include "kernels/decode/gemv_bf16_wgmma.cuh"
+#include "kernels/decode/mbarrier.cuh"
+
+namespace kg::gemv_detail {
+
+// The wgmma_tiles copy's 8 KB unit of 64-row tile `tile64` at k tile `kt` (k_tiles per row).
+__device__ __forceinline__ const void* packed_unit(const gemv_args& a, int tile64, int kt,
+                                                   int k_tiles) {
+  return reinterpret_cast<const unsigned char*>(a.w) +
+         (static_cast<std::size_t>(tile64) * k_tiles + kt) * wgmma_tile_unit_bytes;
+}
+
+// The producer's loads of k tile `kt` into stage `st` (weights, then the x rows), completing on
+// `bar`; and their L2 prefetch before the programmatic wait.
+template <int BM, bool PACKED>
+__device__ __forceinline__ void
+load_ws_stage(unsigned char* st, const CUtensorMap* w_map, const CUtensorMap* x_map,
+              const gemv_args& a, int row0, int kt, int k_tiles, unsigned long long* bar) {
+  if constexpr (PACKED) {
+#pragma unroll
+    for (int i = 0; i < BM / 64; ++i)
+      kg::decode::bulk_copy(st + i * wgmma_tile_unit_bytes,
+                            packed_unit(a, row0 / 64 + i, kt, k_tiles), wgmma_tile_unit_bytes, bar);
+  } else {
+    kg::decode::tma_load_2d(st, w_map, kt * tma_tile_elements, row0, bar);
+  }
+  kg::decode::tma_load_2d(st + BM * row_bytes, x_map, kt * tma_tile_elements, 0, bar);
+}
+template <int BM, bool PACKED>
+__device__ __forceinline__ void prefetch_ws_stage(const CUtensorMap* w_map, const gemv_args& a,
+                                                  int row0, int kt, int k_tiles) {
+  if constexpr (PACKED) {
+#pragma unroll
+    for (int i = 0; i < BM / 64; ++i)
+      kg::decode::bulk_prefetch_l2(packed_unit(a, row0 / 64 + i, kt, k_tiles),
+                                   wgmma_tile_unit_bytes);
+  } else {
+    kg::decode::tma_prefetch_2d(w_map, kt * tma_tile_elements, row0);
+  }
+}
+
+// WG consumer warpgroups (threads 0 .. 128 WG - 1, as the wgmma kernel's) and one producer
+// warpgroup behind them: 128 (WG + 1) threads, one block an SM by its shared memory.
+template <int MT, int BN, int WG, int STAGES, bool PACKED>
+__global__ void __launch_bounds__((WG + 1) * 128, 1)
+    gemv_wgmma_ws_kernel(const __grid_constant__ CUtensorMap w_map,
+                         const __grid_constant__ CUtensorMap x_map, const gemv_args a) {
+  constexpr int bm = wg_block_rows<MT, WG>;
+  constexpr int stage_size = wg_stage_bytes<MT, BN, WG>;
+  constexpr int producer = WG * 128; // the producer warpgroup's first thread
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  __shared__ alignas(8) unsigned long long full[STAGES];
+  __shared__ alignas(8) unsigned long long empty[STAGES];
+  unsigned base; // the ring's shared address, for the descriptors
+  unsigned char* smem = align_ring(smem_raw, base);
+  const int tid = static_cast<int>(threadIdx.x), wg = tid / 128, t = tid % 128;
+  const ring_slice r = block_slice<bm>(a);
+  const int k_tiles = (a.k8 + gemm_tile_chunks - 1) / gemm_tile_chunks;
+
+  if (tid == producer) {
+    for (int j = 0; j < STAGES; ++j) {
+      kg::decode::mbar_init(&full[j], 1);
+      kg::decode::mbar_init(&empty[j], 4 * WG); // one arrival per consumer warp
+    }
+    kg::decode::mbar_init_fence();
+    // The weights never depend on the kernel ahead: the first tiles head for L2 before the
+    // programmatic wait (gemv_prologue), as in the other families.
+    for (int j = 0; j < STAGES && j < r.count; ++j)
+      prefetch_ws_stage<bm, PACKED>(&w_map, a, r.row0, r.kt0 + j, k_tiles);
+  }
+  __syncthreads();
+  gemv_prologue();
+
+  if (wg == WG) { // the producer: one thread issues every tile of the slice, in order
+    if (t == 0)
+      for (int j = 0; j < r.count; ++j) {
+        const int s = j % STAGES;
+        // The stage's previous tile (j - STAGES) released: its (j / STAGES - 1)-th phase.
+        if (j >= STAGES)
+          kg::decode::mbar_wait(&empty[s], static_cast<unsigned>(j / STAGES - 1) & 1u);
+        kg::decode::mbar_arrive_expect_tx(&full[s], stage_size);
+        load_ws_stage<bm, PACKED>(smem + s * stage_size, &w_map, &x_map, a, r.row0, r.kt0 + j,
+                                  k_tiles, &full[s]);
+      }
+  } else {
+    float c[MT][BN / 2];
+    zero_accumulators(c);
+    for (int i = 0; i < r.count; ++i) {
+      const int s = i % STAGES;
+      kg::decode::mbar_wait(&full[s], static_cast<unsigned>(i / STAGES) & 1u);
+      // (commits and waits for its wgmma's: this warp reads the stage no more)
+      mma_stage<MT, BN, bm>(c, base + static_cast<unsigned>(s * stage_size), wg);
+      if (t % 32 == 0) kg::decode::mbar_arrive(&empty[s]);
+    }
+    store_wgmma_tile<MT, BN>(c, a, r.row0 + wg * MT * 64, t, r.slice);
+  }
+  if (a.split > 1) finish_split_k(a, r.tile, bm); // (every thread: it meets at barriers)
+}
+
+template <bool PACKED>
+struct wgmma_ws_launch {
+  template <int MT, int BN, int WG, int STAGES>
+  struct of {
+    static cudaError_t run(const gemv_args& a, int blocks, cudaStream_t s) {
+      return launch_tma_fed<MT, BN, WG, STAGES>(gemv_wgmma_ws_kernel<MT, BN, WG, STAGES, PACKED>,
+                                                (WG + 1) * 128, a, blocks, s, PACKED);
+    }
+  };
+};
+
+} // namespace kg::gemv_detail
