@@ -1,12 +1,16 @@
-// Where a decode step's time goes: the Qwen3-4B engine's step (kernels/decode/decode_engine.h) replayed
-// from its CUDA graph and traced with CUPTI's activity API (timing/activity_tracer.h), every
-// kernel's start and end on the GPU's clock. Per kernel role of the step (the input RMSNorm, the
-// qkv GEMV, ..., in the engine's launch order) it prints the count, the median and summed
+// Where a decode step's time goes: the Qwen3-4B engine's step (kernels/decode/decode_engine.h)
+// replayed from its CUDA graph and traced with CUPTI's activity API (timing/activity_tracer.h),
+// every kernel's start and end on the GPU's clock. Per kernel role of the step (the input RMSNorm,
+// the qkv GEMV, ..., in the engine's launch order) it prints the count, the median and summed
 // duration, how far the role's kernels moved the step's end past the kernels before them
 // ("extends": these add up to the busy time) and that as a share of the step; then the step's span
 // (first kernel start to last kernel end), the union of the kernels' busy intervals and the idle
 // time between them: what the boundaries between kernels cost. Plain and programmatic launches,
-// batch 1 and 8, context 2048 (decode-qwen3-4b's step point).
+// batch 1 and 8 by default, context 2048 (decode-qwen3-4b's step point). Each step also gets its
+// bound, decode_step_roofline's bytes over the device copy bandwidth measured first in the same
+// process (the suite's SOL), and the span's fraction of it. Every batch runs on the decode
+// GEMVs (max_gemv_batch raised to the largest batch asked for, up to 128: the GEMV table's
+// range), not the cuBLAS GEMM the engine switches to above 32 by default.
 //
 // Durations under programmatic launches include the time a kernel's blocks wait at
 // griddepcontrol.wait for the kernel ahead, so only the span and the idle time compare across
@@ -23,11 +27,13 @@
 #include <string>
 #include <vector>
 
-#include "timing/activity_tracer.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_raii.h"
 #include "gpu/device_info.h"
 #include "kernels/decode/decode_engine.h"
+#include "timing/activity_tracer.h"
+#include "timing/copy_bandwidth.h"
+#include "workloads/qwen3.h"
 
 using namespace kg;
 
@@ -84,11 +90,19 @@ int main(int argc, char** argv) {
     return 3;
   }
   const int max_batch = *std::max_element(batches.begin(), batches.end());
+  if (max_batch > 128 || *std::min_element(batches.begin(), batches.end()) < 1) {
+    std::cerr << "kg_bench_decode_step: batches are 1..128\n";
+    return 2;
+  }
+  const double copy_gbps = measure_copy_bandwidth(std::size_t{1} << 30).gbps;
+  std::printf("copy bandwidth (read + write), device to device, 1 GiB: %.1f GB/s\n", copy_gbps);
   cuda_stream s;
   decode_engine_config c;
   c.max_batch = max_batch; // the step's kernels do not depend on it (grids: rows, max_context)
-  decode_engine e(c, s.get());
+  c.max_gemv_batch = std::max(c.max_gemv_batch, max_batch);
   const int context = 2048;
+  c.max_context = context + 256; // the KV of 128 slots of 8448 tokens would not fit (159 GB)
+  decode_engine e(c, s.get());
   const int layers = static_cast<int>(c.model.layers);
   std::uint64_t tag = 1000;
   tr->acquire();
@@ -173,9 +187,13 @@ int main(int argc, char** argv) {
         }
       }
       const double sp = median(span);
+      const double bound_us = decode_step_roofline(batch, context).bytes / (copy_gbps * 1e3);
       std::printf("\ndecode step, batch %d, context %d, %s launches, graph replay (%d steps "
                   "traced, medians)\n",
                   batch, context, pl ? "programmatic" : "plain", steps);
+      std::printf("  bound %.1f us (decode_step_roofline bytes / copy bandwidth), span %.1f us: "
+                  "SOL %.3f\n",
+                  bound_us, sp, bound_us / sp);
       std::printf("  step span %.1f us, kernels busy %.1f us, idle between kernels %.1f us "
                   "(%.2f us per boundary); sum of kernel durations %.1f us\n",
                   sp, median(busy), sp - median(busy),

@@ -7,6 +7,8 @@
 #   SWEEP_ARGS=...  SWEEP_TIMEOUT=s  NO_SWEEP=1  RUN_EVAL_TORCH=1  RUN_ENGINE=1
 #   RUN_ATTENTION=1: the decode kernels' GPU tests (split-KV attention in every configuration)
 #     and kg_bench_attention_sweep (ATTENTION_SWEEP_ARGS=..., ATTENTION_TIMEOUT=s)
+#   STEP_BATCHES=1,8,32,128: kg_bench_decode_step at those batches (each step's kernels, its
+#     bound and SOL; STEP_TIMEOUT=s)
 #   WORKLOADS="decode-qwen3-4b decode-colocated decode-colocated-training"  WORKLOAD_ARGS=...
 #     WORKLOAD_TIMEOUT=s (default 300: decode-colocated-training at its defaults needs ~8-10 min;
 #     shrink it with WORKLOAD_ARGS="--trace-seconds 4 --max-load-steps 16", docs/cli.md)
@@ -40,6 +42,12 @@ if [ -n "${RUN_ATTENTION:-}" ]; then
   echo "attention sweep exit $?"
   grep -E '^device|^copy bandwidth|FAIL' "$logs/attention_sweep.txt" | head -20
   sed -n '/^fraction of copy/,$p' "$logs/attention_sweep.txt"
+fi
+if [ -n "${STEP_BATCHES:-}" ]; then
+  timeout ${STEP_TIMEOUT:-300} ./bench/kg_bench_decode_step --batches "$STEP_BATCHES" \
+    >"$logs/decode_step.txt" 2>&1
+  echo "kg_bench_decode_step exit $?"
+  grep -E '^copy bandwidth|^decode step|bound .* SOL|step span|gemv' "$logs/decode_step.txt"
 fi
 # The decode workloads (WORKLOADS="decode-qwen3-4b decode-colocated decode-colocated-training";
 # WORKLOAD_ARGS for every one).

@@ -81,8 +81,12 @@ TEST(decode_engine_plan, pool_and_prefill_sizes_are_checked) {
   c.max_prefill_tokens = -1;
   EXPECT_THROW(validate_decode_engine_config(c), std::invalid_argument);
   c = tiny_decode_engine_config();
-  c.max_gemv_batch = 33; // the GEMV kernels take 32 rows a launch
+  c.max_gemv_batch = 129; // the GEMV table goes to batch 128
   EXPECT_THROW(validate_decode_engine_config(c), std::invalid_argument);
+  c.max_gemv_batch = 0;
+  EXPECT_THROW(validate_decode_engine_config(c), std::invalid_argument);
+  c.max_gemv_batch = 128;
+  EXPECT_NO_THROW(validate_decode_engine_config(c));
   c = tiny_decode_engine_config();
   c.kv_pool_tokens = 3000;
   EXPECT_EQ(kv_pool_tokens_of(c), 3000);

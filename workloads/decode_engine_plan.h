@@ -34,8 +34,8 @@ struct decode_engine_config {
   // Rows a real prefill launch takes at most (decode_engine::prefill_chunk: the step's prompt
   // tokens over its sequences); 0: no prefill buffers, prefill_chunk refused.
   int max_prefill_tokens = 0;
-  // Decode batches above this run their projections as cuBLAS GEMMs (the GEMV kernels take up to
-  // 32 rows a launch and stream the weights again per 32); the step-level figures use <= 32.
+  // Decode batches above this run their projections as cuBLAS GEMMs; the GEMV table covers batch
+  // 1-128 (kg_bench_decode_step raises it to time those), the step-level figures use <= 32.
   int max_gemv_batch = 32;
 };
 
