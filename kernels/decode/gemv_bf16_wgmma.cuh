@@ -146,11 +146,27 @@ __device__ __forceinline__ void zero_accumulators(float (&c)[MT][N]) {
       c[mt][e] = 0.0f;
 }
 
+// Waits until at most one commit group of this warpgroup's wgmma's is pending.
+__device__ __forceinline__ void wgmma_wait_all_but_one() {
+  asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+}
+
+// Keeps the compiler from moving reads or writes of the accumulators across this point (after a
+// wgmma wait: the registers hold the finished sums only from there on).
+template <int MT, int N>
+__device__ __forceinline__ void pin_accumulators(float (&c)[MT][N]) {
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int e = 0; e < N; ++e)
+      asm volatile("" : "+f"(c[mt][e])::"memory");
+}
+
 // One k tile of warpgroup `wg`: its MT 64-row tiles of the stage at shared address `s` (the
-// block's BM weight rows, then the x rows) times the x rows, four k16 steps, committed and waited
-// for, so the stage may be refilled once every warpgroup has passed this.
+// block's BM weight rows, then the x rows) times the x rows, four k16 steps, issued as one commit
+// group and not waited for.
 template <int MT, int BN, int BM>
-__device__ __forceinline__ void mma_stage(float (&c)[MT][BN / 2], unsigned s, int wg) {
+__device__ __forceinline__ void mma_stage_issue(float (&c)[MT][BN / 2], unsigned s, int wg) {
   wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < gemm_tile_chunks / 2; ++ks) {
@@ -160,7 +176,14 @@ __device__ __forceinline__ void mma_stage(float (&c)[MT][BN / 2], unsigned s, in
       wgmma_bf16<BN>(c[mt], smem_desc(s + (wg * MT + mt) * 64 * row_bytes + ks * 32), b);
   }
   wgmma_commit();
+}
+
+// ... and waited for, so the stage may be refilled once every warpgroup has passed this.
+template <int MT, int BN, int BM>
+__device__ __forceinline__ void mma_stage(float (&c)[MT][BN / 2], unsigned s, int wg) {
+  mma_stage_issue<MT, BN, BM>(c, s, wg);
   wgmma_wait_all();
+  pin_accumulators(c);
 }
 
 // A warpgroup's accumulators c[mt] (64 rows from `row0` + 64 mt, bn batch columns) -> y in bf16

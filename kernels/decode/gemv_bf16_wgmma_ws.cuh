@@ -8,7 +8,8 @@
 // Per k tile j of the block's slice, stage s = j % STAGES: full[s] completes its phase when the
 // bytes of tile j have landed (the producer arrives with the expected bytes); empty[s] completes
 // its phase when each of the 4 x WG consumer warps has arrived after its wgmma's of tile j have
-// completed, and the producer waits for that before loading tile j + STAGES there.
+// completed (a consumer keeps one tile's wgmma's in flight: it releases tile j once it has
+// issued tile j + 1's), and the producer waits for that before loading tile j + STAGES there.
 //
 // PACKED (wgmma_pk): the weights are the wgmma_tiles copy (pack_gemv_weights), in which each
 // (64-row tile, k tile) is 8 KB of consecutive bytes already in the 128-byte swizzle the TMA
@@ -115,10 +116,14 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1)
     for (int i = 0; i < r.count; ++i) {
       const int s = i % STAGES;
       kg::decode::mbar_wait(&full[s], static_cast<unsigned>(i / STAGES) & 1u);
-      // (commits and waits for its wgmma's: this warp reads the stage no more)
-      mma_stage<MT, BN, bm>(c, base + static_cast<unsigned>(s * stage_size), wg);
-      if (t % 32 == 0) kg::decode::mbar_arrive(&empty[s]);
+      mma_stage_issue<MT, BN, bm>(c, base + static_cast<unsigned>(s * stage_size), wg);
+      // Tile i's wgmma's stay in flight while tile i - 1's are waited for: this warp reads that
+      // stage no more, and the tensor cores are not left idle between tiles.
+      wgmma_wait_all_but_one();
+      if (i > 0 && t % 32 == 0) kg::decode::mbar_arrive(&empty[(i - 1) % STAGES]);
     }
+    wgmma_wait_all();
+    pin_accumulators(c);
     store_wgmma_tile<MT, BN>(c, a, r.row0 + wg * MT * 64, t, r.slice);
   }
   if (a.split > 1) finish_split_k(a, r.tile, bm); // (every thread: it meets at barriers)
