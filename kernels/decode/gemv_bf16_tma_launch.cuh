@@ -1,4 +1,4 @@
-// The host side of the TMA-fed wgmma families (wgmma_tma, wgmma_ws, wgmma_sk): their two tensor
+// The host side of the TMA-fed wgmma families (wgmma_tma, wgmma_ws, wgmma_pk): their two tensor
 // maps, their ring's shared memory and the launch, for one instantiation of their kernel.
 #pragma once
 
