@@ -8,8 +8,10 @@
 // Per k tile j of the block's slice, stage s = j % STAGES: full[s] completes its phase when the
 // bytes of tile j have landed (the producer arrives with the expected bytes); empty[s] completes
 // its phase when each of the 4 x WG consumer warps has arrived after its wgmma's of tile j have
-// completed (a consumer keeps one tile's wgmma's in flight: it releases tile j once it has
-// issued tile j + 1's), and the producer waits for that before loading tile j + STAGES there.
+// completed, and the producer waits for that before loading tile j + STAGES there. At batch tile
+// 128 a consumer keeps one tile's wgmma's in flight (it releases tile j once it has issued tile
+// j + 1's): there the tensor cores' time per stage shows; below it, waiting for each tile's
+// wgmma's and releasing its stage at once measured faster (docs/performance.md).
 //
 // PACKED (wgmma_pk): the weights are the wgmma_tiles copy (pack_gemv_weights), in which each
 // (64-row tile, k tile) is 8 KB of consecutive bytes already in the 128-byte swizzle the TMA
@@ -67,6 +69,8 @@ __device__ __forceinline__ void prefetch_ws_stage(const CUtensorMap* w_map, cons
   }
 }
 
+constexpr int wgmma_overlap_min_bn = 128; // the batch tile from which tiles overlap
+
 // WG consumer warpgroups (threads 0 .. 128 WG - 1, as the wgmma kernel's) and one producer
 // warpgroup behind them: 128 (WG + 1) threads, one block an SM by its shared memory.
 template <int MT, int BN, int WG, int STAGES, bool PACKED>
@@ -117,10 +121,16 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1)
       const int s = i % STAGES;
       kg::decode::mbar_wait(&full[s], static_cast<unsigned>(i / STAGES) & 1u);
       mma_stage_issue<MT, BN, bm>(c, base + static_cast<unsigned>(s * stage_size), wg);
-      // Tile i's wgmma's stay in flight while tile i - 1's are waited for: this warp reads that
-      // stage no more, and the tensor cores are not left idle between tiles.
-      wgmma_wait_all_but_one();
-      if (i > 0 && t % 32 == 0) kg::decode::mbar_arrive(&empty[(i - 1) % STAGES]);
+      if constexpr (BN >= wgmma_overlap_min_bn) {
+        // Tile i's wgmma's stay in flight while tile i - 1's are waited for: this warp reads
+        // that stage no more, and the tensor cores are not left idle between tiles.
+        wgmma_wait_all_but_one();
+        if (i > 0 && t % 32 == 0) kg::decode::mbar_arrive(&empty[(i - 1) % STAGES]);
+      } else {
+        // (a stage released a tile sooner: one more in flight for the memory-bound batches)
+        wgmma_wait_all();
+        if (t % 32 == 0) kg::decode::mbar_arrive(&empty[s]);
+      }
     }
     wgmma_wait_all();
     pin_accumulators(c);
