@@ -249,7 +249,7 @@ constexpr table_row config_table[] = {
     {2560, 9728, 16, {16, 8, 2, 1, gemv_kind::packed}}, // down b16
     {2560, 9728, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // down b32
     {2560, 9728, 64, {64, 4, 4, 4, gemv_kind::wgmma_pk}}, // down b64
-    {2560, 9728, 128, {64, 8, 6, 4, gemv_kind::wgmma_ws}}, // down b128
+    {2560, 9728, 128, {64, 4, 8, 2, gemv_kind::wgmma_pk}}, // down b128
     {6144, 2560, 1, {2, 4, 2, 1}}, // qkv b1
     {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2
     {6144, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b4
@@ -257,7 +257,7 @@ constexpr table_row config_table[] = {
     {6144, 2560, 16, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b16
     {6144, 2560, 32, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b32
     {6144, 2560, 64, {64, 4, 6, 1, gemv_kind::wgmma_pk}}, // qkv b64
-    {6144, 2560, 128, {64, 4, 6, 1, gemv_kind::wgmma_ws}}, // qkv b128
+    {6144, 2560, 128, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b128
     {2560, 4096, 1, {4, 16, 1, 1, gemv_kind::sweep}}, // o_proj b1
     {2560, 4096, 2, {4, 8, 2, 1, gemv_kind::sweep}}, // o_proj b2
     {2560, 4096, 4, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b4
@@ -281,7 +281,7 @@ constexpr table_row config_table[] = {
     {151936, 2560, 16, {64, 4, 4, 1, gemv_kind::wgmma_pk}}, // lm_head b16
     {151936, 2560, 32, {64, 4, 4, 1, gemv_kind::wgmma_pk}}, // lm_head b32
     {151936, 2560, 64, {64, 4, 4, 1, gemv_kind::wgmma_pk}}, // lm_head b64
-    {151936, 2560, 128, {64, 4, 4, 1, gemv_kind::wgmma_pk}}, // lm_head b128
+    {151936, 2560, 128, {64, 4, 4, 1, gemv_kind::wgmma_tma}}, // lm_head b128
 };
 // clang-format on
 
