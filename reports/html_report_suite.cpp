@@ -1,11 +1,13 @@
 // A suite run: its workload table (worst first), % of SOL bars, the serving workloads' p99
-// inter-token latency, and with a baseline the comparison's forest plot.
+// inter-token latency, what sharing the GPU cost (fractions of solo), and with a baseline the
+// comparison's forest plot.
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
 #include <set>
 
+#include "reports/colocation.h"
 #include "reports/html_report_parts.h"
 #include "reports/svg_plot.h"
 
@@ -292,6 +294,28 @@ std::string serving_section(const std::vector<json>& records) {
   return out.empty() ? "" : section("Serving: inter-token latency", out, "serving");
 }
 
+// Each workload beside others as a fraction of its solo twin (reports/colocation.h), computed
+// from the records, so a run written before the summary carried it shows it too.
+std::string colocation_section(const std::vector<json>& records) {
+  const auto c = colocation_fractions(records);
+  if (c.pairs.empty() && c.gaps.empty()) return "";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& p : c.pairs)
+    rows.push_back({"<code>" + esc(p.id) + "</code>", esc(p.placement), esc(p.metric),
+                    sig(p.fraction, 3),
+                    p.interval ? "[" + sig(p.interval->lo, 3) + ", " + sig(p.interval->hi, 3) + "]"
+                               : "one sample a side",
+                    "<code>" + esc(p.solo_id) + "</code>"});
+  for (const auto& g : c.gaps)
+    rows.push_back({"<code>" + esc(g.id) + "</code>", "", "", "-", esc(g.reason), ""});
+  return section(
+      "Sharing the GPU: fractions of solo",
+      "<p>Performance beside others over performance solo (below 1: slower), each "
+      "workload against its solo twin of this run; 95% bootstrap interval.</p>" +
+          table({"workload", "beside", "metric", "fraction", "95% interval", "solo twin"}, rows),
+      "colocation");
+}
+
 } // namespace
 
 page_part suite_part(const json& doc, const std::optional<json>& comparison) {
@@ -335,6 +359,7 @@ page_part suite_part(const json& doc, const std::optional<json>& comparison) {
                         std::string(comparison ? ", then SLOWER, AMBIGUOUS" : "") + ")",
                     workload_table(records, cmp), "workloads");
   p.body += serving_section(records);
+  p.body += colocation_section(records);
   return p;
 }
 

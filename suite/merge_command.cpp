@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/printable.h"
+#include "reports/colocation.h"
 #include "reports/result_writer.h"
 #include "suite/audit_checker_parts.h"
 #include "suite/exit_codes.h"
@@ -361,8 +362,12 @@ int merge_runs(const merge_options& o, const std::vector<shard_folder>& shards,
                       {"wall_seconds", wall_max},
                       {"shard_seconds", wall_sum},
                       {"setups", setups}};
+  // Recomputed over all shards: a workload's solo twin may have run in another shard.
+  const auto colocation = colocation_fractions(e.records);
+  e.doc["summary"]["colocation"] = to_json(colocation);
   write_envelope(o, e);
   report_missing(e.a, err);
+  out << colocation_text(colocation);
   out << "merged " << shards.size() << " of " << shards[0].m.spec.count
       << " shards: " << e.records.size() << " of " << shards[0].m.items.size() << " workloads, "
       << e.a.missing.size() << " missing, " << failing << " failing a gate\n"

@@ -12,6 +12,7 @@
 #include "base/sha256.h"
 #include "gpu/device_info.h"
 #include "gpu/nvml.h"
+#include "reports/colocation.h"
 #include "reports/environment.h"
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
@@ -376,6 +377,9 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
   for (const auto& rec : writer->records())
     failing += !record_gates_pass(rec);
   const bool complete = !r.interrupted;
+  // Every workload beside others against its solo twin of this run (a resumed run's records
+  // include the earlier process's).
+  const auto colocation = colocation_fractions(writer->records());
   const auto path = writer->finish({{"status", complete ? "complete" : "interrupted"},
                                     {"gates_passed", failing == 0},
                                     {"workloads", writer->record_count()},
@@ -383,7 +387,9 @@ int run_suite_command(const run_options& o, const std::vector<std::string>& args
                                     {"measured_this_process", r.measured},
                                     {"resumed_finished", r.skipped},
                                     {"wall_seconds", wall},
-                                    {"setups", setups}});
+                                    {"setups", setups},
+                                    {"colocation", to_json(colocation)}});
+  out << colocation_text(colocation);
   out << "run " << suite.name
       << (shard ? " shard " + std::to_string(part.index) + "/" + std::to_string(part.count) : "")
       << ": " << writer->record_count() << " of " << mine.size() << " workloads, " << failing

@@ -50,6 +50,26 @@ TEST(html_report, a_suite_run_against_its_baseline_escapes_every_id) {
   EXPECT_NE(page.find("@media print"), std::string::npos);
 }
 
+TEST(html_report, a_suite_run_shows_each_colocated_workload_as_a_fraction_of_solo) {
+  auto doc = nlohmann::json::parse(std::ifstream(fixtures / "suite_base.json"));
+  nlohmann::json co;
+  for (const auto& r : doc["records"])
+    if (r["id"] == "serving.throughput.production.log512-8192.solo") co = r;
+  ASSERT_FALSE(co.is_null());
+  co["id"] = "serving.throughput.production.log512-8192.<i>lora16</i>";
+  co["params"]["tenant"] = "lora16";
+  double solo = 0;
+  for (const auto& v : co["samples"])
+    solo += v.get<double>() / 3.0;
+  co["samples"] = {solo / 4, solo / 4, solo / 4}; // a quarter of solo's mean, every trace
+  doc["records"].push_back(co);
+  const auto page = html_report({write("suite_colocated.json", doc.dump())}, std::nullopt);
+  EXPECT_NE(page.find("Sharing the GPU: fractions of solo"), std::string::npos);
+  EXPECT_NE(page.find("log512-8192.&lt;i&gt;lora16&lt;/i&gt;"), std::string::npos);
+  EXPECT_EQ(page.find("<i>lora16"), std::string::npos);
+  EXPECT_NE(page.find("<td>0.25</td>"), std::string::npos) << page.substr(page.find("colocation"));
+}
+
 TEST(html_report, bad_input_is_one_line_naming_the_file) {
   const auto malformed = write("malformed.json", "{\"kind\": ");
   const auto time = write("time.json", R"({"schema": "kernelgate.result/1", "kind": "time"})");

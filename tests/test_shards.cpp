@@ -455,8 +455,8 @@ fs::path fixture_run() {
 
 // Two shard folders cut from it: the first shard has the even-numbered workloads of the run
 // order, the second the odd ones.
-fs::path run_shards(const std::string& name, bool second_dies) {
-  const auto src = nlohmann::json::parse(text_of(fixture_run()));
+fs::path run_shards(const std::string& name, bool second_dies,
+                    const nlohmann::json& src = nlohmann::json::parse(text_of(fixture_run()))) {
   const auto base = fx().base / name;
   std::vector<std::string> items;
   for (const auto& r : src["records"])
@@ -510,6 +510,37 @@ TEST(shard_cli, run_shards_merge_into_the_run_they_were_cut_from) {
   EXPECT_LE(c.rc, 1) << c.err << c.out;
   EXPECT_NE(c.out.find("0 SLOWER, 0 FASTER"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("; 0 missing"), std::string::npos) << c.out;
+}
+
+TEST(shard_cli, merged_runs_pair_a_colocated_workload_with_its_solo_twin_from_another_shard) {
+  auto src = nlohmann::json::parse(text_of(fixture_run()));
+  // The solo step (record 3) goes to the odd shard; a co-located twin put at 4 to the even one.
+  ASSERT_EQ(src["records"][3]["id"], "step.decode.solo.b1.ctx2048");
+  auto co = src["records"][3];
+  co["id"] = "step.decode.colocated.b1.ctx2048";
+  co["params"]["placement"] = "colocated";
+  co["samples"] = {0.004, 0.003, 0.005}; // mean 0.004
+  src["records"].insert(src["records"].begin() + 4, co);
+  double solo_mean = 0;
+  for (const auto& v : src["records"][3]["samples"])
+    solo_mean += v.get<double>();
+  solo_mean /= static_cast<double>(src["records"][3]["samples"].size());
+  const auto base = run_shards("runs-colocated", false, src);
+  const auto out = fx().base / "runs-colocated-merged";
+  const auto m =
+      run({"merge", (base / "0").string(), (base / "1").string(), "--out", out.string()});
+  ASSERT_EQ(m.rc, exit_code::ok) << m.err << m.out;
+  const auto merged = nlohmann::json::parse(text_of(out / "result.json"));
+  const auto& col = merged["summary"]["colocation"];
+  ASSERT_EQ(col["pairs"].size(), 1u) << col;
+  EXPECT_EQ(col["pairs"][0]["solo_id"], "step.decode.solo.b1.ctx2048");
+  // A time: solo mean over co-located mean.
+  EXPECT_NEAR(col["pairs"][0]["fraction"].get<double>(), solo_mean / 0.004, 1e-12);
+  EXPECT_TRUE(col["gaps"].empty());
+  EXPECT_NE(m.out.find("step.decode.colocated.b1.ctx2048  (step_seconds, placement colocated)"),
+            std::string::npos)
+      << m.out;
+  EXPECT_EQ(run({"validate", (out / "result.json").string()}).rc, 0);
 }
 
 TEST(shard_cli, a_run_shard_that_died_leaves_its_last_workload_missing) {
