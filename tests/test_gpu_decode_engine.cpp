@@ -342,6 +342,73 @@ TEST(gpu_decode_engine, qwen3_4b_logits_identical_on_a_green_partition_and_the_w
   }
 }
 
+// The serving engine's batches above 32, and its prefill, on a green partition and on the whole
+// GPU (issue 24: a cuBLAS call the engine makes must give the same bits on any partition, or not
+// be used). One pair of engines a path, freed before the next: each holds 128 slots of 640
+// tokens (12 GB of KV cache) beside its weights and their copies.
+std::vector<int> mixed_contexts(int n) {
+  std::vector<int> contexts;
+  for (int b = 0; b < n; ++b)
+    contexts.push_back((b * 37 + 11) % 600);
+  return contexts;
+}
+
+void expect_same_steps_on_partition(const decode_engine_config& c, const green_partition& p,
+                                    const char* path) {
+  cuda_stream whole;
+  decode_engine solo(c, whole.get());
+  decode_engine part(c, p.first_stream());
+  const auto contexts = mixed_contexts(c.max_batch);
+  const auto a = prefill_rows(solo, contexts), b = prefill_rows(part, contexts);
+  for (const int n : {33, 64, 128}) {
+    auto first = [n](std::vector<int> v) { return std::vector<int>(v.begin(), v.begin() + n); };
+    solo.step(first(a.tokens), first(a.positions), first(a.slots));
+    part.step(first(b.tokens), first(b.positions), first(b.slots));
+    EXPECT_SAME_BITS(solo.logits_bits(n), part.logits_bits(n),
+                     path << ", batch " << n << ": whole GPU vs " << p.first_sms()
+                          << "-SM partition");
+  }
+}
+
+TEST(gpu_decode_engine, gemv_table_batches_above_32_identical_on_a_green_partition) {
+  KG_REQUIRE_GPU();
+  std::string why;
+  auto p = green_partition::create(0, 33, &why);
+  if (!p) GTEST_SKIP() << "no green partition on this GPU/driver: " << why;
+  decode_engine_config c; // Qwen3-4B
+  c.max_batch = 128;      // prefill_rows' slots (3b + 1) mod 128 are distinct
+  c.max_context = 640;
+  c.max_gemv_batch = 128; // every projection through the GEMV table (wgmma families at 33-128)
+  expect_same_steps_on_partition(c, *p, "GEMV table");
+}
+
+TEST(gpu_decode_engine, cublas_decode_batches_and_prefill_identical_on_a_green_partition) {
+  KG_REQUIRE_GPU();
+  std::string why;
+  auto p = green_partition::create(0, 33, &why);
+  if (!p) GTEST_SKIP() << "no green partition on this GPU/driver: " << why;
+  decode_engine_config c; // Qwen3-4B, the engine's default: cuBLAS GEMMs above batch 32
+  c.max_batch = 128;
+  c.max_context = 640;
+  expect_same_steps_on_partition(c, *p, "cuBLAS above batch 32");
+  // Prefill: the model over a 512-token prompt chunk through cuBLAS GEMMs, then one decode step
+  // reading the K/V it wrote.
+  c.max_batch = 8;
+  c.max_prefill_tokens = 512;
+  cuda_stream whole;
+  decode_engine solo(c, whole.get());
+  decode_engine part(c, p->first_stream());
+  for (auto* e : {&solo, &part})
+    e->prefill_chunk({{1, 0, 512, 20261204}});
+  const auto next = solo.prefill_next_tokens(1);
+  EXPECT_EQ(next, part.prefill_next_tokens(1));
+  for (auto* e : {&solo, &part})
+    e->step(next, {512}, {1});
+  EXPECT_SAME_BITS(solo.logits_bits(1), part.logits_bits(1),
+                   "after a 512-token cuBLAS prefill: whole GPU vs " << p->first_sms()
+                                                                     << "-SM partition");
+}
+
 // The engine replays graphs on a green context's stream: the co-located measurements mean
 // something only if a graph captured and launched there stays on the partition's SMs. (The
 // bit-identity gate above holds either way; this says where the work ran.)
