@@ -154,6 +154,40 @@ nlohmann::json to_json(const colocation_report& r) {
           {"gaps", gaps}};
 }
 
+namespace {
+
+std::string fraction_with_interval(const colocation_pair* p) {
+  if (!p) return "-";
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(3) << p->fraction;
+  if (p->interval) o << " [" << p->interval->lo << ", " << p->interval->hi << "]";
+  return o.str();
+}
+
+} // namespace
+
+std::string colocation_change_text(const colocation_report& base, const colocation_report& next) {
+  if (base.pairs.empty() && next.pairs.empty()) return "";
+  std::map<std::string, const colocation_pair*> in_base, in_next;
+  for (const auto& p : base.pairs)
+    in_base.emplace(p.id, &p);
+  for (const auto& p : next.pairs)
+    in_next.emplace(p.id, &p);
+  std::ostringstream o;
+  o << "fractions of solo, BASE -> NEW (performance beside others / solo, 95% interval):\n";
+  auto line = [&](const colocation_pair& p) {
+    const auto b = in_base.find(p.id), n = in_next.find(p.id);
+    o << "  " << p.id << " (" << p.metric << ", " << p.placement_key << " " << p.placement
+      << "): " << fraction_with_interval(b == in_base.end() ? nullptr : b->second) << " -> "
+      << fraction_with_interval(n == in_next.end() ? nullptr : n->second) << "\n";
+  };
+  for (const auto& p : next.pairs)
+    line(p);
+  for (const auto& p : base.pairs)
+    if (!in_next.count(p.id)) line(p);
+  return o.str();
+}
+
 std::string colocation_text(const colocation_report& r) {
   if (r.pairs.empty() && r.gaps.empty()) return "";
   std::ostringstream o;

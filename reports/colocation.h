@@ -60,4 +60,9 @@ nlohmann::json to_json(const colocation_report& r);
 // beside lora16)") and one a gap; "" when the run has neither.
 std::string colocation_text(const colocation_report& r);
 
+// Two runs' fractions side by side (`kernelgate compare`): a heading, then a line a workload with
+// a fraction in either run ("  ID (tokens/s, tenant lora16): 0.612 [0.551, 0.684] -> 0.650 [...]",
+// "-" on a side without one); "" when neither run has any.
+std::string colocation_change_text(const colocation_report& base, const colocation_report& next);
+
 } // namespace kg

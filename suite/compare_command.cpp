@@ -6,6 +6,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "reports/colocation.h"
 #include "reports/environment.h"
 #include "reports/json_input.h"
 #include "reports/result_writer.h"
@@ -175,7 +176,18 @@ void print_text(std::ostream& out, const suite_run_result& base, const suite_run
       << significant(100 * c.options.min_effect, 4) << "%\n";
   print_table(out, c);
   print_lists(out, c);
+  out << colocation_change_text(colocation_fractions(base.records),
+                                colocation_fractions(next.records));
   out << compare_summary_line(c) << "\n";
+}
+
+// compare's summary with each run's fractions of solo (reports/colocation.h).
+json summary_with_colocation(const suite_run_result& base, const suite_run_result& next,
+                             const run_comparison& c) {
+  auto s = compare_summary(c);
+  s["colocation"] = {{"base", to_json(colocation_fractions(base.records))},
+                     {"new", to_json(colocation_fractions(next.records))}};
+  return s;
 }
 
 json machine_form(const suite_run_result& base, const suite_run_result& next,
@@ -185,14 +197,15 @@ json machine_form(const suite_run_result& base, const suite_run_result& next,
     records.push_back(compare_record(w));
   return {{"config", compare_config(base, next, c.options)},
           {"records", std::move(records)},
-          {"summary", compare_summary(c)}};
+          {"summary", summary_with_colocation(base, next, c)}};
 }
 
 // The result file: one record per workload id, streamed, then the summary.
-fs::path write_result(result_writer& w, const run_comparison& c) {
+fs::path write_result(result_writer& w, const suite_run_result& base, const suite_run_result& next,
+                      const run_comparison& c) {
   for (const auto& wc : c.workloads)
     w.append(compare_record(wc));
-  return w.finish(compare_summary(c));
+  return w.finish(summary_with_colocation(base, next, c));
 }
 
 int fail(std::ostream& err, const std::string& why) {
@@ -267,7 +280,7 @@ int run_compare_command(const compare_command_options& given, const std::vector<
   else
     print_text(out, *base, *next, *c);
   if (writer) {
-    const auto path = write_result(*writer, *c);
+    const auto path = write_result(*writer, *base, *next, *c);
     if (!o.json) out << "Wrote " << path.string() << "\n";
   }
   return c->fails() ? exit_code::failures : exit_code::ok;

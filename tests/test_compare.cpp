@@ -744,3 +744,39 @@ TEST(compare_false_alarms, same_distribution_runs_are_rarely_called_faster_or_sl
 }
 
 } // namespace
+
+// Each run's fractions of solo (reports/colocation.h) beside each other: BASE's lora16 trace at
+// half of solo's mean tokens/s, NEW's at three quarters; printed BASE -> NEW and kept in the
+// summary of --json and --out.
+TEST_F(compare_test, shows_each_runs_fraction_of_solo_before_and_after) {
+  const json params = {{"request_mix", "production"}, {"tenant", "solo"}};
+  auto make = [&](double co_factor, std::uint64_t seed) {
+    auto solo = workload("serving.solo", normal_samples(400, 0.01, seed),
+                         metric("tokens_per_second", "higher", "tokens/s"));
+    solo["params"] = params;
+    solo["kind"] = "serving_throughput";
+    auto co = solo;
+    co["id"] = "serving.lora16";
+    co["params"]["tenant"] = "lora16";
+    co["samples"] = scaled(solo["samples"].get<std::vector<double>>(), co_factor);
+    return run_spec{{solo, co}};
+  };
+  const auto base = write_run("base", make(0.5, 31));
+  const auto next = write_run("new", make(0.75, 32));
+  const auto r = run({"compare", base, next});
+  EXPECT_LE(r.rc, exit_code::failures) << r.err;
+  EXPECT_NE(r.out.find("fractions of solo, BASE -> NEW"), std::string::npos) << r.out;
+  // Each side's co-located samples are its solo samples scaled: the ratio of means is exact.
+  EXPECT_NE(r.out.find("serving.lora16 (tokens_per_second, tenant lora16): 0.500 ["),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("] -> 0.750 ["), std::string::npos) << r.out;
+  const auto j = json::parse(run({"compare", base, next, "--json"}).out);
+  const auto& col = j["summary"]["colocation"];
+  EXPECT_NEAR(col["base"]["pairs"][0]["fraction"].get<double>(), 0.5, 1e-12);
+  EXPECT_NEAR(col["new"]["pairs"][0]["fraction"].get<double>(), 0.75, 1e-12);
+  const auto out = (dir_ / "cmp").string();
+  ASSERT_LE(run({"compare", base, next, "--out", out}).rc, exit_code::failures);
+  const auto doc = json::parse(std::ifstream(fs::path(out) / "result.json"));
+  EXPECT_EQ(doc["summary"]["colocation"], col);
+}
