@@ -12,11 +12,20 @@
 // GEMVs (max_gemv_batch raised to the largest batch asked for, up to 128: the GEMV table's
 // range), not the cuBLAS GEMM the engine switches to above 32 by default.
 //
+// Beside that bound, a read-ceiling bound: each kernel of the roofline (each projection, the
+// attention) as one plain contiguous read of its bytes (bench/gemv_reference.h, the best of a
+// few grids, L2 flushed before each sample), times its count in the step, summed -- the span of a
+// step of one kernel per operation if every kernel read its bytes as fast as a kernel that only
+// reads can, back to back. A 21 MB read does not reach the 1 GiB copy's bandwidth (ramp and
+// drain), so this bound says how much of the gap to the copy bound a kernel-per-operation step
+// can close at all. --no-ceiling skips it.
+//
 // Durations under programmatic launches include the time a kernel's blocks wait at
 // griddepcontrol.wait for the kernel ahead, so only the span and the idle time compare across
 // modes.
 //
-//   kg_bench_decode_step [--steps N] [--batches 1,8]   (needs a GPU; exits 3 without one)
+//   kg_bench_decode_step [--steps N] [--batches 1,8] [--no-ceiling]   (needs a GPU; exits 3
+//   without one)
 // Exit: 0 done, 1 the trace did not show the step's kernels, 2 bad usage, 3 no GPU or no CUPTI.
 #include <algorithm>
 #include <cstdio>
@@ -27,12 +36,15 @@
 #include <string>
 #include <vector>
 
+#include "bench/gemv_reference.h"
 #include "gpu/cuda_check.h"
 #include "gpu/cuda_raii.h"
+#include "gpu/device_buffer.h"
 #include "gpu/device_info.h"
 #include "kernels/decode/decode_engine.h"
 #include "timing/activity_tracer.h"
 #include "timing/copy_bandwidth.h"
+#include "timing/gpu_timer.h"
 #include "workloads/qwen3.h"
 
 using namespace kg;
@@ -62,19 +74,61 @@ std::vector<int> parse_list(const std::string& s) {
   return out;
 }
 
+// The fastest plain read of `bytes` from `buf` (best of a few grids), microseconds.
+double read_ceiling_us(gpu_timer& timer, const device_buffer& buf, std::size_t bytes,
+                       device_buffer& sink) {
+  bytes = bytes / 16 * 16;
+  double best = 0;
+  for (const int blocks : {132, 264, 528, 1056})
+    for (const int unroll : {8, 16}) {
+      const auto t = timer.measure([&](cudaStream_t st) {
+        read_stream(buf.get(), bytes, static_cast<unsigned*>(sink.get()), blocks, unroll, st);
+      });
+      if (best == 0 || t.summary.median < best) best = t.summary.median;
+    }
+  return best;
+}
+
+struct read_bound {
+  double us = 0;     // the step's: every roofline kernel's read ceiling x its count
+  std::string lines; // one a kernel: bytes, ceiling, fraction of copy, count
+};
+
+// The read-ceiling bound of the step at (batch, context) for `c`'s model.
+read_bound step_read_bound(gpu_timer& timer, const device_buffer& buf, device_buffer& sink,
+                           int batch, int context, const qwen3_config& m, double copy_gbps) {
+  read_bound r;
+  auto add = [&](const std::string& name, double bytes, double times) {
+    const double us = read_ceiling_us(timer, buf, static_cast<std::size_t>(bytes), sink);
+    r.us += times * us;
+    char line[160];
+    std::snprintf(line, sizeof line, "    %-10s %9.2f MB  read %8.2f us (%5.1f%% of copy) x %g\n",
+                  name.c_str(), bytes / 1e6, us, 100.0 * bytes / (us * 1e3) / copy_gbps, times);
+    r.lines += line;
+  };
+  for (const auto& g : decode_gemms(m))
+    add(g.name, gemm_roofline(g, batch, m).bytes,
+        g.name == "lm_head" ? 1.0 : static_cast<double>(m.layers));
+  add("attention", attention_roofline(batch, context, m).bytes, static_cast<double>(m.layers));
+  return r;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   int steps = 5;
   std::vector<int> batches = {1, 8};
+  bool ceiling = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--steps" && i + 1 < argc)
       steps = std::atoi(argv[++i]);
     else if (a == "--batches" && i + 1 < argc)
       batches = parse_list(argv[++i]);
+    else if (a == "--no-ceiling")
+      ceiling = false;
     else {
-      std::cerr << "usage: kg_bench_decode_step [--steps N] [--batches 1,8]\n";
+      std::cerr << "usage: kg_bench_decode_step [--steps N] [--batches 1,8] [--no-ceiling]\n";
       return 2;
     }
   }
@@ -96,11 +150,29 @@ int main(int argc, char** argv) {
   }
   const double copy_gbps = measure_copy_bandwidth(std::size_t{1} << 30).gbps;
   std::printf("copy bandwidth (read + write), device to device, 1 GiB: %.1f GB/s\n", copy_gbps);
+  const int context = 2048;
+  // Before the engine holds the memory and before the trace below holds CUPTI: the read
+  // ceilings, into one buffer as large as the largest kernel's bytes (lm_head's weight).
+  std::map<int, read_bound> read_bounds;
+  if (ceiling) {
+    const qwen3_config m;
+    double largest = 0;
+    for (const int batch : batches)
+      for (const auto& g : decode_gemms(m))
+        largest = std::max({largest, gemm_roofline(g, batch, m).bytes,
+                            attention_roofline(batch, context, m).bytes});
+    device_buffer buf(static_cast<std::size_t>(largest) + 16), sink(4096 * sizeof(unsigned));
+    KG_CUDA_CHECK(cudaMemset(buf.get(), 0, buf.size()));
+    timing_options o;
+    o.max_wall_seconds = 0.1;
+    gpu_timer timer(o);
+    for (const int batch : batches)
+      read_bounds[batch] = step_read_bound(timer, buf, sink, batch, context, m, copy_gbps);
+  }
   cuda_stream s;
   decode_engine_config c;
   c.max_batch = max_batch; // the step's kernels do not depend on it (grids: rows, max_context)
   c.max_gemv_batch = std::max(c.max_gemv_batch, max_batch);
-  const int context = 2048;
   c.max_context = context + 256; // the KV of 128 slots of 8448 tokens would not fit (159 GB)
   decode_engine e(c, s.get());
   const int layers = static_cast<int>(c.model.layers);
@@ -194,6 +266,12 @@ int main(int argc, char** argv) {
       std::printf("  bound %.1f us (decode_step_roofline bytes / copy bandwidth), span %.1f us: "
                   "SOL %.3f\n",
                   bound_us, sp, bound_us / sp);
+      if (const auto rb = read_bounds.find(batch); rb != read_bounds.end())
+        std::printf("  read-ceiling bound %.1f us (each roofline kernel a plain read of its "
+                    "bytes, back to back): span at %.3f of it; such a step's SOL against the "
+                    "copy bound: %.3f\n%s",
+                    rb->second.us, rb->second.us / sp, bound_us / rb->second.us,
+                    pl ? "" : rb->second.lines.c_str());
       std::printf("  step span %.1f us, kernels busy %.1f us, idle between kernels %.1f us "
                   "(%.2f us per boundary); sum of kernel durations %.1f us\n",
                   sp, median(busy), sp - median(busy),
