@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_run.h"
+#include "reports/colocation.h"
 #include "scratch_dir.h"
 
 #include "suite/cli.h"
@@ -176,6 +177,35 @@ TEST(suite_def, smoke_selects_12_of_nightly_and_validates) {
     levels.insert(w.level);
   }
   EXPECT_EQ(levels.size(), 4u) << "smoke has every level";
+}
+
+// Every workload placed beside something has its solo twin in the nightly suite, so a full run
+// reports each as a fraction of solo (reports/colocation.h): records made from the suite's
+// workloads, two samples each, pair 65 of 65 and leave no gap.
+TEST(suite_def, every_workload_beside_others_has_a_solo_twin_in_nightly) {
+  const auto s = load_suite_validated("nightly", suites_dir);
+  std::vector<nlohmann::json> records;
+  int beside = 0;
+  for (const auto& w : s.workloads) {
+    records.push_back(
+        {{"type", "suite_workload"},
+         {"id", w.id},
+         {"kind", w.kind},
+         {"params", w.params},
+         {"metric",
+          {{"name", w.metric.name}, {"direction", w.metric.direction}, {"unit", w.metric.unit}}},
+         {"samples", {1.0, 2.0}}});
+    for (const char* k : {"placement", "tenant"})
+      if (w.params.contains(k)) {
+        beside += w.params[k] != "solo";
+        break;
+      }
+  }
+  const auto r = colocation_fractions(records);
+  EXPECT_EQ(beside, 65); // 12 co-located steps, 50 serving workloads beside others, 3 training
+  EXPECT_EQ(static_cast<int>(r.pairs.size()), beside);
+  for (const auto& g : r.gaps)
+    ADD_FAILURE() << g.id << ": " << g.reason;
 }
 
 TEST(suite_def, nightly_covers_the_issues_matrix) {
