@@ -47,7 +47,7 @@ if [ -n "${STEP_BATCHES:-}" ]; then
   timeout ${STEP_TIMEOUT:-300} ./bench/kg_bench_decode_step --batches "$STEP_BATCHES" \
     >"$logs/decode_step.txt" 2>&1
   echo "kg_bench_decode_step exit $?"
-  grep -E '^copy bandwidth|^decode step|bound .* SOL|step span|gemv' "$logs/decode_step.txt"
+  grep -E '^copy bandwidth|^decode step|bound .* SOL|step span|gemv|MB  read' "$logs/decode_step.txt"
 fi
 # The decode workloads (WORKLOADS="decode-qwen3-4b decode-colocated decode-colocated-training";
 # WORKLOAD_ARGS for every one).
