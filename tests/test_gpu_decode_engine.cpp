@@ -535,6 +535,32 @@ TEST(gpu_decode_engine, chunked_prefill_matches_decoding_the_prompt_token_by_tok
                std::invalid_argument); // no prefill buffers
 }
 
+namespace {
+
+// One step of `n` rows of a tiny-model engine, row b at context (b * mul + add) % mod, and the
+// logits of rows `check` against the host reference (relative L2 <= 0.02).
+void expect_step_matches_reference(decode_engine& e, int n, int mul, int add, int mod,
+                                   std::initializer_list<int> check) {
+  std::vector<int> contexts;
+  for (int b = 0; b < n; ++b)
+    contexts.push_back((b * mul + add) % mod);
+  const auto in = prefill_rows(e, contexts);
+  host_reference ref(e);
+  ref.read_caches();
+  e.step(in.tokens, in.positions, in.slots);
+  const auto got = e.logits_bits(n);
+  const auto V = e.config().model.vocab;
+  for (const int b : check) {
+    const auto want = ref.logits(in.tokens[b], in.positions[b], in.slots[b]);
+    vec row(static_cast<std::size_t>(V));
+    for (std::int64_t i = 0; i < V; ++i)
+      row[static_cast<std::size_t>(i)] = bf16_to_float(got[b * V + i]);
+    EXPECT_LE(rel_l2(row, want), 0.02) << "row " << b;
+  }
+}
+
+} // namespace
+
 // max_gemv_batch above 32 (kg_bench_decode_step's batch 128): the GEMVs take batches of 40 rows
 // (in as many launches as their configurations' batch groups need): the host reference's
 // logits; and a user's GEMV override, checked at batch 1..32 only, is refused.
@@ -545,22 +571,7 @@ TEST(gpu_decode_engine, gemv_batches_above_32_match_the_reference_and_refuse_ove
   c.max_batch = 40;
   c.max_gemv_batch = 40;
   decode_engine e(c, s.get());
-  std::vector<int> contexts;
-  for (int b = 0; b < 40; ++b)
-    contexts.push_back((b * 37 + 11) % 900);
-  const auto in = prefill_rows(e, contexts);
-  host_reference ref(e);
-  ref.read_caches();
-  e.step(in.tokens, in.positions, in.slots);
-  const auto got = e.logits_bits(40);
-  const auto V = c.model.vocab;
-  for (const int b : {0, 33, 39}) {
-    const auto want = ref.logits(in.tokens[b], in.positions[b], in.slots[b]);
-    vec row(static_cast<std::size_t>(V));
-    for (std::int64_t i = 0; i < V; ++i)
-      row[static_cast<std::size_t>(i)] = bf16_to_float(got[b * V + i]);
-    EXPECT_LE(rel_l2(row, want), 0.02) << "row " << b;
-  }
+  expect_step_matches_reference(e, 40, 37, 11, 900, {0, 33, 39});
   EXPECT_THROW(
       e.set_gemv_override("down", [](const __nv_bfloat16*, const __nv_bfloat16*, __nv_bfloat16*,
                                      int, int, int, cudaStream_t) { return cudaSuccess; }),
@@ -576,20 +587,5 @@ TEST(gpu_decode_engine, batches_above_the_gemv_run_as_gemms_and_match_the_refere
   c.max_batch = 13; // prefill_rows' slots (3b + 1) mod 13 are distinct
   c.max_gemv_batch = 4;
   decode_engine e(c, s.get());
-  std::vector<int> contexts;
-  for (int b = 0; b < 13; ++b)
-    contexts.push_back((b * 131 + 5) % 1000);
-  const auto in = prefill_rows(e, contexts);
-  host_reference ref(e);
-  ref.read_caches();
-  e.step(in.tokens, in.positions, in.slots);
-  const auto got = e.logits_bits(13);
-  const auto V = c.model.vocab;
-  for (const int b : {0, 6, 12}) {
-    const auto want = ref.logits(in.tokens[b], in.positions[b], in.slots[b]);
-    vec row(static_cast<std::size_t>(V));
-    for (std::int64_t i = 0; i < V; ++i)
-      row[static_cast<std::size_t>(i)] = bf16_to_float(got[b * V + i]);
-    EXPECT_LE(rel_l2(row, want), 0.02) << "row " << b;
-  }
+  expect_step_matches_reference(e, 13, 131, 5, 1000, {0, 6, 12});
 }
