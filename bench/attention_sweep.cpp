@@ -11,7 +11,9 @@
 // length S). Before it is timed each configuration's output is checked against the task's fp64
 // oracle with the task's tolerance, and run a second time (output and workspace poisoned before
 // each run) for bitwise identity. One shape also puts the rows in a cache 8x longer than they
-// are, as the engine's graphs do (blocks past a row's last chunk return at once).
+// are, as the engine's graphs do (blocks past a row's last chunk return at once). Every launch
+// gets merge counters (zeroed once; a launch that leaves them nonzero fails the check), so the
+// configurations with merge_in_stage1 time the one-kernel form beside their two-kernel twins.
 //
 // One row per (shape, configuration) as measured, then a matrix of the fractions of copy
 // (configuration x shape) and the best configuration per shape.
@@ -106,20 +108,23 @@ struct shape_data {
         cudaMemcpy(lengths.get(), len.data(), len.size() * sizeof(int), cudaMemcpyHostToDevice));
     out = device_buffer(want.numel() * 2);
   }
-  cudaError_t launch(const decode::attention_config& c, void* work, cudaStream_t st) const {
-    const decode::attention_args a{static_cast<const __nv_bfloat16*>(q.get()),
-                                   hq * head_dim,
-                                   static_cast<__nv_bfloat16*>(k.get()),
-                                   static_cast<__nv_bfloat16*>(v.get()),
-                                   static_cast<const int*>(slots.get()),
-                                   static_cast<const int*>(lengths.get()),
-                                   static_cast<__nv_bfloat16*>(out.get()),
-                                   work,
-                                   s.batch,
-                                   hq,
-                                   hk,
-                                   head_dim,
-                                   s.cache};
+  // counters: [batch x kv heads], zero (a configuration with merge_in_stage1 merges in stage 1).
+  cudaError_t launch(const decode::attention_config& c, void* work, unsigned* counters,
+                     cudaStream_t st) const {
+    decode::attention_args a{static_cast<const __nv_bfloat16*>(q.get()),
+                             hq * head_dim,
+                             static_cast<__nv_bfloat16*>(k.get()),
+                             static_cast<__nv_bfloat16*>(v.get()),
+                             static_cast<const int*>(slots.get()),
+                             static_cast<const int*>(lengths.get()),
+                             static_cast<__nv_bfloat16*>(out.get()),
+                             work,
+                             s.batch,
+                             hq,
+                             hk,
+                             head_dim,
+                             s.cache};
+    a.counters = counters;
     return decode::launch_attention_with(c, a, st);
   }
 };
@@ -127,14 +132,18 @@ struct shape_data {
 // Runs `c` twice on a poisoned output and workspace; "" when the first matches the oracle and
 // the second the first bit for bit, else what went wrong.
 std::string check_config(const task_def& task, shape_data& d, const decode::attention_config& c,
-                         void* work, std::size_t work_bytes) {
+                         void* work, std::size_t work_bytes, device_buffer& counters) {
   std::vector<std::byte> runs[2];
   for (auto& got : runs) {
     KG_CUDA_CHECK(cudaMemset(d.out.get(), 0xff, d.want.numel() * 2));
     KG_CUDA_CHECK(cudaMemset(work, 0xff, work_bytes));
-    const cudaError_t e = d.launch(c, work, nullptr);
+    const cudaError_t e = d.launch(c, work, static_cast<unsigned*>(counters.get()), nullptr);
     if (e != cudaSuccess) return std::string("launch failed: ") + cudaGetErrorString(e);
     KG_CUDA_CHECK(cudaDeviceSynchronize());
+    std::vector<unsigned> left(counters.size() / sizeof(unsigned));
+    KG_CUDA_CHECK(cudaMemcpy(left.data(), counters.get(), counters.size(), cudaMemcpyDeviceToHost));
+    if (std::any_of(left.begin(), left.end(), [](unsigned v) { return v != 0; }))
+      return "WRONG: a launch left its merge counters nonzero";
     got.resize(d.want.numel() * 2);
     KG_CUDA_CHECK(cudaMemcpy(got.data(), d.out.get(), got.size(), cudaMemcpyDeviceToHost));
   }
@@ -193,12 +202,13 @@ int main(int argc, char** argv) {
   auto describe = [](const decode::attention_config& c) {
     std::ostringstream o;
     o << "target " << c.target_chunks << ", chunk " << c.min_chunk << ".." << c.max_chunk
-      << ", tile " << c.tile << ", stages " << c.stages << (c.pdl ? ", pdl" : "");
+      << ", tile " << c.tile << ", stages " << c.stages << (c.pdl ? ", pdl" : "")
+      << (c.merge_in_stage1 ? ", merged in stage 1" : "");
     return o.str();
   };
   std::cout << "configurations:\n";
   for (const auto& [name, c] : configs) {
-    std::cout << "  " << std::left << std::setw(10) << name << std::right << " " << describe(c)
+    std::cout << "  " << std::left << std::setw(16) << name << std::right << " " << describe(c)
               << "; chunks x tokens:";
     for (const int len : {512, 2048, 8192})
       std::cout << " " << len << "->" << decode::attention_chunks(c, len) << "x"
@@ -233,7 +243,7 @@ int main(int argc, char** argv) {
             << ", max wall " << max_wall << " s per configuration\n"
             << "copy bandwidth (read + write), device to device, 1 GiB: " << copy << " GB/s ("
             << copy_us << " us); fractions below are of it\n\n";
-  std::cout << std::left << std::setw(20) << "shape" << std::setw(11) << "config" << std::right
+  std::cout << std::left << std::setw(20) << "shape" << std::setw(17) << "config" << std::right
             << std::setw(10) << "median us" << std::setw(20) << "95% interval" << std::setw(9)
             << "GB/s" << std::setw(9) << "of copy"
             << "  check\n";
@@ -262,7 +272,7 @@ int main(int argc, char** argv) {
           });
           const double us = t.summary.median, gbps = bytes / (us * 1e-6) / 1e9;
           if (!ceiling_us.count(si) || us < ceiling_us[si]) ceiling_us[si] = us;
-          std::cout << std::left << std::setw(20) << s.name() << std::setw(11)
+          std::cout << std::left << std::setw(20) << s.name() << std::setw(17)
                     << ("read " + std::to_string(blocks) + "u" + std::to_string(unroll))
                     << std::right << std::fixed << std::setprecision(2) << std::setw(10) << us
                     << std::setw(20) << "" << std::setprecision(1) << std::setw(9) << gbps
@@ -274,12 +284,15 @@ int main(int argc, char** argv) {
       measured m;
       const std::size_t work_bytes =
           decode::attention_workspace_bytes(c, s.batch, hq, hk, head_dim, s.cache);
-      device_buffer work(work_bytes);
-      m.check = check_config(task, d, c, work.get(), work_bytes);
+      device_buffer work(work_bytes),
+          counters(static_cast<std::size_t>(s.batch) * hk * sizeof(unsigned));
+      KG_CUDA_CHECK(cudaMemset(counters.get(), 0, counters.size()));
+      m.check = check_config(task, d, c, work.get(), work_bytes, counters);
       if (m.check.empty()) {
         try {
-          const auto t =
-              timer.measure([&](cudaStream_t st) { KG_CUDA_CHECK(d.launch(c, work.get(), st)); });
+          const auto t = timer.measure([&](cudaStream_t st) {
+            KG_CUDA_CHECK(d.launch(c, work.get(), static_cast<unsigned*>(counters.get()), st));
+          });
           m.median_us = t.summary.median;
           m.lo_us = t.median_ci.lo;
           m.hi_us = t.median_ci.hi;
@@ -291,7 +304,7 @@ int main(int argc, char** argv) {
         }
       }
       if (!m.ok) ++failures;
-      std::cout << std::left << std::setw(20) << s.name() << std::setw(11) << name << std::right;
+      std::cout << std::left << std::setw(20) << s.name() << std::setw(17) << name << std::right;
       if (m.ok) {
         std::ostringstream ci_text;
         ci_text << std::fixed << std::setprecision(2) << "[" << m.lo_us << ", " << m.hi_us << "]";
@@ -306,12 +319,12 @@ int main(int argc, char** argv) {
   }
 
   std::cout << "\nfraction of copy bandwidth (median us in parentheses), configuration x shape:\n"
-            << std::left << std::setw(11) << "config" << std::right;
+            << std::left << std::setw(17) << "config" << std::right;
   for (const auto& s : shapes)
     std::cout << std::setw(20) << s.name();
   std::cout << "\n";
   for (std::size_t ci = 0; ci < configs.size(); ++ci) {
-    std::cout << std::left << std::setw(11) << configs[ci].name << std::right;
+    std::cout << std::left << std::setw(17) << configs[ci].name << std::right;
     for (std::size_t si = 0; si < shapes.size(); ++si) {
       const auto& m = results[{si, ci}];
       std::ostringstream cell;

@@ -161,19 +161,53 @@ TEST(attention_config, unsupported_configurations_and_shapes_are_refused_without
 
 // What the engine launches is what the sweep times and the GPU tests check.
 TEST(attention_config, the_picked_configurations_are_supported_and_swept) {
-  auto same = [](const attention_config& a, const attention_config& b) {
-    return a.target_chunks == b.target_chunks && a.min_chunk == b.min_chunk &&
-           a.max_chunk == b.max_chunk && a.tile == b.tile && a.stages == b.stages && a.pdl == b.pdl;
-  };
   for (int rows = 1; rows <= 32; ++rows) {
     SCOPED_TRACE(rows);
     const attention_config c = pick_attention_config(rows);
     EXPECT_TRUE(attention_config_supported(c));
     int found = 0;
     for (const auto& [name, s] : attention_sweep_configs)
-      found += same(s, c) ? 1 : 0;
+      found += s == c ? 1 : 0;
     EXPECT_EQ(found, 1);
   }
   EXPECT_EQ(pick_attention_config(1).tile, 64);
   EXPECT_EQ(pick_attention_config(8).target_chunks, 8);
+}
+
+TEST(attention_config, merging_in_stage_1_needs_an_even_group_and_states_that_fit) {
+  attention_config c = default_attention_config();
+  c.merge_in_stage1 = true;
+  // Qwen3-4B at 8192: 16 chunks x group 4 x (128 + 2) floats = 33,280 bytes, by hand.
+  EXPECT_EQ(attention_merge_bytes(c, 32, 8, 128, 8192), std::size_t{16} * 4 * 130 * 4);
+  EXPECT_TRUE(attention_merges_in_stage1(c, 32, 8, 128, 8192));
+  // Group 8 at head_dim 128: 16 x 8 x 130 x 4 = 66,560 <= 96 KiB.
+  EXPECT_TRUE(attention_merges_in_stage1(c, 64, 8, 128, 8448));
+  // An odd group (a state of 130 floats is not whole 16-byte copies): stage 2.
+  EXPECT_FALSE(attention_merges_in_stage1(c, 8, 8, 128, 8192));
+  EXPECT_FALSE(attention_merges_in_stage1(c, 24, 8, 128, 8192));
+  // 64 chunks x 8 x 130 x 4 = 266,240 bytes do not fit: stage 2.
+  attention_config many = c;
+  many.target_chunks = 64;
+  many.min_chunk = 32;
+  EXPECT_EQ(attention_merge_bytes(many, 64, 8, 128, 8192), std::size_t{64} * 8 * 130 * 4);
+  EXPECT_FALSE(attention_merges_in_stage1(many, 64, 8, 128, 8192));
+  // Not asked for.
+  EXPECT_FALSE(attention_merges_in_stage1(default_attention_config(), 32, 8, 128, 8192));
+}
+
+TEST(attention_config, each_merging_sweep_configuration_has_its_stage_2_twin_in_the_sweep) {
+  int merging = 0;
+  for (const auto& [name, c] : attention_sweep_configs) {
+    if (!c.merge_in_stage1) continue;
+    ++merging;
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(attention_merges_in_stage1(c, 32, 8, 128, 8448)) << "Qwen3-4B's shape";
+    attention_config staged = c;
+    staged.merge_in_stage1 = false;
+    const auto twin =
+        std::find_if(std::begin(attention_sweep_configs), std::end(attention_sweep_configs),
+                     [&](const auto& o) { return o.config == staged; });
+    EXPECT_NE(twin, std::end(attention_sweep_configs)) << "no stage-2 twin to time it beside";
+  }
+  EXPECT_GE(merging, 2);
 }

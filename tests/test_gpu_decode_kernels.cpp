@@ -280,8 +280,11 @@ struct attention_device {
   device_buffer dk, dv;
   attention_device(const attention_problem& p_) : p(p_), dk(upload(p_.k)), dv(upload(p_.v)) {}
 
-  // Rows in the order `order` (row i of this launch is the problem's row order[i]).
-  std::vector<std::uint16_t> run(const decode::attention_config& c, const std::vector<int>& order) {
+  // Rows in the order `order` (row i of this launch is the problem's row order[i]). With
+  // `counters` (zeroed once, then reused: each launch must leave them zero, which is checked) a
+  // configuration with merge_in_stage1 merges in stage 1; without, stage 2 merges.
+  std::vector<std::uint16_t> run(const decode::attention_config& c, const std::vector<int>& order,
+                                 bool counters = true) {
     const int rows = static_cast<int>(order.size());
     std::vector<std::uint16_t> q(static_cast<std::size_t>(rows) * p.stride);
     std::vector<int> lengths(rows), slots(rows);
@@ -299,14 +302,25 @@ struct attention_device {
     device_buffer out(out_n * 2), work(work_bytes);
     KG_CUDA_CHECK(cudaMemset(out.get(), 0xff, out_n * 2));
     KG_CUDA_CHECK(cudaMemset(work.get(), 0xff, work_bytes));
-    KG_CUDA_CHECK(
-        decode::launch_attention_with(c,
-                                      {bf(dq), p.stride, bf(dk), bf(dv), ip(dsl), ip(dl), bf(out),
-                                       work.get(), rows, p.hq, p.hk, p.D, p.max_ctx},
-                                      nullptr));
+    decode::attention_args a{bf(dq),     p.stride, bf(dk), bf(dv), ip(dsl), ip(dl),   bf(out),
+                             work.get(), rows,     p.hq,   p.hk,   p.D,     p.max_ctx};
+    const std::size_t counters_n = static_cast<std::size_t>(rows) * p.hk;
+    if (counters) {
+      if (counter_buf.size() < counters_n * sizeof(unsigned)) {
+        counter_buf = device_buffer(counters_n * sizeof(unsigned));
+        KG_CUDA_CHECK(cudaMemset(counter_buf.get(), 0, counter_buf.size()));
+      }
+      a.counters = static_cast<unsigned*>(counter_buf.get());
+    }
+    KG_CUDA_CHECK(decode::launch_attention_with(c, a, nullptr));
     KG_CUDA_CHECK(cudaDeviceSynchronize());
+    if (counters) {
+      EXPECT_EQ(download<unsigned>(counter_buf, counters_n), std::vector<unsigned>(counters_n, 0u))
+          << "a launch left its merge counters nonzero";
+    }
     return download<std::uint16_t>(out, out_n);
   }
+  device_buffer counter_buf;
 };
 
 // Every configuration of the sweep (the default first): close to the reference, the same bits
@@ -362,6 +376,35 @@ TEST(gpu_decode_kernels, splitkv_attention_matches_softmax_reference_and_repeats
   check_attention(attention_problem(8, 1, 128, {300}, 300));
   check_attention(attention_problem(16, 2, 64, {1000, 33}, 1024));
   check_attention(attention_problem(3, 3, 64, {77, 1}, 128));
+}
+
+// Each configuration of the sweep that merges in stage 1 gives, launch after launch on the same
+// counters, the bits of the same configuration merging in stage 2; rows of one chunk (whose only
+// block is the last), of several, and blocks past a row's end in one batch.
+TEST(gpu_decode_kernels, merge_in_stage1_gives_stage_2s_bits_launch_after_launch) {
+  KG_REQUIRE_GPU();
+  const attention_problem problems[] = {
+      attention_problem(32, 8, 128, {1, 64, 65, 127, 128, 129, 2047, 2048, 8191, 8192}, 8192),
+      attention_problem(16, 2, 64, {1000, 33, 1}, 1024),
+      attention_problem(16, 8, 64, {777, 4}, 800)};
+  int merging = 0;
+  for (const auto& p : problems) {
+    attention_device dev(p);
+    std::vector<int> order(p.rows);
+    for (int r = 0; r < p.rows; ++r)
+      order[r] = r;
+    for (const auto& [name, c] : decode::attention_sweep_configs) {
+      if (!c.merge_in_stage1) continue;
+      SCOPED_TRACE(::testing::Message()
+                   << "config " << name << ", hq " << p.hq << " hk " << p.hk << " D " << p.D);
+      merging += decode::attention_merges_in_stage1(c, p.hq, p.hk, p.D, p.max_ctx);
+      const auto staged = dev.run(c, order, false);
+      for (int launch = 0; launch < 3; ++launch)
+        EXPECT_TRUE(dev.run(c, order) == staged)
+            << "launch " << launch << " merged in stage 1 to other bits than stage 2";
+    }
+  }
+  EXPECT_GE(merging, 8) << "the sweep's merging configurations fell back to stage 2";
 }
 
 TEST(gpu_decode_kernels, silu_gate_gather_and_argmax) {
@@ -525,9 +568,13 @@ TEST(gpu_decode_kernels, fused_attention_is_bit_identical_to_prologue_then_atten
                                         {bf(qa), stride, bf(ka), bf(va), ip(dsl), ip(dl), bf(oa),
                                          wa.get(), rows, sh.hq, sh.hk, sh.D, sh.max_ctx},
                                         nullptr));
-      const decode::attention_args fused{bf(qb), stride, bf(kb),    bf(vb), ip(dsl),
-                                         ip(dl), bf(ob), wb.get(),  rows,   sh.hq,
-                                         sh.hk,  sh.D,   sh.max_ctx};
+      // The fused launch with merge counters (a configuration with merge_in_stage1 then
+      // merges in stage 1), the separate one without (stage 2 merges).
+      device_buffer counters(static_cast<std::size_t>(rows) * sh.hk * sizeof(unsigned));
+      KG_CUDA_CHECK(cudaMemset(counters.get(), 0, counters.size()));
+      decode::attention_args fused{bf(qb),   stride, bf(kb), bf(vb), ip(dsl), ip(dl),    bf(ob),
+                                   wb.get(), rows,   sh.hq,  sh.hk,  sh.D,    sh.max_ctx};
+      fused.counters = static_cast<unsigned*>(counters.get());
       const decode::attention_prologue prologue{bf(dqw), bf(dkw), 1e-6f, 1e6};
       if (ci + 1 < configs.size())
         KG_CUDA_CHECK(decode::launch_attention_fused_with(c, fused, prologue, nullptr));
@@ -545,6 +592,9 @@ TEST(gpu_decode_kernels, fused_attention_is_bit_identical_to_prologue_then_atten
       EXPECT_TRUE(download<std::uint16_t>(va, cache_n) == download<std::uint16_t>(vb, cache_n))
           << "V cache differs";
       EXPECT_TRUE(download<std::uint16_t>(qb, qkv.size()) == qkv) << "the fused launch wrote qkv";
+      const std::size_t counters_n = static_cast<std::size_t>(rows) * sh.hk;
+      EXPECT_EQ(download<unsigned>(counters, counters_n), std::vector<unsigned>(counters_n, 0u))
+          << "the fused launch left its merge counters nonzero";
     }
   }
 }

@@ -36,6 +36,14 @@ struct attention_config {
   int tile = 32;        // tokens per pipeline stage (K and V tile in shared memory): 32 or 64
   int stages = 2;       // tiles buffered in shared memory (stages - 1 in flight): 2, 3 or 4
   bool pdl = true;      // stage 2 launched with programmatic dependent launch (overlaps its launch)
+  // Stage 2 folded into stage 1: the last block of a (row, kv head) to finish merges that row's
+  // chunks (counted on attention_args::counters), so no second kernel waits for stage 1 to
+  // drain. The merge's arithmetic and order are stage 2's: the same bits either way, and a
+  // launch without counters, or whose chunk states would not fit a block's shared memory
+  // (attention_merges_in_stage1), runs stage 2 instead.
+  bool merge_in_stage1 = false;
+
+  constexpr bool operator==(const attention_config&) const = default;
 };
 
 // The sweep's baseline: every other configuration of attention_sweep_configs varies it.
@@ -88,6 +96,26 @@ constexpr int attention_max_chunks(const attention_config& c, int max_context) {
   return bound < by_min ? bound : by_min;
 }
 
+// The bytes of one (row, kv head)'s chunk states (group x (head_dim + 2) floats a chunk, up to
+// attention_max_chunks) that a merging block stages in shared memory.
+constexpr std::size_t attention_merge_bytes(const attention_config& c, int q_heads, int kv_heads,
+                                            int head_dim, int max_context) {
+  return static_cast<std::size_t>(attention_max_chunks(c, max_context)) * (q_heads / kv_heads) *
+         (head_dim + 2) * sizeof(float);
+}
+
+// Whether a launch of `c` merges in stage 1 (given counters and a 16-byte aligned workspace):
+// asked for, an even GQA group (a chunk state is then a whole number of 16-byte copies), and the
+// chunk states fit the shared memory a merging block stages them in (96 KiB: two blocks an SM
+// still fit).
+constexpr std::size_t attention_merge_smem_limit = 96 * 1024;
+constexpr bool attention_merges_in_stage1(const attention_config& c, int q_heads, int kv_heads,
+                                          int head_dim, int max_context) {
+  return c.merge_in_stage1 && kv_heads > 0 && (q_heads / kv_heads) % 2 == 0 &&
+         attention_merge_bytes(c, q_heads, kv_heads, head_dim, max_context) <=
+             attention_merge_smem_limit;
+}
+
 // The configurations bench/attention_sweep times side by side and the GPU tests check, the
 // default first. Each varies one thing from the default, to say what that thing is worth (the
 // last combines two):
@@ -117,6 +145,13 @@ inline constexpr named_attention_config attention_sweep_configs[] = {
     {"t32-tile64-s2", {32, 64, 1024, 64, 2, true}},
     // the old split (a fixed 256 tokens, whatever the length) with the new stage 1
     {"fixed256", {1, 256, 256, 32, 2, true}},
+    // stage 2 folded into stage 1 (its last block a row and kv head merges), the chunk states
+    // staged in one round of copies: the default and pick_attention_config's two
+    // configurations. (An earlier form, merging with a load per chunk, lost on the H200:
+    // docs/architecture.md, measured and dropped.)
+    {"merge", {16, 64, 1024, 32, 2, true, true}},
+    {"tile64-s2-merge", {16, 64, 1024, 64, 2, true, true}},
+    {"target8-merge", {8, 64, 1024, 32, 2, true, true}},
 };
 
 } // namespace kg::decode

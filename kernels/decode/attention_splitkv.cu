@@ -73,6 +73,7 @@ struct attention_call {
   const int *slots, *lengths, *capacities;
   __nv_bfloat16* out;
   float* work;
+  unsigned* counters; // [rows][kv heads], merging launches only (attention_args::counters)
   int rows, q_heads, kv_heads, max_context, max_chunks;
   float scale_log2;
   attention_config cfg;
@@ -155,7 +156,78 @@ prologue_head(const __nv_bfloat16* src, const __nv_bfloat16 (&w)[per_lane], bool
     kg::decode::math::rope_rotate(v[t], v[t + half], c[t], s[t], &out[t], &out[t + half]);
 }
 
-template <int head_dim, int group, int tile, int stages, bool fused>
+// One output of a (row, q head): its `chunks` chunk states merged in chunk order, m(c), l(c) and
+// o(c) giving chunk c's maximum, sum and output element. Stage 2 (merge_chunks) and the merge in
+// stage 1 (merge_if_last) do exactly these operations in this order, so both give the same bits.
+// `unrolled` > 0: chunks <= unrolled, the loops unrolled (the accessors may then index registers).
+template <int unrolled, typename M, typename L, typename O>
+__device__ __forceinline__ __nv_bfloat16 merged_output(int chunks, M m, L l, O o) {
+  float mm = -INFINITY, ll = 0.0f, oo = 0.0f;
+  const auto add = [&](int c) {
+    const float f = exp2f(m(c) - mm); // every chunk holds a token: m is finite
+    ll = fmaf(l(c), f, ll);
+    oo = fmaf(o(c), f, oo);
+  };
+  if constexpr (unrolled > 0) {
+#pragma unroll
+    for (int c = 0; c < unrolled; ++c)
+      if (c < chunks) mm = fmaxf(mm, m(c));
+#pragma unroll
+    for (int c = 0; c < unrolled; ++c)
+      if (c < chunks) add(c);
+  } else {
+    for (int c = 0; c < chunks; ++c)
+      mm = fmaxf(mm, m(c));
+    for (int c = 0; c < chunks; ++c)
+      add(c);
+  }
+  return __float2bfloat16(oo / ll);
+}
+
+// The merge in stage 1 (attention_config::merge_in_stage1), after the block's chunk state is
+// stored: the block counts itself on its (row, kv head)'s counter, and the last of the row's
+// `chunks` blocks stages every chunk's state in shared memory -- 16-byte cp.async copies from L2
+// (other SMs wrote them; L1 is bypassed), all issued before any is used: one round trip, where
+// a load per output and chunk would take several -- then merges them as stage 2 does and leaves
+// the counter at 0 for the next launch. The fences: this block's state is visible device-wide
+// before its arrival is counted, and the last block's reads come after its observation of the
+// count. A state is group x (head_dim + 2) floats, a multiple of 4 for an even group
+// (attention_merges_in_stage1 asks for one), so every chunk's state is 16-byte aligned.
+template <int head_dim, int group>
+__device__ __forceinline__ void merge_if_last(const attention_call& a, int b, int hk, int chunks,
+                                              unsigned char* smem) {
+  static_assert(group % 2 == 0, "a chunk state of an odd group is not 16-byte aligned");
+  __shared__ bool is_last;
+  unsigned* counter = a.counters + static_cast<std::size_t>(b) * a.kv_heads + hk;
+  __threadfence();
+  __syncthreads(); // also: every thread is done with the shared memory reused below
+  if (threadIdx.x == 0) is_last = atomicAdd(counter, 1u) == static_cast<unsigned>(chunks - 1);
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+  constexpr int stride = head_dim + 2, state = group * stride; // floats: one head, one chunk
+  const float* src =
+      a.work + (static_cast<std::size_t>(b) * a.kv_heads + hk) * a.max_chunks * state;
+  auto* staged = reinterpret_cast<float*>(smem);
+  const int quads = chunks * state / 4;
+  for (int i = threadIdx.x; i < quads; i += threads)
+    cp_async16(staged + 4 * i, src + 4 * i, true);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  for (int i = threadIdx.x; i < group * head_dim; i += threads) {
+    const int g = i / head_dim, d = i % head_dim;
+    const float* head = staged + g * stride;
+    a.out[(static_cast<std::size_t>(b) * a.q_heads + hk * group + g) * head_dim + d] =
+        merged_output<0>(
+            chunks, [&](int c) { return head[c * state]; },
+            [&](int c) { return head[c * state + 1]; },
+            [&](int c) { return head[c * state + 2 + d]; });
+  }
+  if (threadIdx.x == 0) *counter = 0;
+}
+
+template <int head_dim, int group, int tile, int stages, bool fused, bool merge>
 __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a) {
   using L = stage1_layout<head_dim, group, tile, stages>;
   constexpr int rc = L::row_chunks, tgs = L::token_groups, per_thread = tile / 32;
@@ -440,6 +512,7 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
       out[g * stride + 1] = ls;
     }
   }
+  if constexpr (merge) merge_if_last<head_dim, group>(a, b, hk, attention_chunks(a.cfg, len), smem);
 }
 
 // grid (q heads, rows), block head_dim: one thread per output dimension; chunks in order.
@@ -461,6 +534,7 @@ __global__ void merge_chunks(const attention_call a) {
   // any count did not beat the plain loops (docs/architecture.md and docs/performance.md have
   // the times).
   constexpr int in_registers = 16;
+  __nv_bfloat16* y = a.out + (static_cast<std::size_t>(b) * a.q_heads + h) * head_dim + d;
   if (chunks <= in_registers) {
     float mv[in_registers], lv[in_registers], ov[in_registers];
 #pragma unroll
@@ -471,39 +545,31 @@ __global__ void merge_chunks(const attention_call a) {
         lv[c] = s[1];
         ov[c] = s[2 + d];
       }
-    float mm = -INFINITY;
-#pragma unroll
-    for (int c = 0; c < in_registers; ++c)
-      if (c < chunks) mm = fmaxf(mm, mv[c]);
-    float ll = 0.0f, oo = 0.0f;
-#pragma unroll
-    for (int c = 0; c < in_registers; ++c)
-      if (c < chunks) {
-        const float f = exp2f(mv[c] - mm);
-        ll = fmaf(lv[c], f, ll);
-        oo = fmaf(ov[c], f, oo);
-      }
-    a.out[(static_cast<std::size_t>(b) * a.q_heads + h) * head_dim + d] = __float2bfloat16(oo / ll);
+    *y = merged_output<in_registers>(
+        chunks, [&](int c) { return mv[c]; }, [&](int c) { return lv[c]; },
+        [&](int c) { return ov[c]; });
     return;
   }
   // More chunks (configurations with short chunks and long rows): plain loops.
-  float mm = -INFINITY;
-  for (int c = 0; c < chunks; ++c)
-    mm = fmaxf(mm, p[c * group * stride]);
-  float ll = 0.0f, oo = 0.0f;
-  for (int c = 0; c < chunks; ++c) {
-    const float* s = p + c * group * stride;
-    const float f = exp2f(s[0] - mm); // every chunk holds a token: s[0] is finite
-    ll = fmaf(s[1], f, ll);
-    oo = fmaf(s[2 + d], f, oo);
-  }
-  a.out[(static_cast<std::size_t>(b) * a.q_heads + h) * head_dim + d] = __float2bfloat16(oo / ll);
+  const int cs = group * stride; // floats from one chunk's state to the next
+  *y = merged_output<0>(
+      chunks, [&](int c) { return p[c * cs]; }, [&](int c) { return p[c * cs + 1]; },
+      [&](int c) { return p[c * cs + 2 + d]; });
 }
 
 template <int head_dim, int group, int tile, int stages, bool fused>
 cudaError_t launch_typed(const attention_call& a, cudaStream_t s, bool programmatic) {
   using L = stage1_layout<head_dim, group, tile, stages>;
-  auto* k1 = attend_chunks<head_dim, group, tile, stages, fused>;
+  // Merging in stage 1 takes the counters, an even group (attention_merges_in_stage1) and a
+  // 16-byte aligned workspace (the chunk states' copies); otherwise stage 2 merges, with the
+  // same bits.
+  constexpr bool can_merge = group % 2 == 0;
+  const bool merge =
+      can_merge && a.counters &&
+      attention_merges_in_stage1(a.cfg, a.q_heads, a.kv_heads, head_dim, a.max_context) &&
+      reinterpret_cast<std::uintptr_t>(a.work) % 16 == 0;
+  auto* k1 = merge ? attend_chunks<head_dim, group, tile, stages, fused, can_merge>
+                   : attend_chunks<head_dim, group, tile, stages, fused, false>;
   // Above 48 KiB of dynamic shared memory a kernel must opt in; set on every launch (cheap, and
   // allowed while a stream is being captured).
   // A grid of one wave (batch 1: 16 chunks x 8 kv heads) asks for more than half an SM's shared
@@ -511,15 +577,20 @@ cudaError_t launch_typed(const attention_call& a, cudaStream_t s, bool programma
   // its blocks are placed as that GEMV's blocks drain, and the first SMs to drain took three
   // each (docs/architecture.md has the step's times with and without one block an SM). The
   // rule depends on the grid alone (132: the H200's SMs as a constant, as the GEMV's sweep grid),
-  // never on the device, and the bits do not depend on it.
+  // never on the device, and the bits do not depend on it. A merging block stages the chunk
+  // states in the same memory after its own chunk is done.
   const bool one_wave = a.max_chunks * a.kv_heads * a.rows <= one_wave_blocks;
-  const int smem_bytes =
+  std::size_t smem_bytes =
       one_wave && L::bytes < one_block_per_sm_bytes ? one_block_per_sm_bytes : L::bytes;
-  cudaError_t e = cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  if (merge)
+    smem_bytes = std::max(
+        smem_bytes, attention_merge_bytes(a.cfg, a.q_heads, a.kv_heads, head_dim, a.max_context));
+  cudaError_t e = cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(smem_bytes));
   if (e != cudaSuccess) return e;
   e = pdl::launch(k1, dim3(a.max_chunks, a.kv_heads, a.rows), dim3(threads), smem_bytes, s,
                   programmatic, 1u, a);
-  if (e != cudaSuccess) return e;
+  if (e != cudaSuccess || merge) return e;
   return pdl::launch(merge_chunks<head_dim, group>, dim3(a.q_heads, a.rows), dim3(head_dim), 0, s,
                      a.cfg.pdl || programmatic, 1u, a);
 }
@@ -602,6 +673,7 @@ cudaError_t make_call(attention_call& a, const attention_config& c, const attent
   a.capacities = x.capacities;
   a.out = x.out;
   a.work = static_cast<float*>(x.workspace);
+  a.counters = x.counters;
   a.rows = x.rows;
   a.q_heads = x.q_heads;
   a.kv_heads = x.kv_heads;

@@ -83,7 +83,8 @@ cudaError_t launch_qk_norm_rope_append(__nv_bfloat16* qkv, int rows, std::int64_
 // Stage 1 cuts each sequence into chunks whose size depends only on its length
 // (attention_config.h: attention_chunk_tokens) and writes one partial softmax state per (row, kv
 // head, chunk); chunks beyond a row's length write nothing and are never read. Stage 2 merges a
-// row's chunks in chunk order. The grid depends on rows and max_context only.
+// row's chunks in chunk order (or, with merge_in_stage1 and counters, stage 1's last block of the
+// row and kv head does, with the same bits). The grid depends on rows and max_context only.
 // Supported: head_dim 64 or 128, group (q_heads / kv_heads) 1, 2, 4 or 8.
 // launch_attention uses pick_attention_config(rows); the workspace must hold
 // attention_workspace_bytes for the configuration used (the bound over every length up to
@@ -108,6 +109,11 @@ struct attention_args {
   int rows = 0, q_heads = 0, kv_heads = 0, head_dim = 0, max_context = 0;
   // [rows] or null: each row's block capacity, slots[b] then its first token (the layout above)
   const int* capacities = nullptr;
+  // [rows * kv_heads] or null: a configuration with merge_in_stage1 merges in stage 1's last
+  // block of each (row, kv head), counted here (attention_merges_in_stage1 says when it can).
+  // Zero before the first launch that uses them; every launch leaves them zero. Null: stage 2
+  // merges, with the same bits. Launches that may run at the same time need their own.
+  unsigned* counters = nullptr;
 };
 
 cudaError_t launch_attention(const attention_args& a, cudaStream_t s, bool programmatic = false);
