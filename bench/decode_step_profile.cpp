@@ -20,18 +20,25 @@
 // drain), so this bound says how much of the gap to the copy bound a kernel-per-operation step
 // can close at all. --no-ceiling skips it.
 //
+// --attention NAME,... times the step under each named configuration of the split-KV attention
+// (attention_sweep_configs, kernels/decode/attention_config.h; "pick" is the engine's own,
+// pick_attention_config), one after another in the same process: in the step the attention's
+// stage 1 starts its K/V loads before the qkv GEMV ahead has finished, which a sweep of the
+// attention alone does not see.
+//
 // Durations under programmatic launches include the time a kernel's blocks wait at
 // griddepcontrol.wait for the kernel ahead, so only the span and the idle time compare across
 // modes.
 //
-//   kg_bench_decode_step [--steps N] [--batches 1,8] [--no-ceiling]   (needs a GPU; exits 3
-//   without one)
+//   kg_bench_decode_step [--steps N] [--batches 1,8] [--attention pick,NAME...] [--no-ceiling]
+//   (needs a GPU; exits 3 without one)
 // Exit: 0 done, 1 the trace did not show the step's kernels, 2 bad usage, 3 no GPU or no CUPTI.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -41,6 +48,7 @@
 #include "gpu/cuda_raii.h"
 #include "gpu/device_buffer.h"
 #include "gpu/device_info.h"
+#include "kernels/decode/attention_config.h"
 #include "kernels/decode/decode_engine.h"
 #include "timing/activity_tracer.h"
 #include "timing/copy_bandwidth.h"
@@ -113,11 +121,41 @@ read_bound step_read_bound(gpu_timer& timer, const device_buffer& buf, device_bu
   return r;
 }
 
+std::vector<std::string> split_names(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// "pick" (nullopt: the engine's pick_attention_config) or a name of attention_sweep_configs;
+// false for an unknown name.
+bool attention_config_named(const std::string& name, std::optional<decode::attention_config>& out) {
+  if (name == "pick") {
+    out.reset();
+    return true;
+  }
+  for (const auto& nc : decode::attention_sweep_configs)
+    if (name == nc.name) {
+      out = nc.config;
+      return true;
+    }
+  return false;
+}
+
+int usage() {
+  std::cerr << "usage: kg_bench_decode_step [--steps N] [--batches 1,8] "
+               "[--attention pick,NAME...] [--no-ceiling]\n";
+  return 2;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   int steps = 5;
   std::vector<int> batches = {1, 8};
+  std::vector<std::string> attention_names = {"pick"};
   bool ceiling = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -125,13 +163,24 @@ int main(int argc, char** argv) {
       steps = std::atoi(argv[++i]);
     else if (a == "--batches" && i + 1 < argc)
       batches = parse_list(argv[++i]);
+    else if (a == "--attention" && i + 1 < argc)
+      attention_names = split_names(argv[++i]);
     else if (a == "--no-ceiling")
       ceiling = false;
-    else {
-      std::cerr << "usage: kg_bench_decode_step [--steps N] [--batches 1,8] [--no-ceiling]\n";
+    else
+      return usage();
+  }
+  std::vector<std::optional<decode::attention_config>> attention_configs;
+  for (const auto& n : attention_names) {
+    std::optional<decode::attention_config> c;
+    if (!attention_config_named(n, c)) {
+      std::cerr << "kg_bench_decode_step: no attention configuration '" << n
+                << "' (pick, or a name kg_bench_attention_sweep --list prints)\n";
       return 2;
     }
+    attention_configs.push_back(c);
   }
+  if (attention_configs.empty() || batches.empty() || steps < 1) return usage();
   const auto dev = query_device(0);
   if (!dev.available) {
     std::cerr << "kg_bench_decode_step: no GPU: " << dev.reason << "\n";
@@ -178,119 +227,122 @@ int main(int argc, char** argv) {
   const int layers = static_cast<int>(c.model.layers);
   std::uint64_t tag = 1000;
   tr->acquire();
-  for (const int batch : batches) {
-    const std::vector<std::string> roles_of_layer = [&] {
-      const auto r = e.layer_roles(batch);
-      return std::vector<std::string>(r.begin(), r.end());
-    }();
-    const std::size_t expected = 1 + roles_of_layer.size() * layers + 3;
-    std::vector<int> tok, pos, slot;
-    for (int b = 0; b < batch; ++b) {
-      e.prefill(b, context);
-      tok.push_back(1 + b);
-      pos.push_back(context);
-      slot.push_back(b);
-    }
-    for (const bool pl : {false, true}) {
-      e.set_programmatic_launch(pl);
-      for (int i = 0; i < 3; ++i) // capture, then warm up
-        e.step(tok, pos, slot);
-      KG_CUDA_CHECK(cudaStreamSynchronize(s.get()));
-      std::map<std::string, role_stats> roles;
-      std::vector<double> span, busy, kernel_sum;
-      for (int i = 0; i < steps; ++i) {
-        tr->clear();
-        tr->begin(++tag);
-        e.step(tok, pos, slot);
-        tr->end();
+  for (const int batch : batches)
+    for (std::size_t ai = 0; ai < attention_configs.size(); ++ai) {
+      e.set_attention_config(attention_configs[ai]);
+      const std::vector<std::string> roles_of_layer = [&] {
+        const auto r = e.layer_roles(batch);
+        return std::vector<std::string>(r.begin(), r.end());
+      }();
+      const std::size_t expected = 1 + roles_of_layer.size() * layers + 3;
+      std::vector<int> tok, pos, slot;
+      for (int b = 0; b < batch; ++b) {
+        e.prefill(b, context); // each configuration's steps start from the same cache
+        tok.push_back(1 + b);
+        pos.push_back(context);
+        slot.push_back(b);
+      }
+      for (const bool pl : {false, true}) {
+        e.set_programmatic_launch(pl);
+        for (int i = 0; i < 3; ++i) // capture, then warm up
+          e.step(tok, pos, slot);
         KG_CUDA_CHECK(cudaStreamSynchronize(s.get()));
-        std::vector<gpu_activity> k;
-        for (const auto& a : tr->collect({tag}))
-          if (a.name) k.push_back(a); // kernels only (the input copy is not the step's compute)
-        std::sort(k.begin(), k.end(), [](const gpu_activity& x, const gpu_activity& y) {
-          return x.start_ns < y.start_ns;
-        });
-        if (k.size() != expected) {
-          std::cerr << "kg_bench_decode_step: traced " << k.size() << " kernels in a step, the "
-                    << "engine launches " << expected << "\n";
-          return 1;
-        }
-        // Union of the busy intervals (kernels overlap under programmatic launches).
-        double union_ns = 0;
-        std::uint64_t cur_s = k[0].start_ns, cur_e = k[0].end_ns;
-        double sum_ns = 0;
-        for (std::size_t j = 0; j < k.size(); ++j) {
-          sum_ns += static_cast<double>(k[j].end_ns - k[j].start_ns);
-          if (j == 0) continue;
-          if (k[j].start_ns > cur_e) {
-            union_ns += static_cast<double>(cur_e - cur_s);
-            cur_s = k[j].start_ns;
+        std::map<std::string, role_stats> roles;
+        std::vector<double> span, busy, kernel_sum;
+        for (int i = 0; i < steps; ++i) {
+          tr->clear();
+          tr->begin(++tag);
+          e.step(tok, pos, slot);
+          tr->end();
+          KG_CUDA_CHECK(cudaStreamSynchronize(s.get()));
+          std::vector<gpu_activity> k;
+          for (const auto& a : tr->collect({tag}))
+            if (a.name) k.push_back(a); // kernels only (the input copy is not the step's compute)
+          std::sort(k.begin(), k.end(), [](const gpu_activity& x, const gpu_activity& y) {
+            return x.start_ns < y.start_ns;
+          });
+          if (k.size() != expected) {
+            std::cerr << "kg_bench_decode_step: traced " << k.size() << " kernels in a step, the "
+                      << "engine launches " << expected << "\n";
+            return 1;
           }
-          cur_e = std::max(cur_e, k[j].end_ns);
+          // Union of the busy intervals (kernels overlap under programmatic launches).
+          double union_ns = 0;
+          std::uint64_t cur_s = k[0].start_ns, cur_e = k[0].end_ns;
+          double sum_ns = 0;
+          for (std::size_t j = 0; j < k.size(); ++j) {
+            sum_ns += static_cast<double>(k[j].end_ns - k[j].start_ns);
+            if (j == 0) continue;
+            if (k[j].start_ns > cur_e) {
+              union_ns += static_cast<double>(cur_e - cur_s);
+              cur_s = k[j].start_ns;
+            }
+            cur_e = std::max(cur_e, k[j].end_ns);
+          }
+          union_ns += static_cast<double>(cur_e - cur_s);
+          std::uint64_t last_end = 0;
+          for (const auto& a : k)
+            last_end = std::max(last_end, a.end_ns);
+          span.push_back(static_cast<double>(last_end - k[0].start_ns) * 1e-3);
+          busy.push_back(union_ns * 1e-3);
+          kernel_sum.push_back(sum_ns * 1e-3);
+          std::uint64_t prev_end = 0;
+          for (std::size_t j = 0; j < k.size(); ++j) {
+            std::string role;
+            if (j == 0)
+              role = "embedding_gather";
+            else if (j + 3 >= k.size())
+              role = j + 3 == k.size()   ? "final_rmsnorm"
+                     : j + 2 == k.size() ? "lm_head_gemv"
+                                         : "argmax";
+            else
+              role = roles_of_layer[(j - 1) % roles_of_layer.size()];
+            const double us = static_cast<double>(k[j].end_ns - k[j].start_ns) * 1e-3;
+            const std::uint64_t from = std::max(k[j].start_ns, prev_end);
+            const double ext =
+                k[j].end_ns > from ? static_cast<double>(k[j].end_ns - from) * 1e-3 : 0.0;
+            prev_end = std::max(prev_end, k[j].end_ns);
+            auto& st = roles[role];
+            st.per_instance_us.push_back(us);
+            st.sum_us += us;
+            st.extends_us.push_back(ext);
+            st.extends_sum_us += ext;
+          }
         }
-        union_ns += static_cast<double>(cur_e - cur_s);
-        std::uint64_t last_end = 0;
-        for (const auto& a : k)
-          last_end = std::max(last_end, a.end_ns);
-        span.push_back(static_cast<double>(last_end - k[0].start_ns) * 1e-3);
-        busy.push_back(union_ns * 1e-3);
-        kernel_sum.push_back(sum_ns * 1e-3);
-        std::uint64_t prev_end = 0;
-        for (std::size_t j = 0; j < k.size(); ++j) {
-          std::string role;
-          if (j == 0)
-            role = "embedding_gather";
-          else if (j + 3 >= k.size())
-            role = j + 3 == k.size()   ? "final_rmsnorm"
-                   : j + 2 == k.size() ? "lm_head_gemv"
-                                       : "argmax";
-          else
-            role = roles_of_layer[(j - 1) % roles_of_layer.size()];
-          const double us = static_cast<double>(k[j].end_ns - k[j].start_ns) * 1e-3;
-          const std::uint64_t from = std::max(k[j].start_ns, prev_end);
-          const double ext =
-              k[j].end_ns > from ? static_cast<double>(k[j].end_ns - from) * 1e-3 : 0.0;
-          prev_end = std::max(prev_end, k[j].end_ns);
-          auto& st = roles[role];
-          st.per_instance_us.push_back(us);
-          st.sum_us += us;
-          st.extends_us.push_back(ext);
-          st.extends_sum_us += ext;
+        const double sp = median(span);
+        const double bound_us = decode_step_roofline(batch, context).bytes / (copy_gbps * 1e3);
+        std::printf("\ndecode step, batch %d, context %d, %s launches, attention %s, graph replay "
+                    "(%d steps traced, medians)\n",
+                    batch, context, pl ? "programmatic" : "plain", attention_names[ai].c_str(),
+                    steps);
+        std::printf("  bound %.1f us (decode_step_roofline bytes / copy bandwidth), span %.1f us: "
+                    "SOL %.3f\n",
+                    bound_us, sp, bound_us / sp);
+        if (const auto rb = read_bounds.find(batch); rb != read_bounds.end())
+          std::printf("  read-ceiling bound %.1f us (each roofline kernel a plain read of its "
+                      "bytes, back to back): span at %.3f of it; such a step's SOL against the "
+                      "copy bound: %.3f\n%s",
+                      rb->second.us, rb->second.us / sp, bound_us / rb->second.us,
+                      pl ? "" : rb->second.lines.c_str());
+        std::printf("  step span %.1f us, kernels busy %.1f us, idle between kernels %.1f us "
+                    "(%.2f us per boundary); sum of kernel durations %.1f us\n",
+                    sp, median(busy), sp - median(busy),
+                    (sp - median(busy)) / static_cast<double>(expected - 1), median(kernel_sum));
+        std::printf("  %-18s %6s %10s %11s %12s %13s %7s\n", "role", "count", "median us",
+                    "us per step", "extends med", "extends/step", "share");
+        std::vector<std::string> order = {"embedding_gather"};
+        order.insert(order.end(), roles_of_layer.begin(), roles_of_layer.end());
+        order.insert(order.end(), {"final_rmsnorm", "lm_head_gemv", "argmax"});
+        for (const auto& r : order) {
+          const auto& st = roles[r];
+          const double per_step = st.sum_us / steps, ext_step = st.extends_sum_us / steps;
+          std::printf("  %-18s %6zu %10.2f %11.1f %12.2f %13.1f %6.1f%%\n", r.c_str(),
+                      st.per_instance_us.size() / static_cast<std::size_t>(steps),
+                      median(st.per_instance_us), per_step, median(st.extends_us), ext_step,
+                      100.0 * ext_step / sp);
         }
-      }
-      const double sp = median(span);
-      const double bound_us = decode_step_roofline(batch, context).bytes / (copy_gbps * 1e3);
-      std::printf("\ndecode step, batch %d, context %d, %s launches, graph replay (%d steps "
-                  "traced, medians)\n",
-                  batch, context, pl ? "programmatic" : "plain", steps);
-      std::printf("  bound %.1f us (decode_step_roofline bytes / copy bandwidth), span %.1f us: "
-                  "SOL %.3f\n",
-                  bound_us, sp, bound_us / sp);
-      if (const auto rb = read_bounds.find(batch); rb != read_bounds.end())
-        std::printf("  read-ceiling bound %.1f us (each roofline kernel a plain read of its "
-                    "bytes, back to back): span at %.3f of it; such a step's SOL against the "
-                    "copy bound: %.3f\n%s",
-                    rb->second.us, rb->second.us / sp, bound_us / rb->second.us,
-                    pl ? "" : rb->second.lines.c_str());
-      std::printf("  step span %.1f us, kernels busy %.1f us, idle between kernels %.1f us "
-                  "(%.2f us per boundary); sum of kernel durations %.1f us\n",
-                  sp, median(busy), sp - median(busy),
-                  (sp - median(busy)) / static_cast<double>(expected - 1), median(kernel_sum));
-      std::printf("  %-18s %6s %10s %11s %12s %13s %7s\n", "role", "count", "median us",
-                  "us per step", "extends med", "extends/step", "share");
-      std::vector<std::string> order = {"embedding_gather"};
-      order.insert(order.end(), roles_of_layer.begin(), roles_of_layer.end());
-      order.insert(order.end(), {"final_rmsnorm", "lm_head_gemv", "argmax"});
-      for (const auto& r : order) {
-        const auto& st = roles[r];
-        const double per_step = st.sum_us / steps, ext_step = st.extends_sum_us / steps;
-        std::printf("  %-18s %6zu %10.2f %11.1f %12.2f %13.1f %6.1f%%\n", r.c_str(),
-                    st.per_instance_us.size() / static_cast<std::size_t>(steps),
-                    median(st.per_instance_us), per_step, median(st.extends_us), ext_step,
-                    100.0 * ext_step / sp);
       }
     }
-  }
   tr->release();
   return 0;
 }

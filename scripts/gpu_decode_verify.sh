@@ -8,7 +8,8 @@
 #   RUN_ATTENTION=1: the decode kernels' GPU tests (split-KV attention in every configuration)
 #     and kg_bench_attention_sweep (ATTENTION_SWEEP_ARGS=..., ATTENTION_TIMEOUT=s)
 #   STEP_BATCHES=1,8,32,128: kg_bench_decode_step at those batches (each step's kernels, its
-#     bound and SOL; STEP_TIMEOUT=s)
+#     bound and SOL; STEP_TIMEOUT=s; STEP_ATTENTION=pick,merge,...: the step under each of
+#     those attention configurations, kg_bench_decode_step --attention)
 #   WORKLOADS="decode-qwen3-4b decode-colocated decode-colocated-training"  WORKLOAD_ARGS=...
 #     WORKLOAD_TIMEOUT=s (default 300: decode-colocated-training at its defaults needs ~8-10 min;
 #     shrink it with WORKLOAD_ARGS="--trace-seconds 4 --max-load-steps 16", docs/cli.md)
@@ -45,9 +46,9 @@ if [ -n "${RUN_ATTENTION:-}" ]; then
 fi
 if [ -n "${STEP_BATCHES:-}" ]; then
   timeout ${STEP_TIMEOUT:-300} ./bench/kg_bench_decode_step --batches "$STEP_BATCHES" \
-    >"$logs/decode_step.txt" 2>&1
+    --attention "${STEP_ATTENTION:-pick}" >"$logs/decode_step.txt" 2>&1
   echo "kg_bench_decode_step exit $?"
-  grep -E '^copy bandwidth|^decode step|bound .* SOL|step span|gemv|MB  read' "$logs/decode_step.txt"
+  grep -E '^copy bandwidth|^decode step|bound .* SOL|step span|gemv|attention_s|MB  read' "$logs/decode_step.txt"
 fi
 # The decode workloads (WORKLOADS="decode-qwen3-4b decode-colocated decode-colocated-training";
 # WORKLOAD_ARGS for every one).

@@ -165,6 +165,8 @@ decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
   attn_work_ = device_buffer(decode::attention_workspace_bytes(
       B, static_cast<int>(m.q_heads), static_cast<int>(m.kv_heads), static_cast<int>(m.head_dim),
       c_.max_context));
+  attn_counters_ = device_buffer(static_cast<std::size_t>(B) * m.kv_heads * sizeof(unsigned));
+  KG_CUDA_CHECK(cudaMemsetAsync(attn_counters_.get(), 0, attn_counters_.size(), stream_));
   std::size_t gemv_bytes = 0;
   for (int b = 1; b <= G; ++b)
     for (const auto& g : decode_gemms(m)) {
@@ -318,9 +320,35 @@ bool gate_in_gemv(const decode_engine_config& c, int batch) {
 
 } // namespace
 
+void decode_engine::set_attention_config(const std::optional<decode::attention_config>& c) {
+  if (c && !decode::attention_config_supported(*c))
+    throw std::invalid_argument("decode_engine: an unsupported attention configuration");
+  if (c) {
+    const auto& m = c_.model;
+    const std::size_t need = decode::attention_workspace_bytes(
+        *c, c_.max_batch, static_cast<int>(m.q_heads), static_cast<int>(m.kv_heads),
+        static_cast<int>(m.head_dim), c_.max_context);
+    if (need > attn_work_.size()) attn_work_ = device_buffer(need);
+  }
+  attention_override_ = c;
+  for (auto* g : {&graphs_, &other_mode_graphs_})
+    for (auto& e : *g)
+      e.reset();
+}
+
+decode::attention_config decode_engine::attention_config_of(int batch) const {
+  return attention_override_ ? *attention_override_ : decode::pick_attention_config(batch);
+}
+
 std::vector<const char*> decode_engine::layer_roles(int batch) const {
-  std::vector<const char*> r = {"input_rmsnorm", "qkv_gemv",    "attention_s1",
-                                "attention_s2",  "o_proj_gemv", "post_rmsnorm"};
+  const auto& m = c_.model;
+  const bool merged = decode::attention_merges_in_stage1(
+      attention_config_of(batch), static_cast<int>(m.q_heads), static_cast<int>(m.kv_heads),
+      static_cast<int>(m.head_dim), c_.max_context);
+  std::vector<const char*> r = {"input_rmsnorm", "qkv_gemv", "attention_s1"};
+  if (!merged) r.push_back("attention_s2");
+  r.push_back("o_proj_gemv");
+  r.push_back("post_rmsnorm");
   if (gate_in_gemv(c_, batch)) {
     r.push_back("gate_up_silu_gemv");
   } else {
@@ -356,8 +384,9 @@ void decode_engine::enqueue(int batch) {
         qkv_,  qkv, kc, vc, d_slots_,      d_lengths_, attn_, attn_work_.get(),
         batch, hq,  hk, D,  c_.max_context};
     args.capacities = d_capacities_;
-    KG_CUDA_CHECK(
-        decode::launch_attention_fused(args, {w.q_norm, w.k_norm, eps, m.rope_theta}, stream_, pl));
+    args.counters = static_cast<unsigned*>(attn_counters_.get());
+    KG_CUDA_CHECK(decode::launch_attention_fused_with(
+        attention_config_of(batch), args, {w.q_norm, w.k_norm, eps, m.rope_theta}, stream_, pl));
     gemv("o_proj", attn_, w.o_proj, o_out_, batch, H, hq * D);
     KG_CUDA_CHECK(decode::launch_add_rmsnorm(o_out_, hidden_, w.post_norm, normed_, batch, H, eps,
                                              stream_, pl));

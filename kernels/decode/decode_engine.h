@@ -38,6 +38,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,7 @@
 
 #include "gpu/cuda_raii.h"
 #include "gpu/device_buffer.h"
+#include "kernels/decode/attention_config.h"
 #include "kernels/decode/gemm_cublas.h"
 #include "kernels/decode/gemv_bf16.h"
 #include "workloads/decode_engine_plan.h"
@@ -114,6 +116,13 @@ public:
                                 int batch, int n, int k, cudaStream_t s)>;
   void set_gemv_override(const std::string& projection, gemv_override_fn fn);
 
+  // The split-KV attention's configuration for every batch size (kg_bench_decode_step times the
+  // step under the sweep's configurations), or pick_attention_config(batch) with nullopt, the
+  // default. Throws std::invalid_argument for an unsupported one. Graphs captured before are
+  // dropped (recaptured on next use).
+  void set_attention_config(const std::optional<decode::attention_config>& c);
+  decode::attention_config attention_config_of(int batch) const;
+
   // Switches config().programmatic_launch: later steps launch the kernels (and capture graphs)
   // that way. Each mode keeps its own graphs, so switching back and forth (the side-by-side
   // step timing of decode-qwen3-4b) captures each graph once.
@@ -147,6 +156,10 @@ private:
   decode_engine_sizes sizes_;
   cudaStream_t stream_;
   device_buffer weights_, packed_, cache_, act_, inputs_, attn_work_, gemv_work_;
+  // The attention's merge counters (decode::attention_args::counters): max_batch x kv heads,
+  // zeroed once; each launch leaves them zero. set_attention_config's configuration, if any.
+  device_buffer attn_counters_;
+  std::optional<decode::attention_config> attention_override_;
   // Row-major weights and a layout -> their copy in it (in packed_), where some batch size's
   // GEMV configuration reads one.
   struct packed_copy {
