@@ -152,6 +152,10 @@ inline constexpr named_attention_config attention_sweep_configs[] = {
     {"merge", {16, 64, 1024, 32, 2, true, true}},
     {"tile64-s2-merge", {16, 64, 1024, 64, 2, true, true}},
     {"target8-merge", {8, 64, 1024, 32, 2, true, true}},
+    // b1 x 2048 as 256 blocks of one 64-token tile, each loaded whole before the programmatic
+    // wait in the step; its 32 chunks are past stage 2's one round of loads (16), not past the
+    // merge's staging
+    {"t32-tile64-merge", {32, 64, 1024, 64, 2, true, true}},
 };
 
 } // namespace kg::decode
