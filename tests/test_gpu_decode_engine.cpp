@@ -344,8 +344,9 @@ TEST(gpu_decode_engine, qwen3_4b_logits_identical_on_a_green_partition_and_the_w
 
 // The serving engine's batches above 32, and its prefill, on a green partition and on the whole
 // GPU (issue 24: a cuBLAS call the engine makes must give the same bits on any partition, or not
-// be used). One pair of engines a path, freed before the next: each holds 128 slots of 640
-// tokens (12 GB of KV cache) beside its weights and their copies.
+// be used; cublas_gemm pins cuBLAS's SM count target to the whole device for that, and these
+// tests are what checks it). One pair of engines a path, freed before the next: each holds 128
+// slots of 640 tokens (12 GB of KV cache) beside its weights and their copies.
 std::vector<int> mixed_contexts(int n) {
   std::vector<int> contexts;
   for (int b = 0; b < n; ++b)

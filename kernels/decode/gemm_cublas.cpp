@@ -5,6 +5,8 @@
 
 #include <cublas_v2.h>
 
+#include "gpu/cuda_check.h"
+
 namespace kg {
 namespace {
 
@@ -31,6 +33,12 @@ cublas_gemm::cublas_gemm(cudaStream_t stream) : workspace_(workspace_bytes) {
   try {
     KG_CUBLAS_CHECK(cublasSetStream(h, stream));
     KG_CUBLAS_CHECK(cublasSetWorkspace(h, workspace_.get(), workspace_.size()));
+    // The whole device's SMs, not the partition's (the header says why).
+    int device = 0;
+    KG_CUDA_CHECK(cudaGetDevice(&device));
+    KG_CUDA_CHECK(
+        cudaDeviceGetAttribute(&sm_count_target_, cudaDevAttrMultiProcessorCount, device));
+    KG_CUBLAS_CHECK(cublasSetSmCountTarget(h, sm_count_target_));
   } catch (...) {
     (void)cublasDestroy(h);
     throw;

@@ -17,6 +17,14 @@ class cublas_gemm {
 public:
   // A handle bound to `stream` (any created stream; calls on it can be captured into a CUDA
   // graph: the workspace is the handle's own, so no allocation happens during a capture).
+  //
+  // Its SM count target is the whole device's multiprocessor count, whatever partition the
+  // stream's green context grants. cuBLAS documents bitwise-reproducible results for the same
+  // architecture and number of SMs only; what reads the SM count is its choice of kernel and
+  // split (its heuristics, which cublasSetSmCountTarget overrides). Pinned, the choice for a
+  // shape is the same on the whole GPU and on any partition, so the co-located engine runs the
+  // same kernels as the solo one; the green-partition GPU tests (test_gpu_decode_engine.cpp)
+  // check the bits. A partition then runs kernels sized for the whole GPU, in more waves.
   explicit cublas_gemm(cudaStream_t stream);
   ~cublas_gemm();
   cublas_gemm(const cublas_gemm&) = delete;
@@ -27,8 +35,11 @@ public:
   void run(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y, int rows, int n,
            int k);
 
+  int sm_count_target() const { return sm_count_target_; }
+
 private:
   void* handle_ = nullptr; // cublasHandle_t, kept out of this header
+  int sm_count_target_ = 0;
   device_buffer workspace_;
 };
 
