@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "gpu/green_partition.h"
 #include "gpu_test_support.h"
 #include "kernels/decode/decode_engine.h"
+#include "kernels/decode/decode_kernels.h"
 
 using namespace kg;
 using namespace kg::test;
@@ -310,6 +312,46 @@ TEST(gpu_decode_engine, programmatic_and_plain_launches_give_identical_logits) {
   EXPECT_SAME_BITS(got[0][0], got[1][0], "eager: plain vs programmatic");
   EXPECT_SAME_BITS(got[0][0], got[0][1], "plain: eager vs graph");
   EXPECT_SAME_BITS(got[0][0], got[1][1], "plain eager vs programmatic graph");
+}
+
+// The attention merged in stage 1 (one kernel) gives the logits of the engine's own two-kernel
+// configuration, eager and from a graph, step after step on the engine's counters; the step's
+// kernel roles follow the configuration.
+TEST(gpu_decode_engine, attention_merged_in_stage1_gives_the_picked_configurations_logits) {
+  KG_REQUIRE_GPU();
+  cuda_stream s;
+  const auto c = tiny_decode_engine_config();
+  decode_engine e(c, s.get());
+  const auto in = prefill_rows(e, {9, 1000, 0, 256, 255, 77, 600, 1});
+  const auto& m = c.model;
+  auto has_stage_2 = [&](int n) {
+    const auto r = e.layer_roles(n);
+    return std::any_of(r.begin(), r.end(),
+                       [](const char* x) { return std::string(x) == "attention_s2"; });
+  };
+  for (const int n : {1, 8}) {
+    SCOPED_TRACE(::testing::Message() << "batch " << n);
+    auto first = [n](std::vector<int> v) { return std::vector<int>(v.begin(), v.begin() + n); };
+    e.set_attention_config(std::nullopt);
+    EXPECT_TRUE(has_stage_2(n));
+    e.step(first(in.tokens), first(in.positions), first(in.slots));
+    const auto picked = e.logits_bits(n);
+    decode::attention_config merged = decode::pick_attention_config(n);
+    merged.merge_in_stage1 = true;
+    ASSERT_TRUE(decode::attention_merges_in_stage1(merged, static_cast<int>(m.q_heads),
+                                                   static_cast<int>(m.kv_heads),
+                                                   static_cast<int>(m.head_dim), c.max_context));
+    e.set_attention_config(merged);
+    EXPECT_FALSE(has_stage_2(n));
+    for (const bool eager : {true, false, false, false}) {
+      e.step(first(in.tokens), first(in.positions), first(in.slots), eager);
+      EXPECT_SAME_BITS(picked, e.logits_bits(n),
+                       (eager ? "eager" : "graph") << ": merged in stage 1 vs stage 2");
+    }
+  }
+  decode::attention_config bad = decode::default_attention_config();
+  bad.tile = 48;
+  EXPECT_THROW(e.set_attention_config(bad), std::invalid_argument);
 }
 
 TEST(gpu_decode_engine, qwen3_4b_logits_identical_on_a_green_partition_and_the_whole_gpu) {
