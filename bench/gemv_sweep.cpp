@@ -198,12 +198,13 @@ bool worth_timing(const gemv_config& c, const shape_def& s, int batch, int sm_co
     break;
   case gemv_kind::tsweep: // its grid is fixed: every split is worth a look
     return true;
-  case gemv_kind::gemm:  // batch 8 up; at least one k tile per stage of its ring in every slice;
-  case gemv_kind::wgmma: // its blocks are few and fat, so a split is worth a look until the
-  case gemv_kind::wgmma_tma: // tiles fill the SMs twice over
-  case gemv_kind::wgmma_ws:  // (the deep rings: at least 4 k tiles a slice)
-  case gemv_kind::wgmma_pk:
-    if (batch < 8 ||
+  case gemv_kind::gemm:      // batch 8 up (the TMA-ring families at every batch: their batch tile
+  case gemv_kind::wgmma:     // of 16 costs what batch 8 does, and at batch 8 they beat the batch
+  case gemv_kind::wgmma_tma: // 1-4 rows of qkv, gate_up and lm_head); at least one k tile per
+  case gemv_kind::wgmma_ws:  // stage of its ring in every slice; its blocks are few and fat, so
+  case gemv_kind::wgmma_pk:  // a split is worth a look until the tiles fill the SMs twice over
+                             // (the deep rings: at least 4 k tiles a slice)
+    if ((batch < 8 && (c.kind == gemv_kind::gemm || c.kind == gemv_kind::wgmma)) ||
         slice_chunks <
             8.0 * (c.kind == gemv_kind::wgmma_ws || c.kind == gemv_kind::wgmma_pk ? 4 : c.unroll))
       return false;
