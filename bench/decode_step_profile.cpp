@@ -74,10 +74,18 @@ struct role_stats {
   double extends_sum_us = 0;
 };
 
-std::vector<int> parse_list(const std::string& s) {
-  std::vector<int> out;
+// A comma list's non-empty items.
+std::vector<std::string> split_names(const std::string& s) {
+  std::vector<std::string> out;
   std::istringstream in(s);
   for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<int> parse_list(const std::string& s) {
+  std::vector<int> out;
+  for (const auto& item : split_names(s))
     out.push_back(std::atoi(item.c_str()));
   return out;
 }
@@ -119,14 +127,6 @@ read_bound step_read_bound(gpu_timer& timer, const device_buffer& buf, device_bu
         g.name == "lm_head" ? 1.0 : static_cast<double>(m.layers));
   add("attention", attention_roofline(batch, context, m).bytes, static_cast<double>(m.layers));
   return r;
-}
-
-std::vector<std::string> split_names(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
 }
 
 // "pick" (nullopt: the engine's pick_attention_config) or a name of attention_sweep_configs;
