@@ -238,6 +238,10 @@ measured_workload run_attention(suite_gpu_session::impl& s, const suite_workload
   std::iota(slots.begin(), slots.end(), 0);
   const auto dslots = ints_to_device(slots, st.get()), dlen = ints_to_device(lengths, st.get());
   device_buffer ws(decode::attention_workspace_bytes(batch, hq, hk, d, context));
+  // Merge counters, zeroed once as the engine's are: the attention runs in the form the engine's
+  // configuration asks for (merged in stage 1 or by stage 2), not always the two-kernel one.
+  device_buffer counters(std::size_t(batch) * hk * sizeof(unsigned));
+  KG_CUDA_CHECK(cudaMemsetAsync(counters.get(), 0, counters.size(), st.get()));
   decode::attention_args a;
   a.q = q.get();
   a.q_row_stride = std::int64_t(hq) * d;
@@ -252,6 +256,7 @@ measured_workload run_attention(suite_gpu_session::impl& s, const suite_workload
   a.kv_heads = hk;
   a.head_dim = d;
   a.max_context = context;
+  a.counters = static_cast<unsigned*>(counters.get());
   auto launch = [&](cudaStream_t st2) { KG_CUDA_CHECK(decode::launch_attention(a, st2)); };
   launch(st.get());
   const auto hqv = to_host(q, st.get()), ho = to_host(out, st.get());
