@@ -284,7 +284,7 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
         for (int wpb : {4, 8, 16})
           consider({grid, wpb, unroll, split, gemv_kind::tsweep});
   // gemm: every (rows a warp, warps, warps across the batch, stages, split); batch 16 up mainly.
-  for (int split : {1, 2, 4, 8})
+  for (int split : {1, 2, 3, 4, 8})
     for (int rpw : {16, 32, 64})
       for (int wpb : {4, 8})
         for (int bw : {1, 2})
@@ -295,19 +295,19 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
           }
   // wgmma, wgmma_tma: every (rows a warpgroup, warpgroups, stages, split).
   for (gemv_kind kind : {gemv_kind::wgmma, gemv_kind::wgmma_tma})
-    for (int split : {1, 2, 4, 8})
+    for (int split : {1, 2, 3, 4, 8})
       for (int rpg : {64, 128})
         for (int wpb : {4, 8})
           for (int stages : {3, 4})
             consider({rpg, wpb, stages, split, kind});
   // wgmma_ws: the same, with its deep rings.
-  for (int split : {1, 2, 4, 8})
+  for (int split : {1, 2, 3, 4, 8})
     for (int rpg : {64, 128})
       for (int wpb : {4, 8})
         for (int stages : {6, 8, 12, 16})
           consider({rpg, wpb, stages, split, gemv_kind::wgmma_ws});
   // wgmma_pk: the same tiles and splits over the wgmma_tiles copy.
-  for (int split : {1, 2, 4, 8})
+  for (int split : {1, 2, 3, 4, 8})
     for (int rpg : {64, 128})
       for (int wpb : {4, 8})
         for (int stages : {4, 6, 8})

@@ -36,7 +36,7 @@ TEST(gemv_config, picks_supported_configurations_for_every_qwen3_shape_and_batch
       const int n = static_cast<int>(g.n), k = static_cast<int>(g.k);
       const gemv_config c = pick_gemv_config(batch, n, k);
       SCOPED_TRACE(g.name + " batch " + std::to_string(batch) + " " + gemv_kind_name(c.kind));
-      EXPECT_TRUE(in(c.split_k, {1, 2, 4, 8}));
+      EXPECT_TRUE(in(c.split_k, {1, 2, 3, 4, 8}));
       switch (c.kind) {
       case gemv_kind::simt:
         EXPECT_TRUE(in(c.rows_per_warp, {1, 2, 4}));
@@ -258,7 +258,7 @@ TEST(gemv_config, the_gemm_family_keeps_its_tiles_in_registers_and_its_ring_in_s
   EXPECT_FALSE(ok(16, 8, 2, 1, 1, 32));
   EXPECT_FALSE(ok(16, 16, 4, 1, 1, 32));
   EXPECT_FALSE(ok(16, 8, 4, 1, 3, 32));
-  EXPECT_FALSE(ok(16, 8, 4, 3, 1, 32));
+  EXPECT_FALSE(ok(16, 8, 4, 5, 1, 32));
   EXPECT_FALSE(ok(8, 8, 4, 1, 1, 32));
   EXPECT_FALSE(gemv_config_supported({16, 8, 4, 2, gemm, 1}, 32, 2560, 9728));
   gemv_config simt{1, 8, 2, 1};
@@ -299,7 +299,7 @@ TEST(gemv_config, the_wgmma_families_keep_their_accumulators_and_ring_in_bounds)
     EXPECT_FALSE(ok(256, 4, 4, 1, 32));
     EXPECT_FALSE(ok(64, 16, 4, 1, 32));
     EXPECT_FALSE(ok(64, 4, 2, 1, 32));
-    EXPECT_FALSE(ok(64, 4, 4, 3, 32));
+    EXPECT_FALSE(ok(64, 4, 4, 5, 32));
     gemv_config bw{64, 4, 4, 1, wgmma};
     bw.batch_warps = 2;
     EXPECT_FALSE(gemv_config_supported(bw, 32, 2560, 9728));
@@ -370,6 +370,33 @@ TEST(gemv_config, the_wgmma_pk_family_takes_the_wgmma_ws_tiles_with_shallower_ri
 }
 
 // The workspace layout is the same for every family: one zero-filled workspace serves them all.
+// Split 3 (a 40-tile projection as 120 blocks) where K slices are whole k tiles: the gemm and
+// wgmma families; the others cut K into even chunk counts and keep 1, 2, 4, 8.
+TEST(gemv_config, split_3_is_offered_by_the_ring_families_only) {
+  const int batch = 64, n = 2560, k = 4096;
+  for (const gemv_kind kind :
+       {gemv_kind::wgmma, gemv_kind::wgmma_tma, gemv_kind::wgmma_ws, gemv_kind::wgmma_pk}) {
+    const gemv_config c{64, 4,
+                        kind == gemv_kind::wgmma_ws   ? 6
+                        : kind == gemv_kind::wgmma_pk ? 4
+                                                      : 3,
+                        3, kind};
+    EXPECT_TRUE(gemv_config_supported(c, batch, n, k)) << gemv_kind_name(kind);
+    EXPECT_EQ(gemv_workspace_bytes(c, batch, n, k),
+              gemv_workspace_bytes({1, 4, 2, 2}, batch, n, k) +
+                  std::size_t(batch) * n * sizeof(float)); // one slice more than split 2
+  }
+  gemv_config g{16, 4, 3, 3, gemv_kind::gemm};
+  EXPECT_TRUE(gemv_config_supported(g, batch, n, k));
+  for (const gemv_config c :
+       {gemv_config{2, 8, 2, 3, gemv_kind::simt}, gemv_config{2, 8, 2, 3, gemv_kind::bulk},
+        gemv_config{16, 8, 2, 3, gemv_kind::mma}, gemv_config{16, 8, 2, 3, gemv_kind::packed},
+        gemv_config{1, 8, 1, 3, gemv_kind::tsweep}, gemv_config{64, 4, 3, 5, gemv_kind::wgmma},
+        gemv_config{64, 4, 3, 6, gemv_kind::wgmma}})
+    EXPECT_FALSE(gemv_config_supported(c, 8, n, k))
+        << gemv_kind_name(c.kind) << " split " << c.split_k;
+}
+
 TEST(gemv_config, new_families_need_the_same_workspace_as_simt) {
   for (int split : {1, 2, 4, 8})
     for (int batch : {1, 3, 8, 32}) {

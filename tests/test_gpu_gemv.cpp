@@ -55,10 +55,12 @@ struct problem {
   std::vector<double> oracle;          // fp64 sums of the bf16 inputs
   // dw_packed, dw_tiles: the copies in the packed (k % 64 == 0) and wgmma_tiles layouts
   device_buffer dx, dw, dw_packed, dw_tiles, dy;
-  problem(int batch_, int n_, int k_)
+  // w_seed 0: the weights' seed is 1000 + n; the same seed gives the same leading rows at any n.
+  problem(int batch_, int n_, int k_, std::uint32_t w_seed = 0)
       : batch(batch_), n(n_), k(k_), x(random_bf16(std::size_t(batch) * k, 1 + batch)),
-        w(random_bf16(std::size_t(n) * k, 1000 + n)), oracle(std::size_t(batch) * n),
-        dx(x.size() * 2), dw(w.size() * 2), dw_packed(gemv_packed_bytes(gemv_layout::packed, n, k)),
+        w(random_bf16(std::size_t(n) * k, w_seed ? w_seed : 1000 + n)),
+        oracle(std::size_t(batch) * n), dx(x.size() * 2), dw(w.size() * 2),
+        dw_packed(gemv_packed_bytes(gemv_layout::packed, n, k)),
         dw_tiles(gemv_packed_bytes(gemv_layout::wgmma_tiles, n, k)),
         dy(std::size_t(batch) * n * 2) {
     for (int b = 0; b < batch; ++b)
@@ -167,7 +169,7 @@ int check_gemm_family(problem& p) {
   device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
   KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
   int checked = 0;
-  for (int split : {1, 2, 4, 8})
+  for (int split : {1, 2, 3, 4, 8})
     for (int rpw : {16, 32, 64})
       for (int wpb : {4, 8})
         for (int bw : {1, 2})
@@ -186,7 +188,7 @@ int check_wgmma_family(problem& p, gemv_kind kind) {
   device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
   KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
   int checked = 0;
-  for (int split : {1, 2, 4, 8})
+  for (int split : {1, 2, 3, 4, 8})
     for (int rpg : {64, 128})
       for (int wpb : {4, 8})
         for (int stages : {3, 4}) {
@@ -404,10 +406,10 @@ TEST(gpu_gemv, the_gemm_family_matches_the_oracle_and_repeats_bitwise) {
       problem p(batch, n, k);
       EXPECT_GT(check_gemm_family(p), 0) << n << "x" << k << " batch " << batch;
     }
-  // At batch 16 on the odd shape: 4 splits x 3 rows x 2 warps x 2 batch_warps x 2 stages, less
+  // At batch 16 on the odd shape: 5 splits x 3 rows x 2 warps x 2 batch_warps x 2 stages, less
   // 64 rows x 8 warps with one across the batch (512 rows a block) at each split and stage count.
   problem p(16, 37, 8 * 53);
-  EXPECT_EQ(check_gemm_family(p), 96 - 4 * 2);
+  EXPECT_EQ(check_gemm_family(p), 120 - 5 * 2);
 }
 
 // The wgmma family (the gemm family's ring read by warpgroup instructions): every configuration,
@@ -420,8 +422,8 @@ TEST(gpu_gemv, the_wgmma_family_matches_the_oracle_and_repeats_bitwise) {
   for (const auto& [n, k] : {std::pair{37, 8 * 53}, std::pair{517, 8 * 1333}})
     for (int batch : {1, 13, 16, 33, 64, 100, 128, 130}) {
       problem p(batch, n, k);
-      // 4 splits x 2 rows x 2 warpgroup counts x 2 stage counts, every one within the limits.
-      EXPECT_EQ(check_wgmma_family(p, gemv_kind::wgmma), 32) << n << "x" << k << " batch " << batch;
+      // 5 splits x 2 rows x 2 warpgroup counts x 2 stage counts, every one within the limits.
+      EXPECT_EQ(check_wgmma_family(p, gemv_kind::wgmma), 40) << n << "x" << k << " batch " << batch;
     }
   for (int batch : {32, 128}) {
     problem p(batch, 2560, 9728);
@@ -440,7 +442,7 @@ TEST(gpu_gemv, the_wgmma_tma_family_matches_the_oracle_and_the_wgmma_bits) {
   for (const auto& [n, k] : {std::pair{37, 8 * 53}, std::pair{517, 8 * 1333}})
     for (int batch : {1, 13, 16, 33, 64, 100, 128, 130}) {
       problem p(batch, n, k);
-      EXPECT_EQ(check_wgmma_family(p, gemv_kind::wgmma_tma), 32)
+      EXPECT_EQ(check_wgmma_family(p, gemv_kind::wgmma_tma), 40)
           << n << "x" << k << " batch " << batch;
       device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
       KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
@@ -475,7 +477,7 @@ TEST(gpu_gemv, the_wgmma_ws_family_matches_the_oracle_and_the_wgmma_bits) {
       device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
       KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
       int checked = 0;
-      for (int split : {1, 2, 4, 8})
+      for (int split : {1, 2, 3, 4, 8})
         for (int rpg : {64, 128})
           for (int wpb : {4, 8})
             for (int stages : {6, 8, 12, 16}) {
@@ -489,7 +491,7 @@ TEST(gpu_gemv, the_wgmma_ws_family_matches_the_oracle_and_the_wgmma_bits) {
               }
               ++checked;
             }
-      EXPECT_GE(checked, 8) << n << "x" << k << " batch " << batch; // 4 splits x 6, 8 stages
+      EXPECT_GE(checked, 10) << n << "x" << k << " batch " << batch; // 5 splits x 6, 8 stages
     }
   for (int batch : {16, 32, 128}) {
     problem down(batch, 2560, 9728), qkv(batch, 6144, 2560);
@@ -541,7 +543,7 @@ TEST(gpu_gemv, the_wgmma_pk_family_matches_the_oracle_and_the_wgmma_ws_bits) {
       device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
       KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
       int checked = 0, twins = 0;
-      for (int split : {1, 2, 4, 8})
+      for (int split : {1, 2, 3, 4, 8})
         for (int rpg : {64, 128})
           for (int wpb : {4, 8})
             for (int stages : {4, 6, 8}) {
@@ -556,8 +558,8 @@ TEST(gpu_gemv, the_wgmma_pk_family_matches_the_oracle_and_the_wgmma_ws_bits) {
               }
               ++checked;
             }
-      EXPECT_GE(checked, 12) << n << "x" << k << " batch " << batch; // 4 splits x 4, 6, 8 stages
-      EXPECT_GE(twins, 4) << n << "x" << k << " batch " << batch;
+      EXPECT_GE(checked, 15) << n << "x" << k << " batch " << batch; // 5 splits x 4, 6, 8 stages
+      EXPECT_GE(twins, 5) << n << "x" << k << " batch " << batch;
     }
   for (int batch : {16, 128}) {
     problem qkv(batch, 6144, 2560), o_proj(batch, 2560, 4096), down(batch, 2560, 9728);
@@ -573,6 +575,40 @@ TEST(gpu_gemv, the_wgmma_pk_family_matches_the_oracle_and_the_wgmma_ws_bits) {
 
 // The gemm family on the Qwen3-4B down projection's shape at the batches it is for, with the
 // split-K finish under hundreds of racing blocks, repeated: one bit pattern.
+// The split-K finish sums four rows at a time where n, the tile and the workspace allow it (n a
+// multiple of 4) and one at a time otherwise: the same additions in the same order, so a row's
+// bits must not depend on which. 516 rows take the quads (and a last 64-row tile of 4 rows),
+// 517 rows -- the same 516 and one more -- the scalar finish; every split 2-8 of the ring
+// families, batch tiles part filled and a second batch group (130), against the oracle too.
+TEST(gpu_gemv, the_split_k_finish_by_quads_gives_the_scalar_finish_bits) {
+  KG_REQUIRE_GPU();
+  const int k = 8 * 1333;
+  for (int batch : {13, 64, 130}) {
+    problem quads(batch, 516, k, 77), scalar(batch, 517, k, 77);
+    ASSERT_TRUE(std::equal(quads.w.begin(), quads.w.end(), scalar.w.begin()));
+    device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, batch, scalar.n, k));
+    KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+    int compared = 0;
+    for (int split : {2, 3, 4, 8})
+      for (const gemv_config c :
+           {gemm_config(64, 4, 4, split, 1), gemv_config{64, 4, 3, split, gemv_kind::wgmma},
+            gemv_config{128, 8, 4, split, gemv_kind::wgmma_tma},
+            gemv_config{64, 4, 6, split, gemv_kind::wgmma_ws},
+            gemv_config{64, 4, 6, split, gemv_kind::wgmma_pk}}) {
+        if (!gemv_config_supported(c, batch, quads.n, k)) continue;
+        check_config(quads, c, ws.get());
+        const auto a = quads.run(c, ws.get()), b = scalar.run(c, ws.get());
+        int differ = 0;
+        for (int r = 0; r < batch; ++r)
+          for (int i = 0; i < quads.n; ++i)
+            differ += a[std::size_t(r) * quads.n + i] != b[std::size_t(r) * scalar.n + i];
+        EXPECT_EQ(differ, 0) << name(c) << " batch " << batch << ": rows of 516 vs 517";
+        ++compared;
+      }
+    EXPECT_GE(compared, 16) << "batch " << batch; // 4 splits x 4 or 5 families
+  }
+}
+
 TEST(gpu_gemv, the_gemm_family_split_k_is_bitwise_repeatable_on_a_real_shape) {
   KG_REQUIRE_GPU();
   for (int batch : {32, 128}) {

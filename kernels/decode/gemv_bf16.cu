@@ -47,11 +47,16 @@ bool in(int v, std::initializer_list<int> set) {
 }
 
 bool supported(const gemv_config& c) {
-  if (!in(c.split_k, {1, 2, 4, 8}) || !in(c.cluster, {0, 1})) return false;
+  if (!in(c.split_k, {1, 2, 3, 4, 8}) || !in(c.cluster, {0, 1})) return false;
   if (c.kind != gemv_kind::gemm && c.batch_warps != 1) return false;
   // Clusters of the split blocks (at most 8, the portable cluster size): the simt family only
   // (the mma family's registers decide its waves: gemv_bf16_mma.cu).
   if (c.cluster && (c.split_k == 1 || c.kind != gemv_kind::simt)) return false;
+  // Split 3 (a 40-tile projection in 120 blocks: one wave) where K slices are whole k tiles.
+  const bool ring_family = c.kind == gemv_kind::gemm || c.kind == gemv_kind::wgmma ||
+                           c.kind == gemv_kind::wgmma_tma || c.kind == gemv_kind::wgmma_ws ||
+                           c.kind == gemv_kind::wgmma_pk;
+  if (c.split_k == 3 && !ring_family) return false;
   switch (c.kind) {
   case gemv_kind::simt:
     // More than 16 weight loads in flight per lane buys nothing and spills registers.

@@ -143,8 +143,8 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 // Queues y = x w^T on `s`. x: [batch, k], w: [n, k] (or its copy in gemv_weight_layout(c)),
 // y: [batch, n], all dense row-major; k must be a multiple of 8 (16-byte rows), x and w 16-byte
 // aligned, any n and batch >= 1 (batches above a kernel's batch group take several launches, each
-// streaming the weights again). Supported, split_k 1, 2, 4, 8 unless said (split_k > 1: at most
-// 65536 row tiles):
+// streaming the weights again). Supported, split_k 1, 2, 4, 8 unless said, and 3 for gemm and
+// the wgmma families (split_k > 1: at most 65536 row tiles):
 //   simt: rows_per_warp 1, 2, 4; unroll 2, 4, 8 with rows_per_warp x unroll <= 16;
 //         warps_per_block 4, 8, 16; batch group 32 / rows_per_warp.
 //   bulk: rows_per_warp 1, 2, 4; warps_per_block 4, 8; unroll (stages) 2, 4, 8 with a ring of at

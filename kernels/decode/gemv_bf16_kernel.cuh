@@ -151,11 +151,13 @@ __device__ __forceinline__ bool last_of_split(const gemv_args& a, int counter) {
 
 // The last block's part: y of rows [row0, row0 + rows) = the first `count` (default a.split)
 // slices' partials summed in slice order (whichever block does it, the sum is the same). A thread
-// takes `outputs` outputs a round and issues all their slices' loads before adding any: one at a
-// time, the loads' L2 latency made this tail most of a split-K launch at batch 64-128
-// (docs/performance.md).
-constexpr int max_split_k = 8; // gemv_config::split_k is 1, 2, 4 or 8
-__device__ __forceinline__ void sum_slices(const gemv_args& a, int row0, int rows, int count) {
+// issues all its loads of a round before adding any: one at a time, the loads' L2 latency made
+// this tail most of a split-K launch at batch 64-128 (docs/performance.md).
+constexpr int max_split_k = 8; // gemv_config::split_k is 1, 2, 3, 4 or 8
+
+// One output a thread, `outputs` of them a round: any n.
+__device__ __forceinline__ void sum_slices_scalar(const gemv_args& a, int row0, int rows,
+                                                  int count) {
   constexpr int outputs = 4;
   const int total = rows * a.nb, stride = static_cast<int>(blockDim.x);
   for (int t0 = static_cast<int>(threadIdx.x); t0 < total; t0 += outputs * stride) {
@@ -180,6 +182,64 @@ __device__ __forceinline__ void sum_slices(const gemv_args& a, int row0, int row
       a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
     }
   }
+}
+
+// Four consecutive rows of one batch row a thread (16-byte loads of each slice), G of them a
+// round, slices up to S: the same additions in the same order as the scalar form, a quarter of
+// its loads. Needs rows, row0, n and the slice stride multiples of 4 and partial / y aligned to
+// 16 / 8 bytes (whole quads: a quad is either all below n or all past it).
+template <int G, int S>
+__device__ __forceinline__ void sum_slices_quads(const gemv_args& a, int row0, int rows,
+                                                 int count) {
+  const int quads = rows / 4, total = quads * a.nb, stride = static_cast<int>(blockDim.x);
+  const long long slice4 = a.slice_stride / 4;
+  for (int t0 = static_cast<int>(threadIdx.x); t0 < total; t0 += G * stride) {
+    float4 v[G][S];
+#pragma unroll
+    for (int u = 0; u < G; ++u) {
+      const int t = t0 + u * stride, b = t / quads, row = row0 + 4 * (t % quads);
+      const bool in = t < total && row < a.n;
+      const float4* p =
+          reinterpret_cast<const float4*>(a.partial + static_cast<long long>(b) * a.n + row);
+#pragma unroll
+      for (int s = 0; s < S; ++s) // L2: other SMs wrote these, L1 may be stale
+        v[u][s] = in && s < count ? __ldcg(p + s * slice4) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int u = 0; u < G; ++u) {
+      const int t = t0 + u * stride, b = t / quads, row = row0 + 4 * (t % quads);
+      if (t >= total || row >= a.n) continue;
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int s = 0; s < S; ++s)
+        if (s < count) {
+          sum.x += v[u][s].x;
+          sum.y += v[u][s].y;
+          sum.z += v[u][s].z;
+          sum.w += v[u][s].w;
+        }
+      const __nv_bfloat162 lo = __floats2bfloat162_rn(sum.x, sum.y);
+      const __nv_bfloat162 hi = __floats2bfloat162_rn(sum.z, sum.w);
+      uint2 out;
+      out.x = *reinterpret_cast<const unsigned*>(&lo);
+      out.y = *reinterpret_cast<const unsigned*>(&hi);
+      *reinterpret_cast<uint2*>(a.y + static_cast<std::size_t>(b) * a.n + row) = out;
+    }
+  }
+}
+
+__device__ __forceinline__ void sum_slices(const gemv_args& a, int row0, int rows, int count) {
+  const bool quads = rows % 4 == 0 && row0 % 4 == 0 && a.n % 4 == 0 && a.slice_stride % 4 == 0 &&
+                     reinterpret_cast<std::uintptr_t>(a.partial) % 16 == 0 &&
+                     reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0;
+  if (!quads)
+    sum_slices_scalar(a, row0, rows, count);
+  else if (count <= 2)
+    sum_slices_quads<4, 2>(a, row0, rows, count);
+  else if (count <= 4)
+    sum_slices_quads<2, 4>(a, row0, rows, count);
+  else
+    sum_slices_quads<1, max_split_k>(a, row0, rows, count);
 }
 __device__ __forceinline__ void sum_slices(const gemv_args& a, int row0, int rows) {
   sum_slices(a, row0, rows, a.split);
