@@ -81,12 +81,15 @@ TEST(decode_engine_plan, pool_and_prefill_sizes_are_checked) {
   c.max_prefill_tokens = -1;
   EXPECT_THROW(validate_decode_engine_config(c), std::invalid_argument);
   c = tiny_decode_engine_config();
-  c.max_gemv_batch = 129; // the GEMV table goes to batch 128
+  c.max_gemv_batch = 257; // the engine's largest batch is 256 (128-row launches above 128)
   EXPECT_THROW(validate_decode_engine_config(c), std::invalid_argument);
   c.max_gemv_batch = 0;
   EXPECT_THROW(validate_decode_engine_config(c), std::invalid_argument);
-  c.max_gemv_batch = 128;
-  EXPECT_NO_THROW(validate_decode_engine_config(c));
+  for (const int b : {128, 129, 256}) {
+    c.max_gemv_batch = b;
+    EXPECT_NO_THROW(validate_decode_engine_config(c)) << b;
+  }
+  EXPECT_EQ(gemv_launch_rows, 128);
   c = tiny_decode_engine_config();
   c.kv_pool_tokens = 3000;
   EXPECT_EQ(kv_pool_tokens_of(c), 3000);

@@ -621,6 +621,35 @@ TEST(gpu_decode_engine, gemv_batches_above_32_match_the_reference_and_refuse_ove
       std::invalid_argument);
 }
 
+// Above 128 rows (max_gemv_batch up to 256) the engine runs each projection as GEMV launches of
+// 128 rows: rows at both ends of the first launch and of the second (72 rows) match the host
+// reference.
+TEST(gpu_decode_engine, gemv_batches_above_128_run_as_128_row_launches_and_match_the_reference) {
+  KG_REQUIRE_GPU();
+  cuda_stream s;
+  auto c = tiny_decode_engine_config();
+  c.max_batch = 200; // prefill_rows' slots (3b + 1) mod 200 are distinct
+  c.max_gemv_batch = 200;
+  c.max_context = 640;
+  decode_engine e(c, s.get());
+  std::vector<int> contexts;
+  for (int b = 0; b < 200; ++b)
+    contexts.push_back((b * 53 + 7) % 600);
+  const auto in = prefill_rows(e, contexts);
+  host_reference ref(e);
+  ref.read_caches();
+  e.step(in.tokens, in.positions, in.slots);
+  const auto got = e.logits_bits(200);
+  const auto V = c.model.vocab;
+  for (const int b : {0, 127, 128, 199}) {
+    const auto want = ref.logits(in.tokens[b], in.positions[b], in.slots[b]);
+    vec row(static_cast<std::size_t>(V));
+    for (std::int64_t i = 0; i < V; ++i)
+      row[static_cast<std::size_t>(i)] = bf16_to_float(got[b * V + i]);
+    EXPECT_LE(rel_l2(row, want), 0.02) << "row " << b;
+  }
+}
+
 // Batches above max_gemv_batch run their projections through cuBLAS: the same logits as the
 // host reference, as the GEMV's are.
 TEST(gpu_decode_engine, batches_above_the_gemv_run_as_gemms_and_match_the_reference) {

@@ -42,7 +42,7 @@ void validate_decode_engine_config(const decode_engine_config& c) {
     fail("the KV pool's tokens x kv_heads must fit an int");
   if (c.max_prefill_tokens < 0 || c.max_prefill_tokens > 8192)
     fail("max_prefill_tokens must be 0..8192");
-  if (c.max_gemv_batch < 1 || c.max_gemv_batch > 128) fail("max_gemv_batch must be 1..128");
+  if (c.max_gemv_batch < 1 || c.max_gemv_batch > 256) fail("max_gemv_batch must be 1..256");
   if (!(c.weight_sd > 0)) fail("weight_sd must be positive");
 }
 

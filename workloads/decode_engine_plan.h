@@ -35,9 +35,14 @@ struct decode_engine_config {
   // tokens over its sequences); 0: no prefill buffers, prefill_chunk refused.
   int max_prefill_tokens = 0;
   // Decode batches above this run their projections as cuBLAS GEMMs; the GEMV table covers batch
-  // 1-128 (kg_bench_decode_step raises it to time those), the step-level figures use <= 32.
+  // 1-128 (kg_bench_decode_step raises it to time those), the step-level figures use <= 32. Up to
+  // 256: batches above gemv_launch_rows run as GEMV launches of that many rows (our kernels at
+  // every batch, whose bits do not depend on the SMs they are granted).
   int max_gemv_batch = 32;
 };
+
+// The most rows one decode GEMV launch of the engine takes: the GEMV table's last batch.
+inline constexpr int gemv_launch_rows = 128;
 
 // The serving engine on the H200 (docs/architecture.md, Serving): up to `max_batch` sequences,
 // a KV pool of what `free_bytes` of device memory holds after the engine's weights, activations,

@@ -56,7 +56,8 @@ decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
     throw std::invalid_argument("decode_engine: needs a created stream, not the legacy default");
   const auto& m = c_.model;
   const int B = c_.max_batch;
-  const int G = std::min(B, c_.max_gemv_batch); // the batches the GEMV serves
+  // The batches one GEMV launch serves: larger ones run as launches of gemv_launch_rows rows.
+  const int G = std::min({B, c_.max_gemv_batch, gemv_launch_rows});
   weights_ = device_buffer(static_cast<std::size_t>(sizes_.weight_elements) * sizeof(bf16));
   cache_ = device_buffer(static_cast<std::size_t>(sizes_.kv_cache_bytes));
 
@@ -291,6 +292,14 @@ void decode_engine::gemv(const char* projection, const bf16* x, const bf16* w, b
     gemm_->run(x, w, y, batch, n, k);
     return;
   }
+  // Past the GEMV table's rows: launches of gemv_launch_rows rows, each a batch the table has
+  // (every row's bits are those of its launch's configuration, fixed by the batch alone).
+  if (batch > gemv_launch_rows) {
+    for (int b0 = 0; b0 < batch; b0 += gemv_launch_rows)
+      gemv(projection, x + static_cast<std::size_t>(b0) * k, w,
+           y + static_cast<std::size_t>(b0) * n, std::min(gemv_launch_rows, batch - b0), n, k);
+    return;
+  }
   if (const auto it = gemv_overrides_.find(projection); it != gemv_overrides_.end()) {
     KG_CUDA_CHECK(it->second(x, w, y, batch, n, k, stream_));
     return;
@@ -312,7 +321,8 @@ namespace {
 
 // Whether enqueue(batch) gives the SiLU gate to the gate_up GEMV's epilogue.
 bool gate_in_gemv(const decode_engine_config& c, int batch) {
-  if (batch > c.max_gemv_batch) return false; // a cuBLAS GEMM, then the gate kernel
+  // A cuBLAS GEMM, or GEMV launches of 128 rows, then the gate kernel.
+  if (batch > c.max_gemv_batch || batch > gemv_launch_rows) return false;
   const auto& m = c.model;
   const int n = static_cast<int>(2 * m.intermediate), k = static_cast<int>(m.hidden);
   return gemv_gated_supported(pick_gemv_config(batch, n, k), batch, n, k);
