@@ -632,22 +632,7 @@ TEST(gpu_decode_engine, gemv_batches_above_128_run_as_128_row_launches_and_match
   c.max_gemv_batch = 200;
   c.max_context = 640;
   decode_engine e(c, s.get());
-  std::vector<int> contexts;
-  for (int b = 0; b < 200; ++b)
-    contexts.push_back((b * 53 + 7) % 600);
-  const auto in = prefill_rows(e, contexts);
-  host_reference ref(e);
-  ref.read_caches();
-  e.step(in.tokens, in.positions, in.slots);
-  const auto got = e.logits_bits(200);
-  const auto V = c.model.vocab;
-  for (const int b : {0, 127, 128, 199}) {
-    const auto want = ref.logits(in.tokens[b], in.positions[b], in.slots[b]);
-    vec row(static_cast<std::size_t>(V));
-    for (std::int64_t i = 0; i < V; ++i)
-      row[static_cast<std::size_t>(i)] = bf16_to_float(got[b * V + i]);
-    EXPECT_LE(rel_l2(row, want), 0.02) << "row " << b;
-  }
+  expect_step_matches_reference(e, 200, 53, 7, 600, {0, 127, 128, 199});
 }
 
 // Batches above max_gemv_batch run their projections through cuBLAS: the same logits as the
