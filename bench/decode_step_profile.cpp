@@ -30,7 +30,12 @@
 // griddepcontrol.wait for the kernel ahead, so only the span and the idle time compare across
 // modes.
 //
-//   kg_bench_decode_step [--steps N] [--batches 1,8] [--attention pick,NAME...] [--no-ceiling]
+// --norms fold,kernels times the step with its RMSNorms folded into the GEMVs where their
+// configurations allow (the engine's default, decode_engine_config::fold_norms) and as kernels of
+// their own, one after the other in the same process.
+//
+//   kg_bench_decode_step [--steps N] [--batches 1,8] [--attention pick,NAME...]
+//                        [--norms fold,kernels] [--no-ceiling]
 //   (needs a GPU; exits 3 without one)
 // Exit: 0 done, 1 the trace did not show the step's kernels, 2 bad usage, 3 no GPU or no CUPTI.
 #include <algorithm>
@@ -146,7 +151,7 @@ bool attention_config_named(const std::string& name, std::optional<decode::atten
 
 int usage() {
   std::cerr << "usage: kg_bench_decode_step [--steps N] [--batches 1,8] "
-               "[--attention pick,NAME...] [--no-ceiling]\n";
+               "[--attention pick,NAME...] [--norms fold,kernels] [--no-ceiling]\n";
   return 2;
 }
 
@@ -157,6 +162,7 @@ int main(int argc, char** argv) {
   std::vector<int> batches = {1, 8};
   std::vector<std::string> attention_names = {"pick"};
   bool ceiling = true;
+  std::vector<bool> fold_modes = {true};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--steps" && i + 1 < argc)
@@ -167,9 +173,17 @@ int main(int argc, char** argv) {
       attention_names = split_names(argv[++i]);
     else if (a == "--no-ceiling")
       ceiling = false;
-    else
+    else if (a == "--norms" && i + 1 < argc) {
+      fold_modes.clear();
+      for (const auto& n : split_names(argv[++i]))
+        if (n == "fold" || n == "kernels")
+          fold_modes.push_back(n == "fold");
+        else
+          return usage();
+    } else
       return usage();
   }
+  if (fold_modes.empty()) return usage();
   std::vector<std::optional<decode::attention_config>> attention_configs;
   for (const auto& n : attention_names) {
     std::optional<decode::attention_config> c;
@@ -228,13 +242,20 @@ int main(int argc, char** argv) {
   std::uint64_t tag = 1000;
   tr->acquire();
   for (const int batch : batches)
-    for (std::size_t ai = 0; ai < attention_configs.size(); ++ai) {
+    for (std::size_t run = 0; run < attention_configs.size() * fold_modes.size(); ++run) {
+      const std::size_t ai = run / fold_modes.size();
+      const bool fold = fold_modes[run % fold_modes.size()];
       e.set_attention_config(attention_configs[ai]);
+      e.set_fold_norms(fold);
       const std::vector<std::string> roles_of_layer = [&] {
         const auto r = e.layer_roles(batch);
         return std::vector<std::string>(r.begin(), r.end());
       }();
-      const std::size_t expected = 1 + roles_of_layer.size() * layers + 3;
+      const std::vector<std::string> tail = [&] {
+        const auto r = e.tail_roles(batch);
+        return std::vector<std::string>(r.begin(), r.end());
+      }();
+      const std::size_t expected = 1 + roles_of_layer.size() * layers + tail.size();
       std::vector<int> tok, pos, slot;
       for (int b = 0; b < batch; ++b) {
         e.prefill(b, context); // each configuration's steps start from the same cache
@@ -291,10 +312,8 @@ int main(int argc, char** argv) {
             std::string role;
             if (j == 0)
               role = "embedding_gather";
-            else if (j + 3 >= k.size())
-              role = j + 3 == k.size()   ? "final_rmsnorm"
-                     : j + 2 == k.size() ? "lm_head_gemv"
-                                         : "argmax";
+            else if (j + tail.size() >= k.size())
+              role = tail[j + tail.size() - k.size()];
             else
               role = roles_of_layer[(j - 1) % roles_of_layer.size()];
             const double us = static_cast<double>(k[j].end_ns - k[j].start_ns) * 1e-3;
@@ -311,10 +330,10 @@ int main(int argc, char** argv) {
         }
         const double sp = median(span);
         const double bound_us = decode_step_roofline(batch, context).bytes / (copy_gbps * 1e3);
-        std::printf("\ndecode step, batch %d, context %d, %s launches, attention %s, graph replay "
-                    "(%d steps traced, medians)\n",
+        std::printf("\ndecode step, batch %d, context %d, %s launches, attention %s, norms %s, "
+                    "graph replay (%d steps traced, medians)\n",
                     batch, context, pl ? "programmatic" : "plain", attention_names[ai].c_str(),
-                    steps);
+                    fold ? "folded" : "kernels", steps);
         std::printf("  bound %.1f us (decode_step_roofline bytes / copy bandwidth), span %.1f us: "
                     "SOL %.3f\n",
                     bound_us, sp, bound_us / sp);
@@ -332,7 +351,7 @@ int main(int argc, char** argv) {
                     "us per step", "extends med", "extends/step", "share");
         std::vector<std::string> order = {"embedding_gather"};
         order.insert(order.end(), roles_of_layer.begin(), roles_of_layer.end());
-        order.insert(order.end(), {"final_rmsnorm", "lm_head_gemv", "argmax"});
+        order.insert(order.end(), tail.begin(), tail.end());
         for (const auto& r : order) {
           const auto& st = roles[r];
           const double per_step = st.sum_us / steps, ext_step = st.extends_sum_us / steps;

@@ -10,7 +10,8 @@
 #   3. DECODE_TESTS (default 'gpu_decode'): kg_decode_gpu_tests (the engine, the partitions, the
 #      attention in every configuration of the sweep).
 #   4. ATTENTION_SWEEP (default "--max-wall 0.3"): kg_bench_attention_sweep's arguments.
-#   5. STEP_BATCHES (default 1,8,32,128) and STEP_ATTENTION (default pick): kg_bench_decode_step.
+#   5. STEP_BATCHES (default 1,8,32,128), STEP_ATTENTION (default pick) and STEP_NORMS (default
+#      fold,kernels): kg_bench_decode_step.
 # TEST_TIMEOUT (default 450) bounds each ctest test. PHASE=start builds (in the call) and starts
 # the chain, PHASE=wait waits again; each call sends back summary.txt (each step's exit and
 # seconds, and its key lines) and chain-logs.tgz (every step's whole log) into $LOG_DIR.
@@ -68,7 +69,7 @@ kg_bench_decode_step kg_bench_attention_sweep" source "$root/scripts/gpu_build.s
     [ -z $(q "$step_batches") ] ||
       step decode-step '^copy bandwidth|^decode step|SOL|read-ceiling|attention_s|gemv' \
         ./bench/kg_bench_decode_step --batches $(q "$step_batches") \
-        --attention $(q "${STEP_ATTENTION:-pick}")
+        --attention $(q "${STEP_ATTENTION:-pick}") --norms $(q "${STEP_NORMS:-fold,kernels}")
     touch $(q "$w/chain.done")"
   start_chain "$steps"
 fi

@@ -4,6 +4,7 @@
 // touched (so these run without a GPU).
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -469,5 +470,46 @@ TEST(gemv_config, the_gated_epilogue_is_offered_only_where_one_warp_holds_both_s
   EXPECT_EQ(launch_gemv_bf16_gated(p, p, p, 1, 64, 8, {16, 4, 2, 1, mma}, nullptr),
             cudaErrorInvalidValue);
   EXPECT_EQ(launch_gemv_bf16_gated(p, p, p, 1, 63, 8, {2, 4, 2, 1}, nullptr),
+            cudaErrorInvalidValue);
+}
+
+// The norm folds into the simt family (its x chunks pass through registers one at a time) and up
+// to launch_add_rmsnorm's 8192 columns; the residual add into every family's store, not the
+// gated one's (whose outputs are not the projection's). At batch 1 the engine's qkv, gate_up and
+// lm_head rows take the norm: its three norm kernels a step leave the step's path.
+TEST(gemv_config, a_norm_folds_into_the_simt_family_and_the_residual_add_into_every_family) {
+  alignas(16) std::uint16_t buf[8] = {};
+  auto* p = reinterpret_cast<__nv_bfloat16*>(buf);
+  gemv_fusion norm, add;
+  norm.norm_weight = p;
+  add.add_to_y = true;
+  for (const gemv_config& c : {gemv_config{2, 4, 2, 1}, gemv_config{4, 8, 2, 8},
+                               gemv_config{1, 8, 4, 2, gemv_kind::simt, 1}}) {
+    EXPECT_TRUE(gemv_fusion_supported(c, norm, 2560, false));
+    EXPECT_TRUE(gemv_fusion_supported(c, norm, 8192, true));
+    EXPECT_FALSE(gemv_fusion_supported(c, norm, 8200, false)); // past the norm kernel's rows
+  }
+  for (const auto kind : {gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep, gemv_kind::tsweep,
+                          gemv_kind::packed, gemv_kind::gemm, gemv_kind::wgmma,
+                          gemv_kind::wgmma_tma, gemv_kind::wgmma_ws, gemv_kind::wgmma_pk}) {
+    gemv_config c;
+    c.kind = kind;
+    EXPECT_FALSE(gemv_fusion_supported(c, norm, 2560, false)) << gemv_kind_name(kind);
+    EXPECT_TRUE(gemv_fusion_supported(c, add, 2560, false)) << gemv_kind_name(kind);
+  }
+  EXPECT_FALSE(gemv_fusion_supported(gemv_config{2, 4, 2, 1}, add, 2560, true));
+  EXPECT_TRUE(gemv_fusion_supported(gemv_config{2, 4, 2, 1}, gemv_fusion{}, 2560, true));
+  for (const auto& [n, gated] : {std::pair{6144, false}, {19456, true}, {151936, false}})
+    EXPECT_TRUE(gemv_fusion_supported(pick_gemv_config(1, n, 2560), norm, 2560, gated)) << n;
+  // Refused before touching the device: a norm on the mma family, a misaligned norm weight, the
+  // add on the gated launch.
+  EXPECT_EQ(launch_gemv_bf16(p, p, p, 1, 64, 8, {16, 4, 2, 1, gemv_kind::mma}, nullptr, nullptr,
+                             false, &norm),
+            cudaErrorInvalidValue);
+  gemv_fusion odd = norm;
+  odd.norm_weight = p + 1;
+  EXPECT_EQ(launch_gemv_bf16(p, p, p, 1, 64, 8, {2, 4, 2, 1}, nullptr, nullptr, false, &odd),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(launch_gemv_bf16_gated(p, p, p, 1, 64, 8, {2, 4, 2, 1}, nullptr, false, &add),
             cudaErrorInvalidValue);
 }

@@ -314,6 +314,45 @@ TEST(gpu_decode_engine, programmatic_and_plain_launches_give_identical_logits) {
   EXPECT_SAME_BITS(got[0][0], got[1][1], "plain eager vs programmatic graph");
 }
 
+// The norms folded into the GEMVs (the default) give the logits of the norm kernels, eager and
+// from a graph, after a different step (stale activations would show), and the step's roles
+// say which kernels ran: on the tiny model every batch's GEMVs are simt and fold all three norms.
+TEST(gpu_decode_engine, norms_folded_into_the_gemvs_give_the_norm_kernels_logits) {
+  KG_REQUIRE_GPU();
+  cuda_stream s;
+  auto c = tiny_decode_engine_config();
+  ASSERT_TRUE(c.fold_norms);
+  decode_engine folded(c, s.get());
+  c.fold_norms = false;
+  decode_engine kernels(c, s.get());
+  const std::vector<int> contexts = {9, 1000, 0, 256, 255, 77, 600, 1};
+  const auto in = prefill_rows(folded, contexts);
+  prefill_rows(kernels, contexts);
+  const auto has = [](const std::vector<const char*>& r, const std::string& role) {
+    return std::any_of(r.begin(), r.end(), [&](const char* x) { return role == x; });
+  };
+  for (const int n : {1, 3, 8}) {
+    SCOPED_TRACE(::testing::Message() << "batch " << n);
+    auto first = [n](std::vector<int> v) { return std::vector<int>(v.begin(), v.begin() + n); };
+    const auto fl = folded.layer_roles(n), kl = kernels.layer_roles(n);
+    EXPECT_TRUE(has(fl, "norm_qkv_gemv") && !has(fl, "input_rmsnorm") && !has(fl, "post_rmsnorm"));
+    EXPECT_TRUE(has(kl, "input_rmsnorm") && has(kl, "post_rmsnorm") && !has(kl, "norm_qkv_gemv"));
+    EXPECT_EQ(folded.tail_roles(n).size(), 2u);
+    EXPECT_EQ(kernels.tail_roles(n).size(), 3u);
+    kernels.step(first(in.tokens), first(in.positions), first(in.slots), true);
+    const auto want = kernels.logits_bits(n);
+    for (const bool eager : {true, false}) {
+      std::vector<int> other = first(in.tokens);
+      for (auto& t : other)
+        t = (t + 17) % static_cast<int>(c.model.vocab);
+      folded.step(other, first(in.positions), first(in.slots), eager);
+      folded.step(first(in.tokens), first(in.positions), first(in.slots), eager);
+      EXPECT_SAME_BITS(want, folded.logits_bits(n),
+                       (eager ? "eager" : "graph") << ": norms folded vs their kernels");
+    }
+  }
+}
+
 // The attention merged in stage 1 (one kernel) gives the logits of the engine's own two-kernel
 // configuration, eager and from a graph, step after step on the engine's counters; the step's
 // kernel roles follow the configuration.

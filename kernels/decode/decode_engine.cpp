@@ -285,7 +285,11 @@ void decode_engine::set_gemv_override(const std::string& projection, gemv_overri
 }
 
 void decode_engine::gemv(const char* projection, const bf16* x, const bf16* w, bf16* y, int batch,
-                         int n, int k) {
+                         int n, int k, const gemv_fusion* fusion) {
+  // A fusion only where launch_gemv_bf16 runs (norm_folds_of sees to it).
+  if (fusion &&
+      (batch > c_.max_gemv_batch || batch > gemv_launch_rows || gemv_overrides_.count(projection)))
+    throw std::logic_error("decode_engine: a folded norm on a GEMM or an overridden GEMV");
   // Above max_gemv_batch the projection is a GEMM, not the GEMV role: an override (a GEMV of up
   // to 32 rows, checked at batch 1..32) replaces the GEMV where the GEMV runs.
   if (batch > c_.max_gemv_batch) {
@@ -313,8 +317,8 @@ void decode_engine::gemv(const char* projection, const bf16* x, const bf16* w, b
       throw std::logic_error("decode_engine: a packed GEMV configuration without a packed copy");
     w = it->copy;
   }
-  KG_CUDA_CHECK(
-      launch_gemv_bf16(x, w, y, batch, n, k, c, gemv_work_.get(), stream_, c_.programmatic_launch));
+  KG_CUDA_CHECK(launch_gemv_bf16(x, w, y, batch, n, k, c, gemv_work_.get(), stream_,
+                                 c_.programmatic_launch, fusion));
 }
 
 namespace {
@@ -346,6 +350,36 @@ void decode_engine::set_attention_config(const std::optional<decode::attention_c
       e.reset();
 }
 
+void decode_engine::set_fold_norms(bool on) {
+  if (c_.fold_norms == on) return;
+  c_.fold_norms = on;
+  for (auto* g : {&graphs_, &other_mode_graphs_})
+    for (auto& e : *g)
+      e.reset();
+}
+
+decode_engine::norm_folds decode_engine::norm_folds_of(int batch) const {
+  norm_folds f;
+  if (!c_.fold_norms || batch > c_.max_gemv_batch || batch > gemv_launch_rows) return f;
+  const auto& m = c_.model;
+  const int H = static_cast<int>(m.hidden), I = static_cast<int>(m.intermediate),
+            V = static_cast<int>(m.vocab), qkv = static_cast<int>(sizes_.qkv_width);
+  const auto ours = [&](const char* p) { return gemv_overrides_.count(p) == 0; };
+  // A norm folds where its GEMV's configuration takes it and the GEMV that makes its delta
+  // (o_proj for the post norm, down for the others) is ours, to add into the stream.
+  gemv_fusion norm;
+  norm.norm_weight = final_norm_; // (any weight: supported or not does not depend on it)
+  const auto folds = [&](const char* p, int n, bool gated) {
+    return ours(p) && gemv_fusion_supported(pick_gemv_config(batch, n, H), norm, H, gated);
+  };
+  f.input = ours("down") && folds("qkv", qkv, false);
+  f.post = ours("o_proj") &&
+           (gate_in_gemv(c_, batch) && ours("gate_up") ? folds("gate_up", 2 * I, true)
+                                                       : folds("gate_up", 2 * I, false));
+  f.final = ours("down") && folds("lm_head", V, false);
+  return f;
+}
+
 decode::attention_config decode_engine::attention_config_of(int batch) const {
   return attention_override_ ? *attention_override_ : decode::pick_attention_config(batch);
 }
@@ -355,18 +389,27 @@ std::vector<const char*> decode_engine::layer_roles(int batch) const {
   const bool merged = decode::attention_merges_in_stage1(
       attention_config_of(batch), static_cast<int>(m.q_heads), static_cast<int>(m.kv_heads),
       static_cast<int>(m.head_dim), c_.max_context);
-  std::vector<const char*> r = {"input_rmsnorm", "qkv_gemv", "attention_s1"};
+  const norm_folds f = norm_folds_of(batch);
+  std::vector<const char*> r;
+  if (!f.input) r.push_back("input_rmsnorm");
+  r.push_back(f.input ? "norm_qkv_gemv" : "qkv_gemv");
+  r.push_back("attention_s1");
   if (!merged) r.push_back("attention_s2");
   r.push_back("o_proj_gemv");
-  r.push_back("post_rmsnorm");
-  if (gate_in_gemv(c_, batch)) {
-    r.push_back("gate_up_silu_gemv");
-  } else {
-    r.push_back("gate_up_gemv");
+  if (!f.post) r.push_back("post_rmsnorm");
+  if (gate_in_gemv(c_, batch) && !gemv_overrides_.count("gate_up"))
+    r.push_back(f.post ? "norm_gate_up_silu_gemv" : "gate_up_silu_gemv");
+  else {
+    r.push_back(f.post ? "norm_gate_up_gemv" : "gate_up_gemv");
     r.push_back("silu_gate");
   }
   r.push_back("down_gemv");
   return r;
+}
+
+std::vector<const char*> decode_engine::tail_roles(int batch) const {
+  if (norm_folds_of(batch).final) return {"norm_lm_head_gemv", "argmax"};
+  return {"final_rmsnorm", "lm_head_gemv", "argmax"};
 }
 
 void decode_engine::enqueue(int batch) {
@@ -379,12 +422,29 @@ void decode_engine::enqueue(int batch) {
   const bool pl = c_.programmatic_launch;
   // The first kernel follows the inputs' copy, not a kernel: a plain launch.
   KG_CUDA_CHECK(decode::launch_embedding_gather(embedding_, d_tokens_, hidden_, batch, H, stream_));
-  for (int l = 0; l < static_cast<int>(m.layers); ++l) {
+  // Each norm folded into the GEMV it feeds, or its own kernel; the delta that joins the residual
+  // stream ahead of a folded norm is added in its GEMV's store (norm_folds_of, gemv_fusion).
+  const norm_folds f = norm_folds_of(batch);
+  const int layers = static_cast<int>(m.layers);
+  gemv_fusion add;
+  add.add_to_y = true;
+  const auto norm = [eps](const bf16* weight) {
+    gemv_fusion n;
+    n.norm_weight = weight;
+    n.norm_eps = eps;
+    return n;
+  };
+  for (int l = 0; l < layers; ++l) {
     const auto& w = layers_[static_cast<std::size_t>(l)];
-    // The previous layer's MLP output joins the residual stream here (none before layer 0).
-    KG_CUDA_CHECK(decode::launch_add_rmsnorm(l ? mlp_out_ : nullptr, hidden_, w.input_norm, normed_,
-                                             batch, H, eps, stream_, pl));
-    gemv("qkv", normed_, w.qkv, qkv_, batch, qkv, H);
+    if (f.input) {
+      const gemv_fusion input = norm(w.input_norm);
+      gemv("qkv", hidden_, w.qkv, qkv_, batch, qkv, H, &input);
+    } else {
+      // The previous layer's MLP output joins the residual stream here (none before layer 0).
+      KG_CUDA_CHECK(decode::launch_add_rmsnorm(l ? mlp_out_ : nullptr, hidden_, w.input_norm,
+                                               normed_, batch, H, eps, stream_, pl));
+      gemv("qkv", normed_, w.qkv, qkv_, batch, qkv, H);
+    }
     bf16* kc = const_cast<bf16*>(k_cache(l));
     bf16* vc = const_cast<bf16*>(v_cache(l));
     // q/k head norms, RoPE and the K/V append folded into the attention's stage 1
@@ -397,23 +457,40 @@ void decode_engine::enqueue(int batch) {
     args.counters = static_cast<unsigned*>(attn_counters_.get());
     KG_CUDA_CHECK(decode::launch_attention_fused_with(
         attention_config_of(batch), args, {w.q_norm, w.k_norm, eps, m.rope_theta}, stream_, pl));
-    gemv("o_proj", attn_, w.o_proj, o_out_, batch, H, hq * D);
-    KG_CUDA_CHECK(decode::launch_add_rmsnorm(o_out_, hidden_, w.post_norm, normed_, batch, H, eps,
-                                             stream_, pl));
+    const gemv_fusion post = norm(w.post_norm);
+    if (f.post) {
+      gemv("o_proj", attn_, w.o_proj, hidden_, batch, H, hq * D, &add);
+    } else {
+      gemv("o_proj", attn_, w.o_proj, o_out_, batch, H, hq * D);
+      KG_CUDA_CHECK(decode::launch_add_rmsnorm(o_out_, hidden_, w.post_norm, normed_, batch, H, eps,
+                                               stream_, pl));
+    }
+    const bf16* mlp_in = f.post ? hidden_ : normed_;
     // The SiLU gate as the gate_up GEMV's epilogue where its configuration allows (batch 1 on
     // the H200 table), else its own kernel: the same bits either way (gemv_bf16.h).
     if (gate_in_gemv(c_, batch) && !gemv_overrides_.count("gate_up")) {
-      KG_CUDA_CHECK(launch_gemv_bf16_gated(normed_, w.gate_up, act_out_, batch, 2 * I, H,
-                                           pick_gemv_config(batch, 2 * I, H), stream_, pl));
+      KG_CUDA_CHECK(launch_gemv_bf16_gated(mlp_in, w.gate_up, act_out_, batch, 2 * I, H,
+                                           pick_gemv_config(batch, 2 * I, H), stream_, pl,
+                                           f.post ? &post : nullptr));
     } else {
-      gemv("gate_up", normed_, w.gate_up, gate_up_, batch, 2 * I, H);
+      gemv("gate_up", mlp_in, w.gate_up, gate_up_, batch, 2 * I, H, f.post ? &post : nullptr);
       KG_CUDA_CHECK(decode::launch_silu_gate_mul(gate_up_, act_out_, batch, I, stream_, pl));
     }
-    gemv("down", act_out_, w.down, mlp_out_, batch, H, I);
+    // Into the stream where the norm that follows (the next layer's input norm, or the final
+    // one) is folded.
+    if (l + 1 < layers ? f.input : f.final)
+      gemv("down", act_out_, w.down, hidden_, batch, H, I, &add);
+    else
+      gemv("down", act_out_, w.down, mlp_out_, batch, H, I);
   }
-  KG_CUDA_CHECK(decode::launch_add_rmsnorm(mlp_out_, hidden_, final_norm_, normed_, batch, H, eps,
-                                           stream_, pl));
-  gemv("lm_head", normed_, embedding_, logits_, batch, V, H);
+  if (f.final) {
+    const gemv_fusion final_norm = norm(final_norm_);
+    gemv("lm_head", hidden_, embedding_, logits_, batch, V, H, &final_norm);
+  } else {
+    KG_CUDA_CHECK(decode::launch_add_rmsnorm(mlp_out_, hidden_, final_norm_, normed_, batch, H, eps,
+                                             stream_, pl));
+    gemv("lm_head", normed_, embedding_, logits_, batch, V, H);
+  }
   KG_CUDA_CHECK(decode::launch_argmax(logits_, d_next_, batch, V, stream_, pl));
 }
 

@@ -123,6 +123,10 @@ public:
   void set_attention_config(const std::optional<decode::attention_config>& c);
   decode::attention_config attention_config_of(int batch) const;
 
+  // Switches config().fold_norms for later steps; graphs captured before are dropped
+  // (kg_bench_decode_step --norms times the step both ways).
+  void set_fold_norms(bool on);
+
   // Switches config().programmatic_launch: later steps launch the kernels (and capture graphs)
   // that way. Each mode keeps its own graphs, so switching back and forth (the side-by-side
   // step timing of decode-qwen3-4b) captures each graph once.
@@ -132,6 +136,8 @@ public:
   // (one embedding gather comes before the layers; the final norm, lm_head and argmax after):
   // the step profiler (bench/decode_step_profile.cpp) names the traced kernels with it.
   std::vector<const char*> layer_roles(int batch) const;
+  // ... and the step's kernels after the layers (the final norm unless folded, lm_head, argmax).
+  std::vector<const char*> tail_roles(int batch) const;
 
   // Read back after the last step (these wait for the stream).
   std::vector<int> next_tokens(int batch) const;
@@ -150,7 +156,13 @@ private:
   void enqueue_prefill(const std::vector<prefill_part>& parts, int rows);
   void allocate_prefill_buffers();
   void gemv(const char* projection, const __nv_bfloat16* x, const __nv_bfloat16* w,
-            __nv_bfloat16* y, int batch, int n, int k);
+            __nv_bfloat16* y, int batch, int n, int k, const gemv_fusion* fusion = nullptr);
+  // Which of the step's norms enqueue(batch) folds into a GEMV (config().fold_norms).
+  struct norm_folds {
+    bool residual_in_gemv = false;                   // o_proj and down add into the residual stream
+    bool input = false, post = false, final = false; // into qkv, gate_up, lm_head
+  };
+  norm_folds norm_folds_of(int batch) const;
 
   decode_engine_config c_;
   decode_engine_sizes sizes_;

@@ -39,6 +39,44 @@ __device__ __forceinline__ float inv_rms(float ss, int n, float eps) {
   return rsqrtf(__fadd_rn(__fdiv_rn(ss, static_cast<float>(n)), eps));
 }
 
+// The threads of launch_add_rmsnorm's block (one block a row): its sum of squares is each
+// thread's chunks t, t + 256, ... squared in order, each warp's sums by warp_sum, then the 8 warps'
+// sums in warp order. row_inv_rms_warp repeats that order.
+constexpr int rmsnorm_threads = 256;
+
+// 1 / RMS of one row of `cols` bf16 (cols % 8 == 0, at most 4 x 8 x 256; 16-byte aligned) by one
+// warp, in launch_add_rmsnorm's order and so with its bits: lane l plays thread v 32 + l of
+// every warp v, all 8 at once (one round of loads per 256 chunks), then the warps' sums are
+// added in order. warp_sum leaves the same value in every lane (each butterfly step adds the
+// same two values), so every lane returns it.
+__device__ __forceinline__ float row_inv_rms_warp(const __nv_bfloat16* row, int cols, float eps) {
+  constexpr int warps = rmsnorm_threads / 32;
+  const uint4* r = reinterpret_cast<const uint4*>(row);
+  const int c8 = cols / 8, lane = static_cast<int>(threadIdx.x % 32);
+  float ss[warps] = {};
+  for (int c0 = 0; c0 < c8; c0 += rmsnorm_threads) {
+    uint4 v[warps];
+#pragma unroll
+    for (int w = 0; w < warps; ++w) { // all of the round's loads first
+      const int c = c0 + w * 32 + lane;
+      v[w] = c < c8 ? __ldg(r + c) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int w = 0; w < warps; ++w) {
+      float h[8];
+      unpack8(v[w], h);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) // a chunk past the row is zeros: it adds nothing, as there
+        ss[w] = __fmaf_rn(h[e], h[e], ss[w]);
+    }
+  }
+  float total = 0.0f;
+#pragma unroll
+  for (int w = 0; w < warps; ++w)
+    total += warp_sum(ss[w]);
+  return inv_rms(total, cols, eps);
+}
+
 // HF's Qwen3RMSNorm: weight * (x * rsqrt(var + eps)).to(bf16), the product rounded again.
 __device__ __forceinline__ __nv_bfloat16 scale_round(float x, float inv, __nv_bfloat16 w) {
   const float n = __bfloat162float(__float2bfloat16(__fmul_rn(x, inv)));

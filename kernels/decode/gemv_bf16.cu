@@ -9,6 +9,7 @@
 #include <set>
 #include <utility>
 
+#include "kernels/decode/decode_math.cuh"
 #include "kernels/decode/gemv_bf16_launch.h"
 
 namespace kg {
@@ -384,13 +385,23 @@ bool gemv_gated_supported(const gemv_config& c, int batch, int n, int k) {
          n % 2 == 0 && gemv_config_supported(c, batch, n, k);
 }
 
+bool gemv_fusion_supported(const gemv_config& c, const gemv_fusion& f, int k, bool gated) {
+  if (f.add_to_y && gated) return false;
+  return !f.norm_weight ||
+         (c.kind == gemv_kind::simt && k <= 4 * 8 * decode::math::rmsnorm_threads);
+}
+
 namespace {
 
 // Both entry points: gated, y is [batch][n / 2] (launch_gemv_bf16_gated).
 cudaError_t launch_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y, int batch,
                        int n, int k, const gemv_config& c, void* workspace, cudaStream_t s,
-                       bool programmatic, bool gated) {
+                       bool programmatic, bool gated, const gemv_fusion* fusion) {
   if (!gemv_config_supported(c, batch, n, k) || !x || !w || !y) return cudaErrorInvalidValue;
+  const gemv_fusion f = fusion ? *fusion : gemv_fusion{};
+  if (!gemv_fusion_supported(c, f, k, gated) ||
+      reinterpret_cast<std::uintptr_t>(f.norm_weight) % 16 != 0)
+    return cudaErrorInvalidValue;
   // 16-byte loads of every row: the bases must be 16-byte aligned (k % 8 == 0 does the rest).
   if (reinterpret_cast<std::uintptr_t>(x) % 16 != 0 ||
       reinterpret_cast<std::uintptr_t>(w) % 16 != 0)
@@ -407,6 +418,9 @@ cudaError_t launch_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bflo
   a.split = c.split_k;
   a.cluster = c.cluster;
   a.gated = gated ? 1 : 0;
+  a.norm_w = f.norm_weight;
+  a.norm_eps = f.norm_eps;
+  a.add_to_y = f.add_to_y ? 1 : 0;
   a.programmatic = programmatic;
   a.slice_len = c.kind == gemv_kind::gemm || is_wgmma(c.kind) // whole k tiles
                     ? gemm_slice_chunks(a.k8, c.split_k)
@@ -437,15 +451,15 @@ cudaError_t launch_any(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bflo
 
 cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                              int batch, int n, int k, const gemv_config& c, void* workspace,
-                             cudaStream_t s, bool programmatic) {
-  return launch_any(x, w, y, batch, n, k, c, workspace, s, programmatic, false);
+                             cudaStream_t s, bool programmatic, const gemv_fusion* fusion) {
+  return launch_any(x, w, y, batch, n, k, c, workspace, s, programmatic, false, fusion);
 }
 
 cudaError_t launch_gemv_bf16_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                                    int batch, int n, int k, const gemv_config& c, cudaStream_t s,
-                                   bool programmatic) {
+                                   bool programmatic, const gemv_fusion* fusion) {
   if (!gemv_gated_supported(c, batch, n, k)) return cudaErrorInvalidValue;
-  return launch_any(x, w, y, batch, n, k, c, nullptr, s, programmatic, true);
+  return launch_any(x, w, y, batch, n, k, c, nullptr, s, programmatic, true, fusion);
 }
 
 // The largest batch group a kernel exists for: simt, rows_per_warp * group <= 32 accumulators

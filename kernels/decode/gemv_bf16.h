@@ -178,9 +178,12 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 // launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`
 // (programmatic_launch.cuh): its launch overlaps that kernel's tail, and it reads and writes
 // nothing before that kernel has completed. Not for a kernel timed alone behind an L2 flush.
+// fusion (gemv_fusion, below): a kernel of the decode step folded into this one.
+struct gemv_fusion;
 cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                              int batch, int n, int k, const gemv_config& c, void* workspace,
-                             cudaStream_t s, bool programmatic = false);
+                             cudaStream_t s, bool programmatic = false,
+                             const gemv_fusion* fusion = nullptr);
 
 // The gate_up projection with the SwiGLU gate as its epilogue: y[b, i] = bf16(silu(g) u) for
 // i < n / 2, g = bf16(x_b . w_i), u = bf16(x_b . w_(n/2 + i)) (the gate rows first, as the
@@ -192,6 +195,22 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
 bool gemv_gated_supported(const gemv_config& c, int batch, int n, int k);
 cudaError_t launch_gemv_bf16_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                                    int batch, int n, int k, const gemv_config& c, cudaStream_t s,
-                                   bool programmatic = false);
+                                   bool programmatic = false, const gemv_fusion* fusion = nullptr);
+
+// The decode step's RMSNorms folded into its GEMVs (one kernel fewer on the step's path for each
+// norm: docs/architecture.md, Serving). Each is bit-identical to the kernels it replaces.
+//   norm_weight (with norm_eps): x is the residual stream h, and the GEMV reads in its place
+//     RMSNorm(h) * norm_weight: decode::launch_add_rmsnorm's output (no delta) with that kernel's
+//     arithmetic in its order. norm_weight: [k], 16-byte aligned; k <= 8192.
+//   add_to_y: y[b, i] <- bf16(y[b, i] + bf16(sum)), the residual add launch_add_rmsnorm makes
+//     with its delta, made in the GEMV's store instead (the same bits; y is then h).
+// gemv_fusion_supported: norm_weight in the simt family (the gated launch too), add_to_y in
+// every family but not gated; cudaErrorInvalidValue elsewhere.
+struct gemv_fusion {
+  const __nv_bfloat16* norm_weight = nullptr;
+  float norm_eps = 0.0f;
+  bool add_to_y = false;
+};
+bool gemv_fusion_supported(const gemv_config& c, const gemv_fusion& f, int k, bool gated);
 
 } // namespace kg

@@ -119,7 +119,7 @@ __global__ void __launch_bounds__(WM* WN * 32) gemv_gemm_kernel(const gemv_args 
         const int b = warp_col0 + nt * 8 + 2 * t + (e & 1);
         if (row >= a.n || b >= a.nb) continue;
         if (a.split == 1)
-          a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(c[mt][nt][e]);
+          store_y(a, static_cast<std::size_t>(b) * a.n + row, c[mt][nt][e]);
         else
           a.partial[slice * a.slice_stride + static_cast<long long>(b) * a.n + row] = c[mt][nt][e];
       }

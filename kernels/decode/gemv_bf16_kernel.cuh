@@ -41,6 +41,17 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
+// Every family's store of one output: y[i] <- bf16(sum), or with a.add_to_y (the residual add,
+// gemv_fusion) bf16(y[i] + bf16(sum)): launch_add_rmsnorm's add of its delta, the same bits.
+__device__ __forceinline__ __nv_bfloat16 output_of(const gemv_args& a, std::size_t i, float sum) {
+  const __nv_bfloat16 v = __float2bfloat16(sum);
+  if (!a.add_to_y) return v;
+  return __float2bfloat16(__fadd_rn(__bfloat162float(a.y[i]), __bfloat162float(v)));
+}
+__device__ __forceinline__ void store_y(const gemv_args& a, std::size_t i, float sum) {
+  a.y[i] = output_of(a, i, sum);
+}
+
 // The start of every GEMV kernel (a programmatic launch: programmatic_launch.cuh): nothing is
 // read before the kernel ahead has completed; the next kernel (always a small one) may then be
 // scheduled, its few blocks waiting behind these.
@@ -84,7 +95,7 @@ __device__ __forceinline__ void finish_cluster(const gemv_args& a, const float* 
     float sum = 0.0f;
     for (int s = 0; s < a.split; ++s)
       sum += load_cluster(part + i, static_cast<unsigned>(s));
-    a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
+    store_y(a, static_cast<std::size_t>(b) * a.n + row, sum);
   }
   cluster_sync();
 }
@@ -109,25 +120,46 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+// The folded RMSNorm (a.norm_w, gemv_fusion): x_b's chunk `xv` at chunk c -> bf16(x inv_b w)
+// elementwise, scale_round as launch_add_rmsnorm rounds it.
+__device__ __forceinline__ void norm_chunk(float (&xf)[8], float inv, const uint4& gv) {
+  float g[8];
+  unpack8(gv, g);
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+    xf[e] = __bfloat162float(
+        kg::decode::math::scale_round(xf[e], inv, __float2bfloat16(g[e]))); // g is bf16: exact
+}
+
 // acc[r][b] += w_r . x_b over one 16-byte chunk c (the same chunk of every row and batch row).
+// norm (a.norm_w as chunks, or null): x is normalised on the fly, inv[b] its rows' 1 / RMS.
 template <int BG, int RPW>
 __device__ __forceinline__ void fma_chunk(const uint4 (&wv)[RPW], const uint4* __restrict__ x,
-                                          int k8, int c, int nb, float (&acc)[RPW][BG]) {
+                                          int k8, int c, int nb, float (&acc)[RPW][BG],
+                                          const uint4* __restrict__ norm, const float (&inv)[BG]) {
   float wf[RPW][8];
 #pragma unroll
   for (int r = 0; r < RPW; ++r)
     unpack8(wv[r], wf[r]);
+  const uint4 gv = norm ? __ldg(norm + c) : make_uint4(0, 0, 0, 0);
 #pragma unroll
   for (int b = 0; b < BG; ++b) {
     if (b >= nb) break; // a partial last batch group: nb is uniform over the grid
     float xf[8];
     unpack8(__ldg(x + static_cast<std::size_t>(b) * k8 + c), xf);
+    if (norm) norm_chunk(xf, inv[b], gv);
 #pragma unroll
     for (int r = 0; r < RPW; ++r)
 #pragma unroll
       for (int e = 0; e < 8; ++e)
         acc[r][b] = fmaf(wf[r][e], xf[e], acc[r][b]);
   }
+}
+template <int BG, int RPW>
+__device__ __forceinline__ void fma_chunk(const uint4 (&wv)[RPW], const uint4* __restrict__ x,
+                                          int k8, int c, int nb, float (&acc)[RPW][BG]) {
+  const float none[BG] = {};
+  fma_chunk<BG, RPW>(wv, x, k8, c, nb, acc, nullptr, none);
 }
 
 // Split K, after every thread of the block has stored its partials: whether this block is the
@@ -179,7 +211,7 @@ __device__ __forceinline__ void sum_slices_scalar(const gemv_args& a, int row0, 
 #pragma unroll
       for (int s = 0; s < max_split_k; ++s)
         if (s < count) sum += v[u][s];
-      a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
+      store_y(a, static_cast<std::size_t>(b) * a.n + row, sum);
     }
   }
 }
@@ -218,12 +250,15 @@ __device__ __forceinline__ void sum_slices_quads(const gemv_args& a, int row0, i
           sum.z += v[u][s].z;
           sum.w += v[u][s].w;
         }
-      const __nv_bfloat162 lo = __floats2bfloat162_rn(sum.x, sum.y);
-      const __nv_bfloat162 hi = __floats2bfloat162_rn(sum.z, sum.w);
+      const std::size_t i = static_cast<std::size_t>(b) * a.n + row;
+      const __nv_bfloat162 lo =
+          __halves2bfloat162(output_of(a, i, sum.x), output_of(a, i + 1, sum.y));
+      const __nv_bfloat162 hi =
+          __halves2bfloat162(output_of(a, i + 2, sum.z), output_of(a, i + 3, sum.w));
       uint2 out;
       out.x = *reinterpret_cast<const unsigned*>(&lo);
       out.y = *reinterpret_cast<const unsigned*>(&hi);
-      *reinterpret_cast<uint2*>(a.y + static_cast<std::size_t>(b) * a.n + row) = out;
+      *reinterpret_cast<uint2*>(a.y + i) = out;
     }
   }
 }
@@ -296,7 +331,7 @@ __device__ __forceinline__ void finish_mma_tile(const gemv_args& a, const float 
       sum += tiles[v][r][b];
     if (b >= a.nb || row >= a.n) continue;
     if (a.split == 1)
-      a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
+      store_y(a, static_cast<std::size_t>(b) * a.n + row, sum);
     else
       a.partial[slice * a.slice_stride + static_cast<long long>(b) * a.n + row] = sum;
   }
@@ -319,7 +354,7 @@ store_warp_rows(const gemv_args& a, const float (&acc)[RPW][BG], int row0, int l
       const int row = row0 + r;
       if (lane != (r * BG + b) % 32 || b >= a.nb || row >= a.n) continue;
       if (a.split == 1)
-        a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(v);
+        store_y(a, static_cast<std::size_t>(b) * a.n + row, v);
       else if (part)
         part[b * tile_rows + row - tile_row0] = v;
       else
@@ -374,6 +409,23 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) 
 
   gemv_prologue();
 
+  // The folded RMSNorm (a.norm_w): warp 0 finds each batch row's 1 / RMS for the whole block.
+  const uint4* norm = reinterpret_cast<const uint4*>(a.norm_w);
+  float inv[BG] = {};
+  if (norm) {
+    __shared__ float row_inv[BG];
+    if (warp == 0)
+      for (int b = 0; b < a.nb; ++b) {
+        const float v = kg::decode::math::row_inv_rms_warp(
+            a.x + static_cast<std::size_t>(b) * a.k8 * 8, a.k8 * 8, a.norm_eps);
+        if (lane == 0) row_inv[b] = v;
+      }
+    __syncthreads();
+#pragma unroll
+    for (int b = 0; b < BG; ++b)
+      inv[b] = b < a.nb ? row_inv[b] : 0.0f;
+  }
+
   float acc[RPW][BG];
 #pragma unroll
   for (int r = 0; r < RPW; ++r)
@@ -393,7 +445,7 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) 
           wv[u][r] = load_stream(wrow[r] + c + 32 * u);
 #pragma unroll
       for (int u = 0; u < UNROLL; ++u)
-        fma_chunk<BG, RPW>(wv[u], x, a.k8, c + 32 * u, a.nb, acc);
+        fma_chunk<BG, RPW>(wv[u], x, a.k8, c + 32 * u, a.nb, acc, norm, inv);
     }
     // The slice's tail, one chunk at a time (same ascending order).
     for (; c < end; c += 32) {
@@ -401,7 +453,7 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) 
 #pragma unroll
       for (int r = 0; r < RPW; ++r)
         wv[r] = load_stream(wrow[r] + c);
-      fma_chunk<BG, RPW>(wv, x, a.k8, c, a.nb, acc);
+      fma_chunk<BG, RPW>(wv, x, a.k8, c, a.nb, acc, norm, inv);
     }
   }
 

@@ -24,6 +24,12 @@ struct gemv_args {
   // 1: the SwiGLU epilogue (launch_gemv_bf16_gated; simt, rows_per_warp 2, split 1): a warp's
   // rows are i and i + n / 2 (a gate row and its up row) and y is [nb][n / 2].
   int gated = 0;
+  // launch_gemv_bf16's gemv_fusion (gemv_bf16.h). norm_w: x is the residual stream and the
+  // kernel reads bf16(RMSNorm(x) * norm_w) in its place (simt only). add_to_y: the outputs are
+  // added into y, each sum rounded to bf16 first (the residual add).
+  const __nv_bfloat16* norm_w = nullptr;
+  float norm_eps = 0.0f;
+  int add_to_y = 0;
   bool programmatic = false; // launch attribute only (programmatic_launch.cuh)
 };
 

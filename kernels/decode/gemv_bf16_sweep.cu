@@ -99,7 +99,7 @@ __global__ void __launch_bounds__(max_warps * 32) gemv_sweep_kernel(const gemv_a
         float sum = 0.0f;
         for (int v = 0; v < warps; ++v) // warp order: fixed
           sum += red[j & 1][v][t];
-        a.y[static_cast<std::size_t>(t) * a.n + first + j * G] = __float2bfloat16(sum);
+        store_y(a, static_cast<std::size_t>(t) * a.n + first + j * G, sum);
       }
     }
 }

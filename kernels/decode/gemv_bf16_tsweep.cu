@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(W * 32) gemv_tsweep_kernel(const gemv_args a) 
         for (int v = 0; v < W; ++v) // warp order: fixed
           sum += red[j & 1][v][rr][b];
         if (a.split == 1)
-          a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(sum);
+          store_y(a, static_cast<std::size_t>(b) * a.n + row, sum);
         else
           a.partial[slice * a.slice_stride + static_cast<long long>(b) * a.n + row] = sum;
       }

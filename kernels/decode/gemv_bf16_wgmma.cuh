@@ -200,7 +200,7 @@ __device__ __forceinline__ void store_wgmma_to(const float (&c)[MT][BN / 2], con
       const int b = (e / 4) * 8 + 2 * q + (e & 1);
       if (row >= a.n || b >= a.nb) continue;
       if (slice < 0)
-        a.y[static_cast<std::size_t>(b) * a.n + row] = __float2bfloat16(c[mt][e]);
+        store_y(a, static_cast<std::size_t>(b) * a.n + row, c[mt][e]);
       else
         a.partial[slice * a.slice_stride + static_cast<long long>(b) * a.n + row] = c[mt][e];
     }

@@ -10,7 +10,7 @@
 namespace kg::decode {
 namespace {
 
-constexpr int norm_threads = 256;
+constexpr int norm_threads = math::rmsnorm_threads; // (row_inv_rms_warp repeats its order)
 using math::inv_rms;
 using math::scale_round;
 using math::warp_sum;
