@@ -132,11 +132,12 @@ __device__ __forceinline__ void norm_chunk(float (&xf)[8], float inv, const uint
 }
 
 // acc[r][b] += w_r . x_b over one 16-byte chunk c (the same chunk of every row and batch row).
-// norm (a.norm_w as chunks, or null): x is normalised on the fly, inv[b] its rows' 1 / RMS.
+// norm (a.norm_w as chunks, or null): x is normalised on the fly, inv[b] (shared) its rows' 1 /
+// RMS.
 template <int BG, int RPW>
 __device__ __forceinline__ void fma_chunk(const uint4 (&wv)[RPW], const uint4* __restrict__ x,
                                           int k8, int c, int nb, float (&acc)[RPW][BG],
-                                          const uint4* __restrict__ norm, const float (&inv)[BG]) {
+                                          const uint4* __restrict__ norm, const float* inv) {
   float wf[RPW][8];
 #pragma unroll
   for (int r = 0; r < RPW; ++r)
@@ -158,8 +159,7 @@ __device__ __forceinline__ void fma_chunk(const uint4 (&wv)[RPW], const uint4* _
 template <int BG, int RPW>
 __device__ __forceinline__ void fma_chunk(const uint4 (&wv)[RPW], const uint4* __restrict__ x,
                                           int k8, int c, int nb, float (&acc)[RPW][BG]) {
-  const float none[BG] = {};
-  fma_chunk<BG, RPW>(wv, x, k8, c, nb, acc, nullptr, none);
+  fma_chunk<BG, RPW>(wv, x, k8, c, nb, acc, nullptr, nullptr);
 }
 
 // Split K, after every thread of the block has stored its partials: whether this block is the
@@ -410,20 +410,17 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) 
   gemv_prologue();
 
   // The folded RMSNorm (a.norm_w): warp 0 finds each batch row's 1 / RMS for the whole block.
+  // (In shared memory, not registers: BG of them would spill the large batch groups.)
   const uint4* norm = reinterpret_cast<const uint4*>(a.norm_w);
-  float inv[BG] = {};
+  __shared__ float inv[BG];
   if (norm) {
-    __shared__ float row_inv[BG];
     if (warp == 0)
       for (int b = 0; b < a.nb; ++b) {
         const float v = kg::decode::math::row_inv_rms_warp(
             a.x + static_cast<std::size_t>(b) * a.k8 * 8, a.k8 * 8, a.norm_eps);
-        if (lane == 0) row_inv[b] = v;
+        if (lane == 0) inv[b] = v;
       }
     __syncthreads();
-#pragma unroll
-    for (int b = 0; b < BG; ++b)
-      inv[b] = b < a.nb ? row_inv[b] : 0.0f;
   }
 
   float acc[RPW][BG];
