@@ -254,8 +254,8 @@ constexpr table_row config_table[] = {
     {2560, 9728, 8, {16, 8, 2, 1, gemv_kind::packed}}, // down b8
     {2560, 9728, 16, {16, 8, 2, 1, gemv_kind::packed}}, // down b16
     {2560, 9728, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // down b32
-    {2560, 9728, 64, {64, 4, 4, 4, gemv_kind::wgmma_pk}}, // down b64
-    {2560, 9728, 128, {64, 4, 8, 2, gemv_kind::wgmma_pk}}, // down b128
+    {2560, 9728, 64, {64, 4, 6, 3, gemv_kind::wgmma_ws}}, // down b64
+    {2560, 9728, 128, {64, 4, 6, 3, gemv_kind::wgmma_ws}}, // down b128
     {6144, 2560, 1, {2, 4, 2, 1}}, // qkv b1
     {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2
     {6144, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b4
@@ -270,19 +270,19 @@ constexpr table_row config_table[] = {
     {2560, 4096, 8, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b8
     {2560, 4096, 16, {64, 4, 4, 8, gemv_kind::wgmma}}, // o_proj b16
     {2560, 4096, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // o_proj b32
-    {2560, 4096, 64, {64, 4, 6, 2, gemv_kind::wgmma_ws}}, // o_proj b64
+    {2560, 4096, 64, {64, 4, 6, 3, gemv_kind::wgmma_ws}}, // o_proj b64
     {2560, 4096, 128, {64, 4, 8, 1, gemv_kind::wgmma_ws}}, // o_proj b128
     {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1
-    {19456, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b2
-    {19456, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // gate_up b4
+    {19456, 2560, 2, {128, 8, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b2
+    {19456, 2560, 4, {128, 8, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b4
     {19456, 2560, 8, {128, 8, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b8
     {19456, 2560, 16, {64, 4, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b16
     {19456, 2560, 32, {64, 4, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b32
     {19456, 2560, 64, {128, 8, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b64
     {19456, 2560, 128, {64, 4, 3, 1, gemv_kind::wgmma_tma}}, // gate_up b128
     {151936, 2560, 1, {4, 8, 2, 1}}, // lm_head b1
-    {151936, 2560, 2, {16, 8, 4, 1, gemv_kind::gemm}}, // lm_head b2
-    {151936, 2560, 4, {16, 8, 4, 1, gemv_kind::gemm}}, // lm_head b4
+    {151936, 2560, 2, {64, 4, 6, 1, gemv_kind::wgmma_pk}}, // lm_head b2
+    {151936, 2560, 4, {64, 4, 6, 1, gemv_kind::wgmma_pk}}, // lm_head b4
     {151936, 2560, 8, {64, 4, 4, 1, gemv_kind::wgmma_pk}}, // lm_head b8
     {151936, 2560, 16, {64, 4, 4, 1, gemv_kind::wgmma_pk}}, // lm_head b16
     {151936, 2560, 32, {64, 4, 4, 1, gemv_kind::wgmma_pk}}, // lm_head b32
