@@ -271,7 +271,7 @@ constexpr table_row config_table[] = {
     {2560, 4096, 16, {64, 4, 4, 8, gemv_kind::wgmma}}, // o_proj b16
     {2560, 4096, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // o_proj b32
     {2560, 4096, 64, {64, 4, 6, 3, gemv_kind::wgmma_ws}}, // o_proj b64
-    {2560, 4096, 128, {64, 4, 8, 1, gemv_kind::wgmma_ws}}, // o_proj b128
+    {2560, 4096, 128, {64, 4, 8, 2, gemv_kind::wgmma_ws}}, // o_proj b128
     {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1
     {19456, 2560, 2, {128, 8, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b2
     {19456, 2560, 4, {128, 8, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b4
