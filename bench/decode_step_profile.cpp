@@ -31,8 +31,8 @@
 // modes.
 //
 // --norms fold,kernels times the step with its RMSNorms folded into the GEMVs where their
-// configurations allow (the engine's default, decode_engine_config::fold_norms) and as kernels of
-// their own, one after the other in the same process.
+// configurations allow (decode_engine_config::fold_norms) and as kernels of their own (the
+// engine's default), one after the other in the same process; default: kernels.
 //
 //   kg_bench_decode_step [--steps N] [--batches 1,8] [--attention pick,NAME...]
 //                        [--norms fold,kernels] [--no-ceiling]
@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
   std::vector<int> batches = {1, 8};
   std::vector<std::string> attention_names = {"pick"};
   bool ceiling = true;
-  std::vector<bool> fold_modes = {true};
+  std::vector<bool> fold_modes = {false};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--steps" && i + 1 < argc)

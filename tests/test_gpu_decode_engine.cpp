@@ -314,14 +314,15 @@ TEST(gpu_decode_engine, programmatic_and_plain_launches_give_identical_logits) {
   EXPECT_SAME_BITS(got[0][0], got[1][1], "plain eager vs programmatic graph");
 }
 
-// The norms folded into the GEMVs (the default) give the logits of the norm kernels, eager and
-// from a graph, after a different step (stale activations would show), and the step's roles
-// say which kernels ran: on the tiny model every batch's GEMVs are simt and fold all three norms.
+// The norms folded into the GEMVs (decode_engine_config::fold_norms) give the logits of the norm
+// kernels, eager and from a graph, after a different step (stale activations would show), and the
+// step's roles say which kernels ran: on the tiny model every batch's GEMVs are simt and fold all
+// three norms.
 TEST(gpu_decode_engine, norms_folded_into_the_gemvs_give_the_norm_kernels_logits) {
   KG_REQUIRE_GPU();
   cuda_stream s;
   auto c = tiny_decode_engine_config();
-  ASSERT_TRUE(c.fold_norms);
+  c.fold_norms = true;
   decode_engine folded(c, s.get());
   c.fold_norms = false;
   decode_engine kernels(c, s.get());

@@ -28,8 +28,10 @@ struct decode_engine_config {
   // The RMSNorms folded into the GEMVs where their configurations allow (gemv_fusion: the
   // residual add into o_proj's and down's stores, each norm into the GEMV it feeds; the simt
   // family, batch 1 on the H200 table): a kernel fewer on the step's path per norm, the same bits
-  // (decode_engine::layer_roles says which kernels run). false: the norm kernels always.
-  bool fold_norms = true;
+  // (decode_engine::layer_roles says which kernels run). Off until the step is timed both ways on
+  // the H200 (kg_bench_decode_step --norms fold,kernels; docs/architecture.md, Serving): an
+  // earlier fold of the input norm, each block normalising the row in shared memory, was slower.
+  bool fold_norms = false;
   // The KV cache as a pool of this many tokens (kernels/decode/decode_kernels.h, KV cache
   // layout): the serving driver places each sequence's block where its kv_block_allocator says
   // (decode_engine::bind_slot), so short sequences take little and the batch can grow to what the
