@@ -85,12 +85,22 @@ void check_against_oracle(const problem& p, const std::vector<std::uint16_t>& g,
   EXPECT_EQ(wrong, 0);
 }
 
-// The norm kernel (no delta) into `normed`, for the reference chain.
-void norm_into(problem& p, const device_buffer& g, device_buffer& normed) {
-  KG_CUDA_CHECK(decode::launch_add_rmsnorm(nullptr, bf16(p.dx),
-                                           static_cast<const __nv_bfloat16*>(g.get()), bf16(normed),
-                                           p.batch, p.k, eps, nullptr));
-}
+// A norm over p's x both ways: its weight g (host and device), x through the norm kernel (no
+// delta: the reference chain's first kernel) in `normed`, and the fusion that folds it instead.
+struct folded_norm {
+  std::vector<std::uint16_t> g;
+  device_buffer dg, normed;
+  gemv_fusion f;
+
+  explicit folded_norm(problem& p) : g(norm_weight(p.k)), dg(g.size() * 2), normed(p.dx.size()) {
+    upload(dg, g);
+    KG_CUDA_CHECK(decode::launch_add_rmsnorm(nullptr, bf16(p.dx),
+                                             static_cast<const __nv_bfloat16*>(dg.get()),
+                                             bf16(normed), p.batch, p.k, eps, nullptr));
+    f.norm_weight = static_cast<const __nv_bfloat16*>(dg.get());
+    f.norm_eps = eps;
+  }
+};
 
 struct shape {
   int batch, n, k;
@@ -112,13 +122,9 @@ TEST(gpu_gemv_fusion, a_folded_norm_gives_the_bits_of_the_norm_kernel_then_the_g
                           {17, 333, 8 * 1000, simt}}; // four rounds; past a batch group
   for (const auto& sh : shapes) {
     problem p(sh.batch, sh.n, sh.k);
-    const auto g = norm_weight(sh.k);
-    device_buffer dg(g.size() * 2), normed(p.dx.size()), y(p.dy.size());
-    upload(dg, g);
-    norm_into(p, dg, normed);
-    gemv_fusion f;
-    f.norm_weight = static_cast<const __nv_bfloat16*>(dg.get());
-    f.norm_eps = eps;
+    folded_norm norm(p);
+    const gemv_fusion& f = norm.f;
+    device_buffer y(p.dy.size());
     for (const auto& c : sh.configs) {
       SCOPED_TRACE(name(c) + ", batch " + std::to_string(sh.batch) + ", n " + std::to_string(sh.n) +
                    ", k " + std::to_string(sh.k));
@@ -126,8 +132,8 @@ TEST(gpu_gemv_fusion, a_folded_norm_gives_the_bits_of_the_norm_kernel_then_the_g
       ASSERT_TRUE(gemv_fusion_supported(c, f, sh.k, false));
       device_buffer ws(gemv_workspace_bytes(c, sh.batch, sh.n, sh.k));
       KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
-      KG_CUDA_CHECK(launch_gemv_bf16(bf16(normed), bf16(p.dw), bf16(y), sh.batch, sh.n, sh.k, c,
-                                     ws.get(), nullptr));
+      KG_CUDA_CHECK(launch_gemv_bf16(bf16(norm.normed), bf16(p.dw), bf16(y), sh.batch, sh.n, sh.k,
+                                     c, ws.get(), nullptr));
       const auto want = download(y, y.size() / 2);
       std::vector<std::uint16_t> first;
       for (int run = 0; run < 3; ++run) {
@@ -137,7 +143,7 @@ TEST(gpu_gemv_fusion, a_folded_norm_gives_the_bits_of_the_norm_kernel_then_the_g
         const auto got = download(p.dy, p.dy.size() / 2);
         EXPECT_EQ(count_differences(got, want), 0u) << "run " << run + 1 << " vs the two kernels";
         if (run == 0) {
-          check_against_oracle(p, g, got);
+          check_against_oracle(p, norm.g, got);
           first = got;
         } else {
           EXPECT_EQ(got, first) << "run " << run + 1 << " differs bitwise";
@@ -156,20 +162,16 @@ TEST(gpu_gemv_fusion, the_gated_launch_folds_the_norm_with_the_same_bits) {
                           {17, 2 * 333, 8 * 50, {{2, 8, 4, 1}}}};
   for (const auto& sh : shapes) {
     problem p(sh.batch, sh.n, sh.k);
-    const auto g = norm_weight(sh.k);
+    folded_norm norm(p);
+    const gemv_fusion& f = norm.f;
     const std::size_t half = std::size_t(sh.batch) * sh.n / 2;
-    device_buffer dg(g.size() * 2), normed(p.dx.size()), a(half * 2), b(half * 2);
-    upload(dg, g);
-    norm_into(p, dg, normed);
-    gemv_fusion f;
-    f.norm_weight = static_cast<const __nv_bfloat16*>(dg.get());
-    f.norm_eps = eps;
+    device_buffer a(half * 2), b(half * 2);
     for (const auto& c : sh.configs) {
       SCOPED_TRACE(name(c) + ", batch " + std::to_string(sh.batch) + ", n " + std::to_string(sh.n));
       ASSERT_TRUE(gemv_gated_supported(c, sh.batch, sh.n, sh.k));
       ASSERT_TRUE(gemv_fusion_supported(c, f, sh.k, true));
-      KG_CUDA_CHECK(launch_gemv_bf16_gated(bf16(normed), bf16(p.dw), bf16(a), sh.batch, sh.n, sh.k,
-                                           c, nullptr));
+      KG_CUDA_CHECK(launch_gemv_bf16_gated(bf16(norm.normed), bf16(p.dw), bf16(a), sh.batch, sh.n,
+                                           sh.k, c, nullptr));
       KG_CUDA_CHECK(cudaMemset(b.get(), 0xff, b.size()));
       KG_CUDA_CHECK(launch_gemv_bf16_gated(bf16(p.dx), bf16(p.dw), bf16(b), sh.batch, sh.n, sh.k, c,
                                            nullptr, false, &f));
