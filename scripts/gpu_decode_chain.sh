@@ -12,6 +12,8 @@
 #   4. ATTENTION_SWEEP (default "--max-wall 0.3"): kg_bench_attention_sweep's arguments.
 #   5. STEP_BATCHES (default 1,8,32,128), STEP_ATTENTION (default pick) and STEP_NORMS (default
 #      fold,kernels): kg_bench_decode_step.
+#   6. COLOCATION=1 (default off): scripts/gpu_colocation_before_after.sh to its end (the earlier
+#      tree carried as before-src; its builds reuse build-gpu), its logs in the chain's.
 # TEST_TIMEOUT (default 450) bounds each ctest test. PHASE=start builds (in the call) and starts
 # the chain, PHASE=wait waits again; each call sends back summary.txt (each step's exit and
 # seconds, and its key lines) and chain-logs.tgz (every step's whole log) into $LOG_DIR.
@@ -70,6 +72,10 @@ kg_bench_decode_step kg_bench_attention_sweep" source "$root/scripts/gpu_build.s
       step decode-step '^copy bandwidth|^decode step|SOL|read-ceiling|attention_s|gemv' \
         ./bench/kg_bench_decode_step --batches $(q "$step_batches") \
         --attention $(q "${STEP_ATTENTION:-pick}") --norms $(q "${STEP_NORMS:-fold,kernels}")
+    [ -z $(q "${COLOCATION:-}") ] ||
+      step colocation '^build|^run|^compare|^done|fraction|FASTER|SLOWER|SAME|AMBIGUOUS|^no ' \
+        env PHASE=start WAIT_S=3000 LOG_DIR=$(q "$cl/colocation") \
+        bash $(q "$root/scripts/gpu_colocation_before_after.sh")
     touch $(q "$w/chain.done")"
   start_chain "$steps"
 fi
