@@ -171,7 +171,8 @@ TEST(gemv_config, unsupported_requests_return_invalid_value_without_touching_the
             cudaErrorInvalidValue); // split K without a workspace
   EXPECT_TRUE(gemv_config_supported({16, 16, 2, 8, mma}, 32, 64, 256));
   EXPECT_TRUE(gemv_config_supported({16, 8, 4, 1, mma}, 1, 64, 256));
-  // The cluster finish: 0 or 1, split K only, simt and mma only; it needs no workspace.
+  // The cluster finish: 0 or 1, split K only, not the mma or bulk families (the wgmma_ws and
+  // wgmma_pk ones below); it needs no workspace.
   EXPECT_EQ(launch({1, 8, 2, 2, gemv_kind::simt, 2}), cudaErrorInvalidValue);
   EXPECT_EQ(launch({1, 8, 2, 1, gemv_kind::simt, 1}), cudaErrorInvalidValue); // no split
   EXPECT_EQ(launch({1, 8, 4, 2, bulk, 1}), cudaErrorInvalidValue);
@@ -334,12 +335,18 @@ TEST(gemv_config, the_wgmma_ws_family_keeps_its_deep_ring_in_bounds) {
   // 8 stages 273 KB, no.
   EXPECT_TRUE(ok(128, 8, 6, 1, 16));
   EXPECT_FALSE(ok(128, 8, 8, 1, 16));
-  // 3 and 4 stages are the other wgmma families', 10 and 32 nobody's; 16 warps, a cluster: no.
+  // 3 and 4 stages are the other wgmma families', 10 and 32 nobody's; 16 warps: no.
   EXPECT_FALSE(ok(64, 4, 4, 1, 16));
   EXPECT_FALSE(ok(64, 4, 10, 1, 16));
   EXPECT_FALSE(ok(64, 4, 32, 1, 16));
   EXPECT_FALSE(ok(64, 16, 8, 1, 16));
-  EXPECT_FALSE(gemv_config_supported({64, 4, 8, 2, gemv_kind::wgmma_ws, 1}, 16, 6144, 2560));
+  // The cluster finish (a tile's split blocks one cluster, the partials in their rings): split
+  // K only, at most 8 blocks a cluster as every split; no workspace.
+  for (int split : {2, 3, 4, 8})
+    EXPECT_TRUE(gemv_config_supported({64, 4, 8, split, gemv_kind::wgmma_ws, 1}, 16, 6144, 2560));
+  EXPECT_FALSE(gemv_config_supported({64, 4, 8, 1, gemv_kind::wgmma_ws, 1}, 16, 6144, 2560));
+  EXPECT_FALSE(gemv_config_supported({64, 4, 8, 2, gemv_kind::wgmma_ws, 2}, 16, 6144, 2560));
+  EXPECT_EQ(gemv_workspace_bytes({64, 4, 8, 2, gemv_kind::wgmma_ws, 1}, 128, 6144, 2560), 0u);
   EXPECT_EQ(gemv_batch_group({64, 4, 8, 1, gemv_kind::wgmma_ws}), 128);
   for (int split : {2, 4, 8})
     EXPECT_EQ(gemv_workspace_bytes({64, 4, 8, split, gemv_kind::wgmma_ws}, 64, 2560, 9728),
@@ -360,7 +367,12 @@ TEST(gemv_config, the_wgmma_pk_family_takes_the_wgmma_ws_tiles_with_shallower_ri
   EXPECT_FALSE(ok(64, 4, 12, 1, 16)); // the deep rings are wgmma_ws's
   EXPECT_FALSE(ok(64, 4, 3, 1, 16));
   EXPECT_TRUE(ok(64, 4, 6, 1, 16, 8 * 53)); // any k % 8 == 0: the copy pads the last k tile
-  EXPECT_FALSE(gemv_config_supported({64, 4, 6, 2, gemv_kind::wgmma_pk, 1}, 16, 2560, 4096));
+  // The cluster finish as wgmma_ws's, with the shallow rings too: the partials of 256 rows x 128
+  // batch columns (128 x 260 x 4 B = 130 KB) fit 4 stages (4 x 384 x 128 B = 192 KB).
+  EXPECT_TRUE(gemv_config_supported({64, 4, 6, 2, gemv_kind::wgmma_pk, 1}, 16, 2560, 4096));
+  EXPECT_TRUE(gemv_config_supported({128, 8, 4, 8, gemv_kind::wgmma_pk, 1}, 128, 2560, 4096));
+  EXPECT_FALSE(gemv_config_supported({64, 4, 6, 1, gemv_kind::wgmma_pk, 1}, 16, 2560, 4096));
+  EXPECT_EQ(gemv_workspace_bytes({64, 4, 4, 3, gemv_kind::wgmma_pk, 1}, 64, 2560, 4096), 0u);
   EXPECT_EQ(gemv_batch_group({64, 4, 4, 4, gemv_kind::wgmma_pk}), 128);
   EXPECT_EQ(gemv_workspace_bytes({64, 4, 4, 4, gemv_kind::wgmma_pk}, 64, 2560, 4096),
             gemv_workspace_bytes({1, 8, 2, 4}, 64, 2560, 4096));

@@ -529,6 +529,52 @@ TEST(gpu_gemv, the_split_k_finish_by_quads_gives_the_scalar_finish_bits) {
   }
 }
 
+// The cluster finish of the wgmma_ws and wgmma_pk families (a tile's split blocks one cluster,
+// their partials summed through distributed shared memory): against the oracle and repeated, and
+// the bits of the same configuration's workspace finish -- every split (2, 3, 4 and 8 blocks a
+// cluster, slices left empty at 7 k tiles), both block shapes, 516 rows (8-byte stores of 4
+// outputs) and 517 (one store an output), batch tiles part filled and a second batch group (130);
+// then the projections' shapes where the table's batch 64-128 rows split, repeated.
+TEST(gpu_gemv, the_wgmma_cluster_finish_gives_the_workspace_finish_bits) {
+  KG_REQUIRE_GPU();
+  for (const auto& [n, k] :
+       {std::pair{37, 8 * 53}, std::pair{516, 8 * 1333}, std::pair{517, 8 * 1333}})
+    for (int batch : {1, 13, 64, 100, 128, 130}) {
+      problem p(batch, n, k);
+      device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
+      KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+      int compared = 0;
+      for (int split : {2, 3, 4, 8})
+        for (const auto& [kind, stages] :
+             {std::pair{gemv_kind::wgmma_ws, 6}, std::pair{gemv_kind::wgmma_ws, 8},
+              std::pair{gemv_kind::wgmma_pk, 4}, std::pair{gemv_kind::wgmma_pk, 6}})
+          for (int rpg : {64, 128})
+            for (int wpb : {4, 8}) {
+              const gemv_config workspace_finish{rpg, wpb, stages, split, kind};
+              gemv_config c = workspace_finish;
+              c.cluster = 1;
+              if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
+              ASSERT_TRUE(gemv_config_supported(workspace_finish, p.batch, p.n, p.k)) << name(c);
+              EXPECT_EQ(gemv_workspace_bytes(c, p.batch, p.n, p.k), 0u);
+              check_config(p, c, nullptr);
+              EXPECT_EQ(p.run(c, nullptr), p.run(workspace_finish, ws.get()))
+                  << name(c) << " on " << n << "x" << k << " batch " << batch;
+              ++compared;
+            }
+      EXPECT_GE(compared, 16) << n << "x" << k << " batch " << batch; // 4 splits x 4 rings
+    }
+  for (int batch : {64, 128}) {
+    problem qkv(batch, 6144, 2560), o_proj(batch, 2560, 4096), down(batch, 2560, 9728);
+    for (const gemv_config c : {gemv_config{64, 4, 8, 2, gemv_kind::wgmma_ws, 1},
+                                gemv_config{64, 4, 6, 3, gemv_kind::wgmma_pk, 1},
+                                gemv_config{128, 4, 4, 4, gemv_kind::wgmma_pk, 1}}) {
+      check_then_repeat(qkv, c, 5);
+      check_then_repeat(o_proj, c, 5);
+      check_then_repeat(down, c, 5);
+    }
+  }
+}
+
 TEST(gpu_gemv, the_gemm_family_split_k_is_bitwise_repeatable_on_a_real_shape) {
   KG_REQUIRE_GPU();
   for (int batch : {32, 128}) {

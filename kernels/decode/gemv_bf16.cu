@@ -50,9 +50,12 @@ bool in(int v, std::initializer_list<int> set) {
 bool supported(const gemv_config& c) {
   if (!in(c.split_k, {1, 2, 3, 4, 8}) || !in(c.cluster, {0, 1})) return false;
   if (c.kind != gemv_kind::gemm && c.batch_warps != 1) return false;
-  // Clusters of the split blocks (at most 8, the portable cluster size): the simt family only
-  // (the mma family's registers decide its waves: gemv_bf16_mma.cu).
-  if (c.cluster && (c.split_k == 1 || c.kind != gemv_kind::simt)) return false;
+  // Clusters of the split blocks (at most 8, the portable cluster size): the simt family and the
+  // producer / consumer wgmma block, whose ring holds its partials (not the mma family, whose
+  // registers decide its waves: gemv_bf16_mma.cu).
+  if (c.cluster && (c.split_k == 1 || (c.kind != gemv_kind::simt && c.kind != gemv_kind::wgmma_ws &&
+                                       c.kind != gemv_kind::wgmma_pk)))
+    return false;
   // Split 3 (a 40-tile projection in 120 blocks: one wave) where K slices are whole k tiles.
   const bool ring_family = c.kind == gemv_kind::gemm || c.kind == gemv_kind::wgmma ||
                            c.kind == gemv_kind::wgmma_tma || c.kind == gemv_kind::wgmma_ws ||
@@ -89,10 +92,10 @@ bool supported(const gemv_config& c) {
            in(c.unroll, {3, 4}) && !c.cluster;
   case gemv_kind::wgmma_ws:
     return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
-           in(c.unroll, {6, 8, 12, 16}) && !c.cluster;
+           in(c.unroll, {6, 8, 12, 16});
   case gemv_kind::wgmma_pk:
     return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
-           in(c.unroll, {4, 6, 8}) && !c.cluster;
+           in(c.unroll, {4, 6, 8});
   }
   return false;
 }

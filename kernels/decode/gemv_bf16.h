@@ -87,11 +87,11 @@ struct gemv_config {
                            // stages; mma: 64-element steps loaded ahead per lane
   int split_k = 1;         // K cut into this many slices; > 1 needs a workspace
   gemv_kind kind = gemv_kind::simt;
-  // 1 (split_k > 1, simt only): the split_k blocks of a row tile run as one thread-block
-  // cluster and add their partial sums through distributed shared memory, in slice order (the
-  // bits of the workspace finish), instead of through L2 with a fence, a counter and a re-read
-  // by the last block, a tail that shows in the down projection's time (docs/performance.md).
-  // No workspace.
+  // 1 (split_k > 1; simt, wgmma_ws, wgmma_pk): the split_k blocks of a row tile run as one
+  // thread-block cluster and add their partial sums through distributed shared memory, in slice
+  // order (the bits of the workspace finish), instead of through L2 with a fence, a counter and a
+  // re-read by the last block, a tail that shows in the down projection's time
+  // (docs/performance.md) and grows with the batch in the wgmma families. No workspace.
   int cluster = 0;
   int batch_warps = 1; // gemm: warps side by side along the batch (1 or 2); 1 elsewhere
 };
@@ -173,7 +173,8 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //   wgmma_ws: as wgmma, with unroll (stages) 6, 8, 12, 16 and a ring of at most 216 KB (plus
 //         1 KB of alignment); warps_per_block counts the consumer warps.
 //   wgmma_pk: as wgmma_ws with unroll (stages) 4, 6, 8; w is the wgmma_tiles copy.
-//   cluster 0 or 1 (1: simt with split_k 2, 4 or 8); batch_warps 1 but for gemm.
+//   cluster 0 or 1 (1: split_k > 1 in simt, wgmma_ws and wgmma_pk); batch_warps 1 but for
+//   gemm.
 // Returns cudaErrorInvalidValue for anything else (before touching the device), else the
 // launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`
 // (programmatic_launch.cuh): its launch overlaps that kernel's tail, and it reads and writes

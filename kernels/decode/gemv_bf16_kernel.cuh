@@ -52,6 +52,29 @@ __device__ __forceinline__ void store_y(const gemv_args& a, std::size_t i, float
   a.y[i] = output_of(a, i, sum);
 }
 
+// Outputs b, row .. row + 3 <- sum's four floats, rows at or past n dropped: one 8-byte store
+// where n keeps a quad 4-aligned in y (and y is 8-byte aligned), else one store an output.
+__device__ __forceinline__ void store_y_quad(const gemv_args& a, int b, int row,
+                                             const float4& sum) {
+  const std::size_t i = static_cast<std::size_t>(b) * a.n + row;
+  if (a.n % 4 == 0 && reinterpret_cast<std::uintptr_t>(a.y) % 8 == 0) {
+    if (row >= a.n) return; // (a whole quad: n is a multiple of 4)
+    const __nv_bfloat162 lo =
+        __halves2bfloat162(output_of(a, i, sum.x), output_of(a, i + 1, sum.y));
+    const __nv_bfloat162 hi =
+        __halves2bfloat162(output_of(a, i + 2, sum.z), output_of(a, i + 3, sum.w));
+    uint2 out;
+    out.x = *reinterpret_cast<const unsigned*>(&lo);
+    out.y = *reinterpret_cast<const unsigned*>(&hi);
+    *reinterpret_cast<uint2*>(a.y + i) = out;
+    return;
+  }
+  const float v[4] = {sum.x, sum.y, sum.z, sum.w};
+#pragma unroll
+  for (int e = 0; e < 4; ++e)
+    if (row + e < a.n) store_y(a, i + e, v[e]);
+}
+
 // The start of every GEMV kernel (a programmatic launch: programmatic_launch.cuh): nothing is
 // read before the kernel ahead has completed; the next kernel (always a small one) may then be
 // scheduled, its few blocks waiting behind these.
@@ -67,13 +90,31 @@ __device__ __forceinline__ void cluster_sync() {
                    : "memory");
 }
 
-// The float at `local` (this block's shared memory) in the cluster's block of rank `rank`.
-__device__ __forceinline__ float load_cluster(const float* local, unsigned rank) {
+// The address of `local` (this block's shared memory) in the cluster's block of rank `rank`.
+__device__ __forceinline__ unsigned cluster_address(const float* local, unsigned rank) {
   const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(local));
   unsigned remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  return remote;
+}
+
+// The float at `local` in the cluster's block of rank `rank`.
+__device__ __forceinline__ float load_cluster(const float* local, unsigned rank) {
   float v;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  asm volatile("ld.shared::cluster.f32 %0, [%1];"
+               : "=f"(v)
+               : "r"(cluster_address(local, rank))
+               : "memory");
+  return v;
+}
+
+// The 16 bytes at `local` (16-byte aligned) in the cluster's block of rank `rank`.
+__device__ __forceinline__ float4 load_cluster4(const float* local, unsigned rank) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(cluster_address(local, rank))
+               : "memory");
   return v;
 }
 
@@ -250,15 +291,7 @@ __device__ __forceinline__ void sum_slices_quads(const gemv_args& a, int row0, i
           sum.z += v[u][s].z;
           sum.w += v[u][s].w;
         }
-      const std::size_t i = static_cast<std::size_t>(b) * a.n + row;
-      const __nv_bfloat162 lo =
-          __halves2bfloat162(output_of(a, i, sum.x), output_of(a, i + 1, sum.y));
-      const __nv_bfloat162 hi =
-          __halves2bfloat162(output_of(a, i + 2, sum.z), output_of(a, i + 3, sum.w));
-      uint2 out;
-      out.x = *reinterpret_cast<const unsigned*>(&lo);
-      out.y = *reinterpret_cast<const unsigned*>(&hi);
-      *reinterpret_cast<uint2*>(a.y + i) = out;
+      store_y_quad(a, b, row, sum);
     }
   }
 }

@@ -31,8 +31,9 @@ cudaError_t launch_tma_fed(Kernel kernel, int threads, const gemv_args& a, int b
   if (e != cudaSuccess) return e;
   e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes);
   if (e != cudaSuccess) return e;
-  return pdl::launch(kernel, dim3(blocks), dim3(threads), smem_bytes, s, a.programmatic, 1u, w_map,
-                     x_map, a);
+  // a.cluster (wgmma_ws and wgmma_pk): a tile's split blocks run as one cluster.
+  return pdl::launch(kernel, dim3(blocks), dim3(threads), smem_bytes, s, a.programmatic,
+                     a.cluster ? static_cast<unsigned>(a.split) : 1u, w_map, x_map, a);
 }
 
 } // namespace kg::gemv_detail

@@ -21,6 +21,7 @@
 // same, so are the wgmma's and their order: the two families and wgmma give the same bits.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda.h>
@@ -70,6 +71,105 @@ __device__ __forceinline__ void prefetch_ws_stage(const CUtensorMap* w_map, cons
 }
 
 constexpr int wgmma_overlap_min_bn = 128; // the batch tile from which tiles overlap
+
+// The cluster finish (gemv_config::cluster): the tile's split blocks are one cluster (rank =
+// slice), each stages its slice's sums in its own ring, and each sums a share of the tile's
+// outputs over every rank's partials through distributed shared memory, in slice order from 0 --
+// the workspace finish's additions in its order, so the same bits -- with no partials through L2,
+// no fence, no counter and no last block re-reading every slice (that tail grows with the batch:
+// 64 rows x 128 columns are 32 KB a slice).
+//
+// The partials: batch column b, tile row r at b * stride + r, stride = the block's rows + 4 (the
+// pad puts a warp's stores of one accumulator, 8 rows x 4 column pairs, in 32 banks), whole
+// 16-byte quads of 4 rows.
+template <int BM>
+constexpr int cluster_part_stride = BM + 4;
+template <int BM, int BN>
+constexpr int cluster_part_bytes = BN* cluster_part_stride<BM> * 4;
+
+// Warpgroup `wg`'s accumulators (rows wg MT 64 .. of the block) -> the partials at `part`.
+template <int MT, int BN, int BM>
+__device__ __forceinline__ void stage_wgmma_part(const float (&c)[MT][BN / 2], float* part, int wg,
+                                                 int t) {
+  const int warp = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int e = 0; e < BN / 2; ++e) {
+      const int row = (wg * MT + mt) * 64 + warp * 16 + g + ((e % 4) >= 2 ? 8 : 0);
+      const int b = (e / 4) * 8 + 2 * q + (e & 1);
+      part[b * cluster_part_stride<BM> + row] = c[mt][e];
+    }
+}
+
+// This block's share of the tile's quads (batch column b, rows 4 j .. 4 j + 3 as quad b BM / 4 +
+// j; rank s takes the s-th of split near-equal ranges, so a warp's stores are consecutive rows):
+// G quads a thread a round, every slice's 16 bytes of each loaded before any is added.
+template <int BM, int G, int S>
+__device__ __forceinline__ void sum_cluster_quads(const gemv_args& a, const float* part, int row0,
+                                                  int slice) {
+  constexpr int col_quads = BM / 4;
+  const int total = a.nb * col_quads, per = (total + a.split - 1) / a.split;
+  const int first = slice * per, last = min(total, first + per);
+  const int stride = static_cast<int>(blockDim.x);
+  for (int t0 = first + static_cast<int>(threadIdx.x); t0 < last; t0 += G * stride) {
+    float4 v[G][S];
+#pragma unroll
+    for (int u = 0; u < G; ++u) {
+      const int t = t0 + u * stride;
+      const float* at = part + (t / col_quads) * cluster_part_stride<BM> + 4 * (t % col_quads);
+#pragma unroll
+      for (int s = 0; s < S; ++s)
+        v[u][s] = t < last && s < a.split ? load_cluster4(at, static_cast<unsigned>(s))
+                                          : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int u = 0; u < G; ++u) {
+      const int t = t0 + u * stride;
+      if (t >= last) continue;
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int s = 0; s < S; ++s)
+        if (s < a.split) {
+          sum.x += v[u][s].x;
+          sum.y += v[u][s].y;
+          sum.z += v[u][s].z;
+          sum.w += v[u][s].w;
+        }
+      store_y_quad(a, t / col_quads, row0 + 4 * (t % col_quads), sum);
+    }
+  }
+}
+
+// The cluster finish for the whole block (every thread calls it, after its warpgroup's wgmma's
+// are done): the ring becomes this slice's partials, then the cluster sums them.
+// The cluster finish, in two parts. A consumer warpgroup, its wgmma's done: once every consumer
+// warpgroup's are (a named barrier: they read each other's x rows), the ring becomes the
+// partials and it stores its accumulators there. The accumulators stay inside the consumers'
+// branch, as in the other finishes (kept live across the block, they spilled the 256-row,
+// 128-column tile). Then the whole block (every thread): the cluster sums the partials.
+template <int MT, int BN, int WG, int STAGES>
+__device__ __forceinline__ void stage_cluster_part(const float (&c)[MT][BN / 2],
+                                                   unsigned char* ring, int wg, int t) {
+  constexpr int bm = wg_block_rows<MT, WG>;
+  static_assert(cluster_part_bytes<bm, BN> <= STAGES * wg_stage_bytes<MT, BN, WG>,
+                "the partials live in the ring");
+  asm volatile("bar.sync 1, %0;" ::"n"(WG * 128) : "memory"); // the consumers only
+  stage_wgmma_part<MT, BN, bm>(c, reinterpret_cast<float*>(ring), wg, t);
+}
+template <int BM>
+__device__ __forceinline__ void finish_wgmma_cluster(const gemv_args& a, unsigned char* ring,
+                                                     const ring_slice& r) {
+  const float* part = reinterpret_cast<const float*>(ring);
+  cluster_sync(); // every rank's partials written and visible (release / acquire)
+  if (a.split <= 2)
+    sum_cluster_quads<BM, 4, 2>(a, part, r.row0, r.slice);
+  else if (a.split <= 4)
+    sum_cluster_quads<BM, 2, 4>(a, part, r.row0, r.slice);
+  else
+    sum_cluster_quads<BM, 1, max_split_k>(a, part, r.row0, r.slice);
+  cluster_sync(); // no rank leaves while another may still read its partials
+}
 
 // WG consumer warpgroups (threads 0 .. 128 WG - 1, as the wgmma kernel's) and one producer
 // warpgroup behind them: 128 (WG + 1) threads, one block an SM by its shared memory.
@@ -134,9 +234,16 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1)
     }
     wgmma_wait_all();
     pin_accumulators(c);
-    store_wgmma_tile<MT, BN>(c, a, r.row0 + wg * MT * 64, t, r.slice);
+    if (a.cluster)
+      stage_cluster_part<MT, BN, WG, STAGES>(c, smem, wg, t);
+    else
+      store_wgmma_tile<MT, BN>(c, a, r.row0 + wg * MT * 64, t, r.slice);
   }
-  if (a.split > 1) finish_split_k(a, r.tile, bm); // (every thread: it meets at barriers)
+  // (every thread: both finishes meet at barriers)
+  if (a.cluster)
+    finish_wgmma_cluster<bm>(a, smem, r);
+  else if (a.split > 1)
+    finish_split_k(a, r.tile, bm);
 }
 
 template <bool PACKED>
