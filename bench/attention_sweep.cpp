@@ -204,6 +204,7 @@ int main(int argc, char** argv) {
     o << "target " << c.target_chunks << ", chunk " << c.min_chunk << ".." << c.max_chunk
       << ", tile " << c.tile << ", stages " << c.stages << (c.pdl ? ", pdl" : "")
       << (c.merge_in_stage1 ? ", merged in stage 1" : "");
+    if (c.warps != 4) o << ", " << c.warps << " warps";
     return o.str();
   };
   std::cout << "configurations:\n";

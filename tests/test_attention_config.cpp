@@ -126,6 +126,21 @@ TEST(attention_config, unsupported_configurations_and_shapes_are_refused_without
       with([](attention_config& c) { c.min_chunk = 0; }),    // below a tile
       with([](attention_config& c) { c.max_chunk = 32; }),   // below min_chunk
       with([](attention_config& c) { c.max_chunk = 1000; }), // not a multiple of the tile
+      // 8 warps: 64-token tiles and 2 stages only (a warp takes 8 tokens of a tile); no 2 or 16
+      with([](attention_config& c) { c.warps = 8; }), // 32-token tiles
+      with([](attention_config& c) {
+        c.warps = 8;
+        c.tile = 64;
+        c.stages = 3;
+      }),
+      with([](attention_config& c) {
+        c.warps = 2;
+        c.tile = 64;
+      }),
+      with([](attention_config& c) {
+        c.warps = 16;
+        c.tile = 64;
+      }),
   };
   auto* q = fake<const __nv_bfloat16>();
   auto* kv = fake<__nv_bfloat16>();
@@ -193,6 +208,27 @@ TEST(attention_config, merging_in_stage_1_needs_an_even_group_and_states_that_fi
   EXPECT_FALSE(attention_merges_in_stage1(many, 64, 8, 128, 8192));
   // Not asked for.
   EXPECT_FALSE(attention_merges_in_stage1(default_attention_config(), 32, 8, 128, 8192));
+}
+
+// Each 8-warp configuration of the sweep is timed beside its 4-warp twin (the same bits: the GPU
+// tests compare them), and batch 1's pick is one such twin.
+TEST(attention_config, each_eight_warp_sweep_configuration_has_its_four_warp_twin) {
+  int eight = 0;
+  for (const auto& [name, c] : attention_sweep_configs) {
+    if (c.warps != 8) continue;
+    ++eight;
+    SCOPED_TRACE(name);
+    EXPECT_TRUE(attention_config_supported(c));
+    attention_config four = c;
+    four.warps = 4;
+    EXPECT_TRUE(std::any_of(std::begin(attention_sweep_configs), std::end(attention_sweep_configs),
+                            [&](const auto& o) { return o.config == four; }));
+  }
+  EXPECT_GE(eight, 1);
+  attention_config b1 = pick_attention_config(1);
+  b1.warps = 8;
+  EXPECT_TRUE(std::any_of(std::begin(attention_sweep_configs), std::end(attention_sweep_configs),
+                          [&](const auto& o) { return o.config == b1; }));
 }
 
 TEST(attention_config, each_merging_sweep_configuration_has_its_stage_2_twin_in_the_sweep) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <numeric>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -361,6 +362,23 @@ void check_attention(const attention_problem& p) {
       << "launch_attention differs from launch_attention_with(pick_attention_config(rows))";
 }
 
+// f(problem, its device copy, its rows in order, configuration) for every problem and every
+// configuration of the sweep that `pick` takes.
+template <class Problems, class Pick, class F>
+void for_each_swept(const Problems& problems, Pick pick, F f) {
+  for (const auto& p : problems) {
+    attention_device dev(p);
+    std::vector<int> order(p.rows);
+    std::iota(order.begin(), order.end(), 0);
+    for (const auto& [name, c] : decode::attention_sweep_configs) {
+      if (!pick(c)) continue;
+      SCOPED_TRACE(::testing::Message()
+                   << "config " << name << ", hq " << p.hq << " hk " << p.hk << " D " << p.D);
+      f(p, dev, order, c);
+    }
+  }
+}
+
 } // namespace
 
 TEST(gpu_decode_kernels, splitkv_attention_matches_softmax_reference_and_repeats) {
@@ -388,23 +406,43 @@ TEST(gpu_decode_kernels, merge_in_stage1_gives_stage_2s_bits_launch_after_launch
       attention_problem(16, 2, 64, {1000, 33, 1}, 1024),
       attention_problem(16, 8, 64, {777, 4}, 800)};
   int merging = 0;
-  for (const auto& p : problems) {
-    attention_device dev(p);
-    std::vector<int> order(p.rows);
-    for (int r = 0; r < p.rows; ++r)
-      order[r] = r;
-    for (const auto& [name, c] : decode::attention_sweep_configs) {
-      if (!c.merge_in_stage1) continue;
-      SCOPED_TRACE(::testing::Message()
-                   << "config " << name << ", hq " << p.hq << " hk " << p.hk << " D " << p.D);
-      merging += decode::attention_merges_in_stage1(c, p.hq, p.hk, p.D, p.max_ctx);
-      const auto staged = dev.run(c, order, false);
-      for (int launch = 0; launch < 3; ++launch)
-        EXPECT_TRUE(dev.run(c, order) == staged)
-            << "launch " << launch << " merged in stage 1 to other bits than stage 2";
-    }
-  }
+  for_each_swept(
+      problems, [](const decode::attention_config& c) { return c.merge_in_stage1; },
+      [&](const attention_problem& p, attention_device& dev, const std::vector<int>& order,
+          const decode::attention_config& c) {
+        merging += decode::attention_merges_in_stage1(c, p.hq, p.hk, p.D, p.max_ctx);
+        const auto staged = dev.run(c, order, false);
+        for (int launch = 0; launch < 3; ++launch)
+          EXPECT_TRUE(dev.run(c, order) == staged)
+              << "launch " << launch << " merged in stage 1 to other bits than stage 2";
+      });
   EXPECT_GE(merging, 8) << "the sweep's merging configurations fell back to stage 2";
+}
+
+// Stage 1 with 8 warps gives its 4-warp twin's bits (each sum keeps its terms and their order),
+// stage 2 merging or merged in stage 1: Qwen3-4B's heads at lengths around tiles and chunks, and
+// groups 2 and 8 at both head sizes.
+TEST(gpu_decode_kernels, eight_warps_give_the_four_warp_bits) {
+  KG_REQUIRE_GPU();
+  const attention_problem problems[] = {
+      attention_problem(32, 8, 128, {1, 63, 64, 65, 127, 129, 2047, 2048, 8191, 8192}, 8192),
+      attention_problem(16, 2, 64, {1000, 33, 1}, 1024),
+      attention_problem(16, 8, 64, {777, 4}, 800),
+      attention_problem(64, 8, 128, {300, 5000}, 5000)};
+  int compared = 0;
+  for_each_swept(
+      problems, [](const decode::attention_config& c) { return c.warps == 8; },
+      [&](const attention_problem&, attention_device& dev, const std::vector<int>& order,
+          const decode::attention_config& c) {
+        decode::attention_config four = c;
+        four.warps = 4;
+        for (const bool counters : {false, true}) {
+          EXPECT_TRUE(dev.run(c, order, counters) == dev.run(four, order, counters))
+              << (counters ? "with" : "without") << " merge counters";
+          ++compared;
+        }
+      });
+  EXPECT_GE(compared, 16); // 4 problems x 2 configurations x 2
 }
 
 TEST(gpu_decode_kernels, silu_gate_gather_and_argmax) {

@@ -42,6 +42,11 @@ struct attention_config {
   // launch without counters, or whose chunk states would not fit a block's shared memory
   // (attention_merges_in_stage1), runs stage 2 instead.
   bool merge_in_stage1 = false;
+  // Stage 1's warps a block: 4, or 8 with 64-token tiles and 2 stages. Eight warps halve each
+  // thread's arithmetic of a tile (at batch 1 a block's whole input is 64 KB, and its ramp and
+  // arithmetic, not its bytes, set its time: docs/performance.md, Decode attention) and give the
+  // same bits: every sum keeps its terms and their order (attention_splitkv.cu).
+  int warps = 4;
 
   constexpr bool operator==(const attention_config&) const = default;
 };
@@ -69,7 +74,8 @@ constexpr attention_config pick_attention_config(int rows) {
 constexpr bool attention_config_supported(const attention_config& c) {
   return (c.tile == 32 || c.tile == 64) && c.stages >= 2 && c.stages <= 4 && c.target_chunks >= 1 &&
          c.min_chunk >= c.tile && c.min_chunk % c.tile == 0 && c.max_chunk >= c.min_chunk &&
-         c.max_chunk % c.tile == 0;
+         c.max_chunk % c.tile == 0 &&
+         (c.warps == 4 || (c.warps == 8 && c.tile == 64 && c.stages == 2));
 }
 
 // Tokens per chunk for a row of length len >= 1 (a supported configuration).
@@ -156,6 +162,10 @@ inline constexpr named_attention_config attention_sweep_configs[] = {
     // wait in the step; its 32 chunks are past stage 2's one round of loads (16), not past the
     // merge's staging
     {"t32-tile64-merge", {32, 64, 1024, 64, 2, true, true}},
+    // batch 1's configuration with 8 warps a block (the same bits, half the arithmetic a
+    // thread), two kernels and merged
+    {"tile64-w8", {16, 64, 1024, 64, 2, true, false, 8}},
+    {"tile64-w8-merge", {16, 64, 1024, 64, 2, true, true, 8}},
 };
 
 } // namespace kg::decode

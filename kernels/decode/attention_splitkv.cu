@@ -1,11 +1,12 @@
 // Split-KV decode attention over the per-sequence KV cache (decode_kernels.h has the contract,
 // attention_config.h how a sequence is split).
 //
-// Stage 1, grid (attention_max_chunks(max_context), kv heads, rows), 4 warps: a block takes one
-// chunk of one (row, kv head) for the `group` query heads that share it. The chunk's length
-// comes from the row's length alone (attention_chunk_tokens), computed here on the device, so a
-// graph captured for a batch size serves every length; blocks past a row's last chunk return at
-// once and their workspace slots are never read.
+// Stage 1, grid (attention_max_chunks(max_context), kv heads, rows), 4 warps (or 8:
+// attention_config::warps): a block takes one chunk of one (row, kv head) for the `group` query
+// heads that share it. The chunk's length comes from the row's length alone
+// (attention_chunk_tokens), computed here on the device, so a graph captured for a batch size
+// serves every length; blocks past a row's last chunk return at once and their workspace slots
+// are never read.
 //
 // Why this shape (the kernel it replaced, one team of lanes per token with an online softmax per
 // token, stayed far below the copy bandwidth: docs/performance.md, Decode attention):
@@ -49,20 +50,34 @@
 namespace kg::decode {
 namespace {
 
-constexpr int warps = 4, threads = warps * 32;
 constexpr int parts = 4; // threads sharing one token's dot product in the score phase
 // Stage 1 grids of at most this many blocks get one block per SM (launch_typed).
 constexpr int one_wave_blocks = 132;
 constexpr int one_block_per_sm_bytes = 116 * 1024; // over half of the H200's 228 KiB an SM
 constexpr double log2e = 1.4426950408889634;       // scores in log2 units: exp2f in the softmax
 
-__device__ __forceinline__ void unpack8(const uint4& raw, float out[8]) {
-  const __nv_bfloat162* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
+// n bf16 pairs (the words of a 16- or 8-byte load) as 2 n floats.
+template <int n>
+__device__ __forceinline__ void unpack_pairs(const __nv_bfloat162* h, float* out) {
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < n; ++i) {
     const float2 f = __bfloat1622float2(h[i]);
     out[2 * i] = f.x;
     out[2 * i + 1] = f.y;
+  }
+}
+__device__ __forceinline__ void unpack8(const uint4& raw, float out[8]) {
+  unpack_pairs<4>(reinterpret_cast<const __nv_bfloat162*>(&raw), out);
+}
+
+// `dpt` (8 or 4) consecutive bf16 of a V row in shared memory (16- or 8-byte aligned) as floats.
+template <int dpt>
+__device__ __forceinline__ void load_v(const __nv_bfloat16* p, float (&out)[dpt]) {
+  if constexpr (dpt == 8) {
+    unpack8(*reinterpret_cast<const uint4*>(p), out);
+  } else {
+    const uint2 raw = *reinterpret_cast<const uint2*>(p);
+    unpack_pairs<2>(reinterpret_cast<const __nv_bfloat162*>(&raw), out);
   }
 }
 
@@ -89,11 +104,15 @@ struct attention_call {
 
 // Stage 1's shared memory (bytes): the K/V tile ring, reused after the loop for the token
 // groups' partial outputs; then q (float, log2-scaled), the warps' tile maxima, the tile's
-// probabilities.
-template <int head_dim, int group, int tile, int stages>
+// probabilities. `warps` (attention_config::warps): 4, or 8, which splits each (token group,
+// chunk) of the V phase between two threads of 4 dimensions (dims_per_thread) and keeps the
+// 4-warp block's token groups, so every sum has the same terms in the same order: the same bits.
+template <int head_dim, int group, int tile, int stages, int warps>
 struct stage1_layout {
-  static constexpr int row_chunks = head_dim / 8;               // 16-byte chunks per K or V row
-  static constexpr int token_groups = threads / row_chunks;     // V phase: threads per dimension
+  static constexpr int threads = warps * 32;
+  static constexpr int row_chunks = head_dim / 8;          // 16-byte chunks per K or V row
+  static constexpr int token_groups = 4 * 32 / row_chunks; // V phase: the 4-warp block's
+  static constexpr int dims_per_thread = 8 * token_groups * row_chunks / threads;
   static constexpr int ring = stages * 2 * tile * head_dim * 2; // K then V, per stage
   static constexpr int reduce = token_groups * group * (head_dim + 1) * 4; // o, then l
   static constexpr int area = ring > reduce ? ring : reduce;
@@ -101,8 +120,9 @@ struct stage1_layout {
   static constexpr int wmax_off = q_off + group * head_dim * 4;
   static constexpr int probs_off = wmax_off + warps * group * 4;
   static constexpr int bytes = probs_off + tile * group * 4;
-  static_assert(tile % 32 == 0 && (tile * row_chunks) % threads == 0 && tile % token_groups == 0 &&
-                row_chunks % parts == 0);
+  static_assert(tile % (8 * warps) == 0 && (tile * row_chunks) % threads == 0 &&
+                tile % token_groups == 0 && row_chunks % parts == 0 &&
+                (dims_per_thread == 8 || dims_per_thread == 4));
 };
 
 template <int group>
@@ -210,12 +230,12 @@ __device__ __forceinline__ void merge_if_last(const attention_call& a, int b, in
       a.work + (static_cast<std::size_t>(b) * a.kv_heads + hk) * a.max_chunks * state;
   auto* staged = reinterpret_cast<float*>(smem);
   const int quads = chunks * state / 4;
-  for (int i = threadIdx.x; i < quads; i += threads)
+  for (int i = threadIdx.x; i < quads; i += blockDim.x)
     cp_async16(staged + 4 * i, src + 4 * i, true);
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
-  for (int i = threadIdx.x; i < group * head_dim; i += threads) {
+  for (int i = threadIdx.x; i < group * head_dim; i += blockDim.x) {
     const int g = i / head_dim, d = i % head_dim;
     const float* head = staged + g * stride;
     a.out[(static_cast<std::size_t>(b) * a.q_heads + hk * group + g) * head_dim + d] =
@@ -227,10 +247,11 @@ __device__ __forceinline__ void merge_if_last(const attention_call& a, int b, in
   if (threadIdx.x == 0) *counter = 0;
 }
 
-template <int head_dim, int group, int tile, int stages, bool fused, bool merge>
-__global__ void __launch_bounds__(threads) attend_chunks(const attention_call a) {
-  using L = stage1_layout<head_dim, group, tile, stages>;
-  constexpr int rc = L::row_chunks, tgs = L::token_groups, per_thread = tile / 32;
+template <int head_dim, int group, int tile, int stages, int warps, bool fused, bool merge>
+__global__ void __launch_bounds__(warps * 32) attend_chunks(const attention_call a) {
+  using L = stage1_layout<head_dim, group, tile, stages, warps>;
+  constexpr int threads = L::threads, rc = L::row_chunks, tgs = L::token_groups;
+  constexpr int dpt = L::dims_per_thread, per_thread = tile / (8 * warps);
   constexpr int per_lane = head_dim / 32;
   extern __shared__ __align__(16) unsigned char smem[];
   // Stage 2 may be scheduled once every block here has started (it waits for this grid's
@@ -359,16 +380,17 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
       qs[g * head_dim + ch * 8 + x] = f[x] * a.scale_log2;
   }
 
-  float m[group], l[group], o[group][8];
+  float m[group], l[group], o[group][dpt];
 #pragma unroll
   for (int g = 0; g < group; ++g) {
     m[g] = -INFINITY;
     l[g] = 0.0f;
 #pragma unroll
-    for (int x = 0; x < 8; ++x)
+    for (int x = 0; x < dpt; ++x)
       o[g][x] = 0.0f;
   }
-  const int part = (tid / 8) % parts, dc = tid % rc, tg = tid / rc;
+  // V phase: chunk dc of token group tg, its dimensions half * dpt .. + dpt (half 0 with 4 warps).
+  const int part = (tid / 8) % parts, dc = tid % rc, tg = (tid % 128) / rc, half = tid / 128;
   for (int k = 0; k < tiles; ++k) {
     cp_async_wait<stages - 2>();
     __syncthreads(); // tile k (and q) visible to all; everyone is done with tile k - 1's slot
@@ -380,8 +402,8 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
     const int tok0 = c0 + k * tile;
 
     // Scores: token t of the tile by the 4 threads (tid / 8) % 4 of its lane octet, each over
-    // the chunks ch = j * 4 + part; with 64-token tiles a thread takes tokens t and t + 32, and
-    // each q load serves both.
+    // the chunks ch = j * 4 + part; a warp takes 8 tokens, so with 64-token tiles and 4 warps a
+    // thread takes tokens t and t + 32, and each q load serves both (8 warps: one token each).
     float s[per_thread][group];
 #pragma unroll
     for (int r = 0; r < per_thread; ++r)
@@ -394,7 +416,7 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
       float kf[per_thread][8];
 #pragma unroll
       for (int r = 0; r < per_thread; ++r) {
-        const int t = tid % 8 + 8 * (tid / 32) + 32 * r;
+        const int t = tid % 8 + 8 * (tid / 32) + 8 * warps * r;
         unpack8(*reinterpret_cast<const uint4*>(ks + (t * rc + (ch ^ (t & 7))) * 8), kf[r]);
       }
 #pragma unroll
@@ -418,7 +440,7 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
     }
 #pragma unroll
     for (int r = 0; r < per_thread; ++r) {
-      const bool valid = tok0 + tid % 8 + 8 * (tid / 32) + 32 * r < c1;
+      const bool valid = tok0 + tid % 8 + 8 * (tid / 32) + 8 * warps * r < c1;
 #pragma unroll
       for (int g = 0; g < group; ++g) {
         // a + b is commutative in IEEE arithmetic: the 4 threads of a token end with equal bits.
@@ -452,26 +474,26 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
       m[g] = mn;
       l[g] *= alpha;
 #pragma unroll
-      for (int x = 0; x < 8; ++x)
+      for (int x = 0; x < dpt; ++x)
         o[g][x] *= alpha;
       if (part == 0)
 #pragma unroll
         for (int r = 0; r < per_thread; ++r)
-          probs[(tid % 8 + 8 * (tid / 32) + 32 * r) * group + g] = exp2f(s[r][g] - mn);
+          probs[(tid % 8 + 8 * (tid / 32) + 8 * warps * r) * group + g] = exp2f(s[r][g] - mn);
     }
     __syncthreads();
-    // V: dimensions dc * 8 .. + 8 of every query head, tokens tg, tg + tgs, ...
+    // V: dimensions dc * 8 + half * dpt .. + dpt of every query head, tokens tg, tg + tgs, ...
 #pragma unroll
     for (int i = 0; i < tile / tgs; ++i) {
       const int t = tg + tgs * i;
-      float vf[8], e[group];
-      unpack8(*reinterpret_cast<const uint4*>(vs + (t * rc + (dc ^ (t & 7))) * 8), vf);
+      float vf[dpt], e[group];
+      load_v<dpt>(vs + (t * rc + (dc ^ (t & 7))) * 8 + half * dpt, vf);
       load_probs<group>(probs + t * group, e);
 #pragma unroll
       for (int g = 0; g < group; ++g) {
         l[g] += e[g];
 #pragma unroll
-        for (int x = 0; x < 8; ++x)
+        for (int x = 0; x < dpt; ++x)
           o[g][x] = fmaf(e[g], vf[x], o[g][x]);
       }
     }
@@ -484,10 +506,12 @@ __global__ void __launch_bounds__(threads) attend_chunks(const attention_call a)
   float* lred = red + tgs * group * head_dim;
 #pragma unroll
   for (int g = 0; g < group; ++g) {
-    float* p = red + (tg * group + g) * head_dim + dc * 8;
-    *reinterpret_cast<float4*>(p) = make_float4(o[g][0], o[g][1], o[g][2], o[g][3]);
-    *reinterpret_cast<float4*>(p + 4) = make_float4(o[g][4], o[g][5], o[g][6], o[g][7]);
-    if (dc == 0) lred[tg * group + g] = l[g];
+    float* p = red + (tg * group + g) * head_dim + dc * 8 + half * dpt;
+#pragma unroll
+    for (int x = 0; x < dpt; x += 4)
+      *reinterpret_cast<float4*>(p + x) =
+          make_float4(o[g][x], o[g][x + 1], o[g][x + 2], o[g][x + 3]);
+    if (dc == 0 && half == 0) lred[tg * group + g] = l[g]; // (both halves hold the same l)
   }
   __syncthreads();
   constexpr int stride = head_dim + 2; // a state: m, l, o[head_dim]
@@ -557,9 +581,9 @@ __global__ void merge_chunks(const attention_call a) {
       [&](int c) { return p[c * cs + 2 + d]; });
 }
 
-template <int head_dim, int group, int tile, int stages, bool fused>
+template <int head_dim, int group, int tile, int stages, int warps, bool fused>
 cudaError_t launch_typed(const attention_call& a, cudaStream_t s, bool programmatic) {
-  using L = stage1_layout<head_dim, group, tile, stages>;
+  using L = stage1_layout<head_dim, group, tile, stages, warps>;
   // Merging in stage 1 takes the counters, an even group (attention_merges_in_stage1) and a
   // 16-byte aligned workspace (the chunk states' copies); otherwise stage 2 merges, with the
   // same bits.
@@ -568,8 +592,8 @@ cudaError_t launch_typed(const attention_call& a, cudaStream_t s, bool programma
       can_merge && a.counters &&
       attention_merges_in_stage1(a.cfg, a.q_heads, a.kv_heads, head_dim, a.max_context) &&
       reinterpret_cast<std::uintptr_t>(a.work) % 16 == 0;
-  auto* k1 = merge ? attend_chunks<head_dim, group, tile, stages, fused, can_merge>
-                   : attend_chunks<head_dim, group, tile, stages, fused, false>;
+  auto* k1 = merge ? attend_chunks<head_dim, group, tile, stages, warps, fused, can_merge>
+                   : attend_chunks<head_dim, group, tile, stages, warps, fused, false>;
   // Above 48 KiB of dynamic shared memory a kernel must opt in; set on every launch (cheap, and
   // allowed while a stream is being captured).
   // A grid of one wave (batch 1: 16 chunks x 8 kv heads) asks for more than half an SM's shared
@@ -588,7 +612,7 @@ cudaError_t launch_typed(const attention_call& a, cudaStream_t s, bool programma
   cudaError_t e = cudaFuncSetAttribute(k1, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(smem_bytes));
   if (e != cudaSuccess) return e;
-  e = pdl::launch(k1, dim3(a.max_chunks, a.kv_heads, a.rows), dim3(threads), smem_bytes, s,
+  e = pdl::launch(k1, dim3(a.max_chunks, a.kv_heads, a.rows), dim3(L::threads), smem_bytes, s,
                   programmatic, 1u, a);
   if (e != cudaSuccess || merge) return e;
   return pdl::launch(merge_chunks<head_dim, group>, dim3(a.q_heads, a.rows), dim3(head_dim), 0, s,
@@ -599,18 +623,24 @@ template <int head_dim, int group, int tile, bool fused>
 cudaError_t launch_stages(const attention_call& a, cudaStream_t s, bool programmatic) {
   switch (a.cfg.stages) {
   case 2:
-    return launch_typed<head_dim, group, tile, 2, fused>(a, s, programmatic);
+    return launch_typed<head_dim, group, tile, 2, 4, fused>(a, s, programmatic);
   case 3:
-    return launch_typed<head_dim, group, tile, 3, fused>(a, s, programmatic);
+    return launch_typed<head_dim, group, tile, 3, 4, fused>(a, s, programmatic);
   case 4:
-    return launch_typed<head_dim, group, tile, 4, fused>(a, s, programmatic);
+    return launch_typed<head_dim, group, tile, 4, 4, fused>(a, s, programmatic);
   default:
     return cudaErrorInvalidValue;
   }
 }
 
+// 8 warps: 64-token tiles and 2 stages only (attention_config_supported), one instantiation a
+// (head_dim, group, fused) and merge.
 template <int head_dim, int group, bool fused>
 cudaError_t launch_tile(const attention_call& a, cudaStream_t s, bool programmatic) {
+  if (a.cfg.warps == 8)
+    return a.cfg.tile == 64 && a.cfg.stages == 2
+               ? launch_typed<head_dim, group, 64, 2, 8, fused>(a, s, programmatic)
+               : cudaErrorInvalidValue;
   return a.cfg.tile == 32 ? launch_stages<head_dim, group, 32, fused>(a, s, programmatic)
                           : launch_stages<head_dim, group, 64, fused>(a, s, programmatic);
 }
