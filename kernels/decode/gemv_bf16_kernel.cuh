@@ -443,8 +443,20 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) 
   gemv_prologue();
 
   // The folded RMSNorm (a.norm_w): warp 0 finds each batch row's 1 / RMS for the whole block.
-  // (In shared memory, not registers: BG of them would spill the large batch groups.)
+  // (In shared memory, not registers: BG of them would spill the large batch groups.) Every
+  // warp's first whole step of weights is loaded before the barrier that publishes them, so that
+  // its latency runs under warp 0's reads of x rather than after them; the loop below then
+  // starts one step on, and the sums keep their order.
   const uint4* norm = reinterpret_cast<const uint4*>(a.norm_w);
+  int c = begin + lane;
+  const bool first_ahead = norm && active && c + 32 * (UNROLL - 1) < end;
+  uint4 first[UNROLL][RPW];
+  if (first_ahead)
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u)
+#pragma unroll
+      for (int r = 0; r < RPW; ++r)
+        first[u][r] = load_stream(wrow[r] + c + 32 * u);
   __shared__ float inv[BG];
   if (norm) {
     if (warp == 0)
@@ -464,7 +476,12 @@ __global__ void __launch_bounds__(WPB * 32) gemv_bf16_kernel(const gemv_args a) 
       acc[r][b] = 0.0f;
 
   if (active) { // a warp wholly past n (last tile) only joins the split-K handshake
-    int c = begin + lane;
+    if (first_ahead) {
+#pragma unroll
+      for (int u = 0; u < UNROLL; ++u)
+        fma_chunk<BG, RPW>(first[u], x, a.k8, c + 32 * u, a.nb, acc, norm, inv);
+      c += 32 * UNROLL;
+    }
     // Whole steps: all UNROLL chunks of this lane inside the slice. Loads first, all in flight.
     for (; c + 32 * (UNROLL - 1) < end; c += 32 * UNROLL) {
       uint4 wv[UNROLL][RPW];
