@@ -4,6 +4,7 @@
 // touched (so these run without a GPU).
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -475,8 +476,11 @@ TEST(gemv_config, the_gated_epilogue_is_offered_only_where_one_warp_holds_both_s
   EXPECT_FALSE(gemv_gated_supported({2, 8, 2, 1, sweep}, 1, 19456, 2560));
   EXPECT_FALSE(gemv_gated_supported({2, 4, 2, 1}, 1, 19455, 2560)); // odd n
   EXPECT_FALSE(gemv_gated_supported({2, 4, 2, 1}, 1, 19456, 2561)); // k % 8
-  // The engine's batch-1 gate_up row is gated: its SiLU-gate kernel is gone from the step.
-  EXPECT_TRUE(gemv_gated_supported(pick_gemv_config(1, 19456, 2560), 1, 19456, 2560));
+  // The engine's batch-1 gate_up row with the post norm folded is gated: its SiLU-gate kernel
+  // is gone from the step. The table's own batch-1 row (wgmma_pk) is not.
+  ASSERT_TRUE(pick_gemv_config_folded(1, 19456, 2560, true).has_value());
+  EXPECT_TRUE(gemv_gated_supported(*pick_gemv_config_folded(1, 19456, 2560, true), 1, 19456, 2560));
+  EXPECT_FALSE(gemv_gated_supported(pick_gemv_config(1, 19456, 2560), 1, 19456, 2560));
   std::uint16_t buf[8] = {};
   auto* p = reinterpret_cast<__nv_bfloat16*>(buf);
   EXPECT_EQ(launch_gemv_bf16_gated(p, p, p, 1, 64, 8, {16, 4, 2, 1, mma}, nullptr),
@@ -511,8 +515,22 @@ TEST(gemv_config, a_norm_folds_into_the_simt_family_and_the_residual_add_into_ev
   }
   EXPECT_FALSE(gemv_fusion_supported(gemv_config{2, 4, 2, 1}, add, 2560, true));
   EXPECT_TRUE(gemv_fusion_supported(gemv_config{2, 4, 2, 1}, gemv_fusion{}, 2560, true));
-  for (const auto& [n, gated] : {std::pair{6144, false}, {19456, true}, {151936, false}})
-    EXPECT_TRUE(gemv_fusion_supported(pick_gemv_config(1, n, 2560), norm, 2560, gated)) << n;
+  // The engine's batch-1 folds: qkv and gate_up (gated) run the simt rows of the folded table
+  // where the table's are wgmma_pk, lm_head its table row (simt); none from batch 2, where every
+  // row is a tensor-core family's and no simt row was measured.
+  for (const auto& [n, gated] : {std::pair{6144, false}, {19456, true}, {151936, false}}) {
+    const auto c = pick_gemv_config_folded(1, n, 2560, gated);
+    ASSERT_TRUE(c.has_value()) << n;
+    EXPECT_TRUE(gemv_fusion_supported(*c, norm, 2560, gated)) << n;
+    EXPECT_EQ(c->kind, gemv_kind::simt) << n;
+    EXPECT_FALSE(pick_gemv_config_folded(2, n, 2560, gated).has_value()) << n;
+  }
+  EXPECT_EQ(pick_gemv_config(1, 6144, 2560).kind, gemv_kind::wgmma_pk);
+  EXPECT_EQ(pick_gemv_config(1, 19456, 2560).kind, gemv_kind::wgmma_pk);
+  const gemv_config table = pick_gemv_config(1, 151936, 2560),
+                    folded = *pick_gemv_config_folded(1, 151936, 2560, false);
+  EXPECT_EQ(std::tie(folded.rows_per_warp, folded.warps_per_block, folded.unroll, folded.split_k),
+            std::tie(table.rows_per_warp, table.warps_per_block, table.unroll, table.split_k));
   // Refused before touching the device: a norm on the mma family, a misaligned norm weight, the
   // add on the gated launch.
   EXPECT_EQ(launch_gemv_bf16(p, p, p, 1, 64, 8, {16, 4, 2, 1, gemv_kind::mma}, nullptr, nullptr,

@@ -676,7 +676,7 @@ TEST(gpu_gemv, the_gated_epilogue_gives_the_bits_of_the_gemv_then_the_silu_gate)
     int batch, n, k;
     std::vector<gemv_config> configs;
   };
-  const shape shapes[] = {{1, 19456, 2560, {pick_gemv_config(1, 19456, 2560)}},
+  const shape shapes[] = {{1, 19456, 2560, {*pick_gemv_config_folded(1, 19456, 2560, true)}},
                           {3, 2 * 1001, 8 * 37, {{2, 4, 2, 1}, {2, 8, 4, 1}, {2, 16, 8, 1}}},
                           {17, 2 * 333, 8 * 50, {{2, 4, 2, 1}}}};
   for (const auto& sh : shapes) {

@@ -116,7 +116,7 @@ TEST(gpu_gemv_fusion, a_folded_norm_gives_the_bits_of_the_norm_kernel_then_the_g
   KG_REQUIRE_GPU();
   const std::vector<gemv_config> simt = {
       {1, 4, 4, 1}, {2, 4, 2, 1}, {4, 8, 2, 1}, {2, 8, 2, 4}, {1, 8, 4, 2, gemv_kind::simt, 1}};
-  const shape shapes[] = {{1, 6144, 2560, {pick_gemv_config(1, 6144, 2560)}},
+  const shape shapes[] = {{1, 6144, 2560, {*pick_gemv_config_folded(1, 6144, 2560, false)}},
                           {1, 1001, 8 * 321, simt},   // 321 chunks: two rounds, the second short
                           {3, 517, 8 * 40, simt},     // one round, most lanes idle
                           {17, 333, 8 * 1000, simt}}; // four rounds; past a batch group
@@ -157,7 +157,7 @@ TEST(gpu_gemv_fusion, a_folded_norm_gives_the_bits_of_the_norm_kernel_then_the_g
 // of the norm kernel, the GEMV and the gate kernel, on the engine's batch-1 shape and odd ones.
 TEST(gpu_gemv_fusion, the_gated_launch_folds_the_norm_with_the_same_bits) {
   KG_REQUIRE_GPU();
-  const shape shapes[] = {{1, 19456, 2560, {pick_gemv_config(1, 19456, 2560)}},
+  const shape shapes[] = {{1, 19456, 2560, {*pick_gemv_config_folded(1, 19456, 2560, true)}},
                           {3, 2 * 1001, 8 * 301, {{2, 4, 2, 1}, {2, 16, 8, 1}}},
                           {17, 2 * 333, 8 * 50, {{2, 8, 4, 1}}}};
   for (const auto& sh : shapes) {

@@ -308,7 +308,12 @@ void decode_engine::gemv(const char* projection, const bf16* x, const bf16* w, b
     KG_CUDA_CHECK(it->second(x, w, y, batch, n, k, stream_));
     return;
   }
-  const gemv_config c = pick_gemv_config(batch, n, k);
+  // A folded norm runs the configuration that takes it (norm_folds_of asked for one).
+  const std::optional<gemv_config> folded =
+      fusion && fusion->norm_weight ? pick_gemv_config_folded(batch, n, k, false) : std::nullopt;
+  if (fusion && fusion->norm_weight && !folded)
+    throw std::logic_error("decode_engine: a folded norm where no configuration takes it");
+  const gemv_config c = folded ? *folded : pick_gemv_config(batch, n, k);
   if (gemv_reads_packed(c)) {
     const gemv_layout l = gemv_weight_layout(c);
     const auto it = std::find_if(packed_of_.begin(), packed_of_.end(),
@@ -321,18 +326,15 @@ void decode_engine::gemv(const char* projection, const bf16* x, const bf16* w, b
                                  c_.programmatic_launch, fusion));
 }
 
-namespace {
-
-// Whether enqueue(batch) gives the SiLU gate to the gate_up GEMV's epilogue.
-bool gate_in_gemv(const decode_engine_config& c, int batch) {
-  // A cuBLAS GEMM, or GEMV launches of 128 rows, then the gate kernel.
-  if (batch > c.max_gemv_batch || batch > gemv_launch_rows) return false;
-  const auto& m = c.model;
+bool decode_engine::gate_in_gemv(int batch, bool post_folded) const {
+  // A cuBLAS GEMM, GEMV launches of 128 rows or an override, then the gate kernel.
+  if (batch > c_.max_gemv_batch || batch > gemv_launch_rows || gemv_overrides_.count("gate_up"))
+    return false;
+  const auto& m = c_.model;
   const int n = static_cast<int>(2 * m.intermediate), k = static_cast<int>(m.hidden);
-  return gemv_gated_supported(pick_gemv_config(batch, n, k), batch, n, k);
+  return post_folded ? pick_gemv_config_folded(batch, n, k, true).has_value()
+                     : gemv_gated_supported(pick_gemv_config(batch, n, k), batch, n, k);
 }
-
-} // namespace
 
 void decode_engine::set_attention_config(const std::optional<decode::attention_config>& c) {
   if (c && !decode::attention_config_supported(*c))
@@ -365,17 +367,14 @@ decode_engine::norm_folds decode_engine::norm_folds_of(int batch) const {
   const int H = static_cast<int>(m.hidden), I = static_cast<int>(m.intermediate),
             V = static_cast<int>(m.vocab), qkv = static_cast<int>(sizes_.qkv_width);
   const auto ours = [&](const char* p) { return gemv_overrides_.count(p) == 0; };
-  // A norm folds where its GEMV's configuration takes it and the GEMV that makes its delta
-  // (o_proj for the post norm, down for the others) is ours, to add into the stream.
-  gemv_fusion norm;
-  norm.norm_weight = final_norm_; // (any weight: supported or not does not depend on it)
+  // A norm folds where a configuration of its GEMV takes it (pick_gemv_config_folded: the
+  // gate_up GEMV's with its gate or without) and the GEMV that makes its delta (o_proj for the
+  // post norm, down for the others) is ours, to add into the stream.
   const auto folds = [&](const char* p, int n, bool gated) {
-    return ours(p) && gemv_fusion_supported(pick_gemv_config(batch, n, H), norm, H, gated);
+    return ours(p) && pick_gemv_config_folded(batch, n, H, gated).has_value();
   };
   f.input = ours("down") && folds("qkv", qkv, false);
-  f.post = ours("o_proj") &&
-           (gate_in_gemv(c_, batch) && ours("gate_up") ? folds("gate_up", 2 * I, true)
-                                                       : folds("gate_up", 2 * I, false));
+  f.post = ours("o_proj") && (folds("gate_up", 2 * I, true) || folds("gate_up", 2 * I, false));
   f.final = ours("down") && folds("lm_head", V, false);
   return f;
 }
@@ -397,7 +396,7 @@ std::vector<const char*> decode_engine::layer_roles(int batch) const {
   if (!merged) r.push_back("attention_s2");
   r.push_back("o_proj_gemv");
   if (!f.post) r.push_back("post_rmsnorm");
-  if (gate_in_gemv(c_, batch) && !gemv_overrides_.count("gate_up"))
+  if (gate_in_gemv(batch, f.post))
     r.push_back(f.post ? "norm_gate_up_silu_gemv" : "gate_up_silu_gemv");
   else {
     r.push_back(f.post ? "norm_gate_up_gemv" : "gate_up_gemv");
@@ -466,12 +465,14 @@ void decode_engine::enqueue(int batch) {
                                                stream_, pl));
     }
     const bf16* mlp_in = f.post ? hidden_ : normed_;
-    // The SiLU gate as the gate_up GEMV's epilogue where its configuration allows (batch 1 on
-    // the H200 table), else its own kernel: the same bits either way (gemv_bf16.h).
-    if (gate_in_gemv(c_, batch) && !gemv_overrides_.count("gate_up")) {
-      KG_CUDA_CHECK(launch_gemv_bf16_gated(mlp_in, w.gate_up, act_out_, batch, 2 * I, H,
-                                           pick_gemv_config(batch, 2 * I, H), stream_, pl,
-                                           f.post ? &post : nullptr));
+    // The SiLU gate as the gate_up GEMV's epilogue where its configuration allows (batch 1 with
+    // the post norm folded, on the H200 tables), else its own kernel: the same bits either way
+    // (gemv_bf16.h).
+    if (gate_in_gemv(batch, f.post)) {
+      const gemv_config c = f.post ? *pick_gemv_config_folded(batch, 2 * I, H, true)
+                                   : pick_gemv_config(batch, 2 * I, H);
+      KG_CUDA_CHECK(launch_gemv_bf16_gated(mlp_in, w.gate_up, act_out_, batch, 2 * I, H, c, stream_,
+                                           pl, f.post ? &post : nullptr));
     } else {
       gemv("gate_up", mlp_in, w.gate_up, gate_up_, batch, 2 * I, H, f.post ? &post : nullptr);
       KG_CUDA_CHECK(decode::launch_silu_gate_mul(gate_up_, act_out_, batch, I, stream_, pl));

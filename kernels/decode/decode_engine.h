@@ -163,6 +163,9 @@ private:
     bool input = false, post = false, final = false; // into qkv, gate_up, lm_head
   };
   norm_folds norm_folds_of(int batch) const;
+  // Whether enqueue(batch) gives the SiLU gate to the gate_up GEMV's epilogue (post_folded: the
+  // post norm folds into that GEMV, which then runs pick_gemv_config_folded's configuration).
+  bool gate_in_gemv(int batch, bool post_folded) const;
 
   decode_engine_config c_;
   decode_engine_sizes sizes_;

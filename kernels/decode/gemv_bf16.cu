@@ -259,7 +259,7 @@ constexpr table_row config_table[] = {
     {2560, 9728, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // down b32
     {2560, 9728, 64, {64, 4, 6, 3, gemv_kind::wgmma_ws}}, // down b64
     {2560, 9728, 128, {64, 4, 6, 3, gemv_kind::wgmma_ws}}, // down b128
-    {6144, 2560, 1, {2, 4, 2, 1}}, // qkv b1
+    {6144, 2560, 1, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b1
     {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2
     {6144, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b4
     {6144, 2560, 8, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b8
@@ -275,7 +275,7 @@ constexpr table_row config_table[] = {
     {2560, 4096, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // o_proj b32
     {2560, 4096, 64, {64, 4, 6, 3, gemv_kind::wgmma_ws}}, // o_proj b64
     {2560, 4096, 128, {64, 4, 8, 2, gemv_kind::wgmma_ws}}, // o_proj b128
-    {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1
+    {19456, 2560, 1, {128, 8, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b1
     {19456, 2560, 2, {128, 8, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b2
     {19456, 2560, 4, {128, 8, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b4
     {19456, 2560, 8, {128, 8, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b8
@@ -359,6 +359,33 @@ gemv_config pick_gemv_config(int batch, int n, int k) {
   for (const auto& r : config_table)
     if (r.n == n && r.k == k && batch <= r.max_batch) return r.c;
   return heuristic_config(batch, n, k);
+}
+
+// The fastest configurations that take a folded norm (and the gate, rows_per_warp 2) where the
+// table's do not: the simt family's best rows of the same H200 sweeps (docs/performance.md, GEMV
+// configurations: qkv b1 11.87 us, gate_up b1 with its gate 28.10 us in the chain run).
+// clang-format off
+constexpr table_row folded_table[] = {
+    {6144, 2560, 1, {2, 4, 2, 1}}, // qkv b1, the input norm folded
+    {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1, the post norm folded, the gate as epilogue
+};
+// clang-format on
+
+std::optional<gemv_config> pick_gemv_config_folded(int batch, int n, int k, bool gated) {
+  static const __nv_bfloat16 any_weight{}; // (whether a fold is supported does not depend on it)
+  gemv_fusion norm;
+  norm.norm_weight = &any_weight;
+  const auto takes = [&](const gemv_config& c) {
+    return gemv_config_supported(c, batch, n, k) && gemv_fusion_supported(c, norm, k, gated) &&
+           (!gated || gemv_gated_supported(c, batch, n, k));
+  };
+  if (const gemv_config c = pick_gemv_config(batch, n, k); takes(c)) return c;
+  for (const auto& r : folded_table)
+    if (r.n == n && r.k == k && batch <= r.max_batch) {
+      if (takes(r.c)) return r.c;
+      break;
+    }
+  return std::nullopt;
 }
 
 bool gemv_config_supported(const gemv_config& c, int batch, int n, int k) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -127,6 +128,13 @@ cudaError_t pack_gemv_weights(gemv_layout l, const __nv_bfloat16* w, __nv_bfloat
 // The configuration the decode engine uses for this shape: one launch_gemv_bf16 accepts for
 // every shape it accepts at all (k % 8 == 0).
 gemv_config pick_gemv_config(int batch, int n, int k);
+
+// The configuration the decode engine uses where it folds an RMSNorm into this GEMV
+// (gemv_fusion::norm_weight), with the SwiGLU gate as its epilogue if `gated`
+// (launch_gemv_bf16_gated): pick_gemv_config's where that takes them, else the fastest that does
+// of the H200 sweeps (the simt family's rows at batch 1, where the table's are wgmma_pk), else
+// nullopt (the norm stays a kernel of its own).
+std::optional<gemv_config> pick_gemv_config_folded(int batch, int n, int k, bool gated);
 
 // The batch rows one launch takes: launch_gemv_bf16 runs larger batches as groups of this many.
 int gemv_batch_group(const gemv_config& c);
