@@ -43,10 +43,17 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 
 // Every family's store of one output: y[i] <- bf16(sum), or with a.add_to_y (the residual add,
 // gemv_fusion) bf16(y[i] + bf16(sum)): launch_add_rmsnorm's add of its delta, the same bits.
-__device__ __forceinline__ __nv_bfloat16 output_of(const gemv_args& a, std::size_t i, float sum) {
+// output_with takes y[i] loaded earlier (`prior`): a loop that stores a row an iteration loads it
+// at the iteration's top, so the load's round trip passes under the row's sums instead of holding
+// the storing warp, and the block at its next barrier, after them.
+__device__ __forceinline__ __nv_bfloat16 output_with(const gemv_args& a, __nv_bfloat16 prior,
+                                                     float sum) {
   const __nv_bfloat16 v = __float2bfloat16(sum);
   if (!a.add_to_y) return v;
-  return __float2bfloat16(__fadd_rn(__bfloat162float(a.y[i]), __bfloat162float(v)));
+  return __float2bfloat16(__fadd_rn(__bfloat162float(prior), __bfloat162float(v)));
+}
+__device__ __forceinline__ __nv_bfloat16 output_of(const gemv_args& a, std::size_t i, float sum) {
+  return output_with(a, a.add_to_y ? a.y[i] : __nv_bfloat16{}, sum);
 }
 __device__ __forceinline__ void store_y(const gemv_args& a, std::size_t i, float sum) {
   a.y[i] = output_of(a, i, sum);

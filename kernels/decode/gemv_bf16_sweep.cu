@@ -70,6 +70,10 @@ __global__ void __launch_bounds__(max_warps * 32) gemv_sweep_kernel(const gemv_a
     for (int u = 0; u < U; ++u) { // slot u: a compile-time index
       const int j = j0 + u;
       if (j >= rows) break;
+      const std::size_t out = static_cast<std::size_t>(t) * a.n + first + j * G;
+      const bool stores = t < BG && t < a.nb;
+      // (the residual's load ahead of the sums: output_with)
+      const __nv_bfloat16 prior = stores && a.add_to_y ? a.y[out] : __nv_bfloat16{};
       float acc[BG];
 #pragma unroll
       for (int b = 0; b < BG; ++b)
@@ -95,11 +99,11 @@ __global__ void __launch_bounds__(max_warps * 32) gemv_sweep_kernel(const gemv_a
         if (lane == 0) red[j & 1][warp][b] = v;
       }
       __syncthreads();
-      if (t < BG && t < a.nb) {
+      if (stores) {
         float sum = 0.0f;
         for (int v = 0; v < warps; ++v) // warp order: fixed
           sum += red[j & 1][v][t];
-        store_y(a, static_cast<std::size_t>(t) * a.n + first + j * G, sum);
+        a.y[out] = output_with(a, prior, sum);
       }
     }
 }
