@@ -193,28 +193,30 @@ TEST(gpu_gemv_fusion, adding_into_y_gives_the_residual_adds_bits_in_every_family
     c.batch_warps = batch_warps;
     return c;
   };
-  const std::vector<gemv_config> configs = {{2, 4, 2, 1},
-                                            {2, 8, 2, 4},
-                                            {1, 8, 4, 2, gemv_kind::simt, 1},
-                                            {2, 8, 2, 2, gemv_kind::bulk},
-                                            {16, 4, 2, 1, gemv_kind::mma},
-                                            {16, 4, 2, 4, gemv_kind::mma},
-                                            {16, 8, 2, 2, gemv_kind::packed},
-                                            {2, 16, 2, 1, gemv_kind::sweep},
-                                            {1, 16, 1, 1, gemv_kind::tsweep},
-                                            {2, 8, 2, 2, gemv_kind::tsweep},
-                                            gemm(16, 8, 4, 1, 1),
-                                            gemm(32, 4, 3, 4, 2),
-                                            {64, 4, 3, 2, gemv_kind::wgmma},
-                                            {128, 8, 4, 1, gemv_kind::wgmma_tma},
-                                            {64, 4, 6, 3, gemv_kind::wgmma_ws},
-                                            {64, 4, 6, 2, gemv_kind::wgmma_pk},
-                                            {64, 4, 6, 3, gemv_kind::wgmma_ws, 1},
-                                            {64, 4, 4, 2, gemv_kind::wgmma_pk, 1}};
+  const std::vector<gemv_config> configs = {
+      {2, 4, 2, 1},
+      {2, 8, 2, 4},
+      {1, 8, 4, 2, gemv_kind::simt, 1},
+      {2, 8, 2, 2, gemv_kind::bulk},
+      {16, 4, 2, 1, gemv_kind::mma},
+      {16, 4, 2, 4, gemv_kind::mma},
+      {16, 8, 2, 2, gemv_kind::packed},
+      {2, 16, 2, 1, gemv_kind::sweep},
+      {1, 8, 1, 1, gemv_kind::sweep}, // 4 rows a block, one at a time
+      {1, 16, 1, 1, gemv_kind::tsweep},
+      {2, 8, 2, 2, gemv_kind::tsweep},
+      gemm(16, 8, 4, 1, 1),
+      gemm(32, 4, 3, 4, 2),
+      {64, 4, 3, 2, gemv_kind::wgmma},
+      {128, 8, 4, 1, gemv_kind::wgmma_tma},
+      {64, 4, 6, 3, gemv_kind::wgmma_ws},
+      {64, 4, 6, 2, gemv_kind::wgmma_pk},
+      {64, 4, 6, 3, gemv_kind::wgmma_ws, 1},
+      {64, 4, 4, 2, gemv_kind::wgmma_pk, 1}};
   gemv_fusion add;
   add.add_to_y = true;
   int checked = 0;
-  for (const int batch : {1, 5, 40})
+  for (const int batch : {1, 2, 5, 40}) // (2: the sweep family's two storing threads)
     for (const int n : {516, 517}) {
       problem p(batch, n, 8 * 160);
       const auto y0 = random_bf16(p.dy.size() / 2, 99 + n);
@@ -242,5 +244,5 @@ TEST(gpu_gemv_fusion, adding_into_y_gives_the_residual_adds_bits_in_every_family
         ++checked;
       }
     }
-  EXPECT_GE(checked, 60); // (18 configurations at 3 batches x 2 shapes, less the unsupported)
+  EXPECT_GE(checked, 80); // (19 configurations at 4 batches x 2 shapes, less the unsupported)
 }
