@@ -2,7 +2,8 @@
 # Here (the CPU machine): builds GPU binaries and packs them for the GPU machine, so a device
 # call runs them at once instead of spending some 200 s of its time budget building
 # (scripts/gpu_prebuilt.sh runs them there; docs/performance.md, The device time).
-#   bash scripts/gpu_pack.sh [TARGET...]   (default: the decode and GEMV GPU tests and benches)
+#   bash scripts/gpu_pack.sh [TARGET...]   (default: the decode, GEMV and attention GPU tests
+#   and benches)
 # Writes prebuilt/ (ignored by git; name it in the device call's carry): kg.tar.zst, the
 # binaries by their paths in the build folder; zstd, this machine's, to unpack them there; and
 # commit, the commit they were built from (with "+dirty" for uncommitted changes). The pack must
@@ -16,8 +17,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(kg_decode_gpu_tests kg_gemv_gpu_tests kg_bench_decode_step
-  kg_bench_gemv_sweep)
-[ -f "$build/build.ninja" ] || bash "$root/scripts/setup.sh" build >/dev/null
+  kg_bench_gemv_sweep kg_bench_attention_sweep)
+# A fresh clone: set up and configure, building only these targets.
+[ -f "$build/build.ninja" ] ||
+  BUILD_TARGET="${targets[*]}" bash "$root/scripts/setup.sh" build >/dev/null
 ninja -C "$build" "${targets[@]}" >/dev/null || { echo "gpu_pack: the build failed" >&2; exit 1; }
 paths=()
 for t in "${targets[@]}"; do

@@ -4,6 +4,7 @@
 #   GEMV_TESTS, DECODE_TESTS: gtest filters for kg_gemv_gpu_tests / kg_decode_gpu_tests ('*': all)
 #   SWEEP: kg_bench_gemv_sweep arguments (--backend counters is added)
 #   STEP: kg_bench_decode_step arguments, e.g. "--batches 1,8 --norms fold,kernels"
+#   ATTENTION: kg_bench_attention_sweep arguments, e.g. "--config tc --config tile64-s2"
 # TEST_TIMEOUT (default 300) bounds each step. The binaries link the GPU machine's CUDA toolkit
 # libraries (cuBLAS, CUPTI), found under /usr/local/cuda. Exit: 0, or the first failing step's.
 set -uo pipefail
@@ -30,7 +31,7 @@ step() { # NAME BINARY ARGS...: runs into NAME.log; its exit and seconds, and ke
   timeout "${TEST_TIMEOUT:-300}" "$bin" "$@" >"$logs/$n.log" 2>&1
   local e=$?
   echo "$n: exit $e in $((SECONDS - t0)) s" >>"$s"
-  grep -E "PASSED|FAILED|SKIP|^copy bandwidth|^decode step|SOL|ahead|behind" "$logs/$n.log" |
+  grep -E "PASSED|FAILED|SKIP|^copy bandwidth|^decode step|SOL|ahead|behind|best" "$logs/$n.log" |
     grep -v '^\[       OK' | cut -c1-200 | head -60 >>"$s"
   [ "$e" -eq 0 ] || [ "$rc" -ne 0 ] || rc=$e
 }
@@ -39,6 +40,8 @@ step() { # NAME BINARY ARGS...: runs into NAME.log; its exit and seconds, and ke
   step decode-tests tests/kg_decode_gpu_tests --gtest_filter="$DECODE_TESTS"
 # shellcheck disable=SC2086 # the knobs are argument lists
 [ -z "${SWEEP:-}" ] || step sweep bench/kg_bench_gemv_sweep $SWEEP --backend counters
+# shellcheck disable=SC2086
+[ -z "${ATTENTION:-}" ] || step attention bench/kg_bench_attention_sweep $ATTENTION
 # shellcheck disable=SC2086
 [ -z "${STEP:-}" ] || step decode-step bench/kg_bench_decode_step $STEP
 cat "$s"
