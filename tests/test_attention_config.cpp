@@ -141,6 +141,19 @@ TEST(attention_config, unsupported_configurations_and_shapes_are_refused_without
         c.warps = 16;
         c.tile = 64;
       }),
+      // the tensor cores: 64-token tiles (a warp's 16 tokens are one MMA's rows), 4 warps, 2 or
+      // 3 stages
+      with([](attention_config& c) { c.tensor_cores = true; }), // 32-token tiles
+      with([](attention_config& c) {
+        c.tensor_cores = true;
+        c.tile = 64;
+        c.warps = 8;
+      }),
+      with([](attention_config& c) {
+        c.tensor_cores = true;
+        c.tile = 64;
+        c.stages = 4;
+      }),
   };
   auto* q = fake<const __nv_bfloat16>();
   auto* kv = fake<__nv_bfloat16>();

@@ -47,6 +47,16 @@ struct attention_config {
   // arithmetic, not its bytes, set its time: docs/performance.md, Decode attention) and give the
   // same bits: every sum keeps its terms and their order (attention_splitkv.cu).
   int warps = 4;
+  // Stage 1 on the tensor cores (mma.sync m16n8k16, bf16 in, float32 sums): a warp's 16 tokens
+  // of a tile score against the group's q rows in 8 MMAs (S^T = K Q^T: tokens are the M rows, the
+  // group the N columns), and O^T += V^T P^T gives each warp its own head dimensions, so no
+  // partial outputs meet in shared memory. P enters as two bf16 terms (p rounded, then what the
+  // rounding left), so the sums keep about 16 bits of each probability. Where a block's time is
+  // its arithmetic's latency (one block an SM at batch 1), this is a few MMAs a warp and tile
+  // instead of some 500 dependent FMAs and shuffles a thread. 64-token tiles, 4 warps, 2 or 3
+  // stages; different bits from the FMA path (another order of summation), the same bits on
+  // every run and partition.
+  bool tensor_cores = false;
 
   constexpr bool operator==(const attention_config&) const = default;
 };
@@ -75,7 +85,8 @@ constexpr bool attention_config_supported(const attention_config& c) {
   return (c.tile == 32 || c.tile == 64) && c.stages >= 2 && c.stages <= 4 && c.target_chunks >= 1 &&
          c.min_chunk >= c.tile && c.min_chunk % c.tile == 0 && c.max_chunk >= c.min_chunk &&
          c.max_chunk % c.tile == 0 &&
-         (c.warps == 4 || (c.warps == 8 && c.tile == 64 && c.stages == 2));
+         (c.warps == 4 || (c.warps == 8 && c.tile == 64 && c.stages == 2)) &&
+         (!c.tensor_cores || (c.tile == 64 && c.warps == 4 && c.stages <= 3));
 }
 
 // Tokens per chunk for a row of length len >= 1 (a supported configuration).
@@ -166,6 +177,12 @@ inline constexpr named_attention_config attention_sweep_configs[] = {
     // thread), two kernels and merged
     {"tile64-w8", {16, 64, 1024, 64, 2, true, false, 8}},
     {"tile64-w8-merge", {16, 64, 1024, 64, 2, true, true, 8}},
+    // stage 1 on the tensor cores: batch 1's configuration; with the whole 128-token chunk of
+    // b1 x 2048 in flight (in the step, loaded before the programmatic wait); and batch 8's
+    // split with 64-token tiles
+    {"tc", {16, 64, 1024, 64, 2, true, false, 4, true}},
+    {"tc-s3", {16, 64, 1024, 64, 3, true, false, 4, true}},
+    {"tc-target8", {8, 64, 1024, 64, 2, true, false, 4, true}},
 };
 
 } // namespace kg::decode

@@ -43,6 +43,7 @@
 
 #include "kernels/decode/attention_prefill.h"
 #include "kernels/decode/cp_async.cuh"
+#include "kernels/decode/mma_sync.cuh"
 
 namespace kg::decode {
 namespace {
@@ -98,31 +99,6 @@ __device__ __forceinline__ void team_sync(int team) {
     asm volatile("bar.sync 1, %0;\n" ::"n"(team_threads) : "memory");
   else
     asm volatile("bar.sync 2, %0;\n" ::"n"(team_threads) : "memory");
-}
-
-__device__ __forceinline__ void ldmatrix_x4(unsigned addr, unsigned (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned addr, unsigned (&r)[4]) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-// c += a b: one m16n8k16 bf16 MMA with float32 accumulation.
-__device__ __forceinline__ void mma_bf16(float (&c)[4], const unsigned (&a)[4], unsigned b0,
-                                         unsigned b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ unsigned pack_bf16(float lo, float hi) {
-  const __nv_bfloat162 p = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const unsigned*>(&p);
 }
 
 // The quad of lanes holding one row of a C fragment: lanes 4i .. 4i + 3.
@@ -367,8 +343,8 @@ __global__ void __launch_bounds__(threads, 1) prefill_attention_kernel(const pre
   const int warp_row0 = tw * rows_per_warp;
   auto* qs = reinterpret_cast<__nv_bfloat16*>(smem);
   auto* ring = reinterpret_cast<__nv_bfloat16*>(smem + L::q_bytes + team * L::team_bytes);
-  const unsigned qs_addr = static_cast<unsigned>(__cvta_generic_to_shared(qs));
-  const unsigned ring_addr = static_cast<unsigned>(__cvta_generic_to_shared(ring));
+  const unsigned qs_addr = shared_address(qs);
+  const unsigned ring_addr = shared_address(ring);
   const std::size_t head_off = static_cast<std::size_t>(h / a.group) * a.kv_head_stride;
   const __nv_bfloat16* kg = a.k + head_off;
   const __nv_bfloat16* vg = a.v + head_off;

@@ -45,6 +45,7 @@
 #include "kernels/decode/decode_kernels.h"
 #include "kernels/decode/decode_math.cuh"
 #include "kernels/decode/kv_block.cuh"
+#include "kernels/decode/mma_sync.cuh"
 #include "kernels/decode/programmatic_launch.cuh"
 
 namespace kg::decode {
@@ -118,8 +119,9 @@ struct stage1_layout {
   static constexpr int area = ring > reduce ? ring : reduce;
   static constexpr int q_off = area;
   static constexpr int wmax_off = q_off + group * head_dim * 4;
-  static constexpr int probs_off = wmax_off + warps * group * 4;
-  static constexpr int bytes = probs_off + tile * group * 4;
+  static constexpr int probs_off = wmax_off + warps * group * 4; // tensor cores: P^T hi, lo
+  static constexpr int lsum_off = probs_off + tile * group * 4;  // tensor cores: warps' sums
+  static constexpr int bytes = lsum_off + warps * group * 4;
   static_assert(tile % (8 * warps) == 0 && (tile * row_chunks) % threads == 0 &&
                 tile % token_groups == 0 && row_chunks % parts == 0 &&
                 (dims_per_thread == 8 || dims_per_thread == 4));
@@ -247,139 +249,175 @@ __device__ __forceinline__ void merge_if_last(const attention_call& a, int b, in
   if (threadIdx.x == 0) *counter = 0;
 }
 
-template <int head_dim, int group, int tile, int stages, int warps, bool fused, bool merge>
-__global__ void __launch_bounds__(warps * 32) attend_chunks(const attention_call a) {
+// Stage 1's tiles on the tensor cores (attention_config::tensor_cores; 64-token tiles, 4 warps).
+// Per tile, warp w takes tokens 16 w .. 16 w + 15:
+//  - S^T = K Q^T: K's A fragments by ldmatrix from the swizzled ring (tokens are the M rows), q's
+//    B fragments (group heads as the N columns, zeros past the group) loaded once. Even and odd
+//    k16 steps sum apart and then add, halving the dependent chain of MMAs.
+//  - The tile's maximum per head over the warp's tokens (shuffles), then over the warps (shared,
+//    warp order); P^T = exp2(S^T - m) stored as bf16 hi and lo terms ([head][token]), and the
+//    tile's sum per head from the float32 p, warps added in order.
+//  - O^T += V^T P^T: V^T's A fragments by ldmatrix.trans (the warp's own head dimensions as M),
+//    P^T's B fragments from shared memory, one MMA for each term.
+// A C fragment's columns are heads 2 (lane % 4) and + 1: a lane keeps m, l and O for those two.
+// Every order of summation is fixed by the configuration: the same bits on every run.
+template <int head_dim, int group, int tile, int stages, typename Begin>
+__device__ __forceinline__ void tc_chunk(const __nv_bfloat16* ring, const float* qs, float* wmax,
+                                         float* lsum, __nv_bfloat16* probs, int tiles, int c0,
+                                         int c1, float scale_log2, Begin begin_tile, float* out) {
+  constexpr int warps = 4, rc = head_dim / 8, ksteps = head_dim / 16;
+  constexpr int warp_dims = head_dim / warps, mtiles = warp_dims / 16;
+  static_assert(tile == 16 * warps && group <= 8 && mtiles >= 1);
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int qn = lane / 4, q0 = 2 * (lane % 4);
+  __nv_bfloat16* plo = probs + group * tile;
+  unsigned qf[ksteps][2];
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f}, o[mtiles][4];
+#pragma unroll
+  for (int mt = 0; mt < mtiles; ++mt)
+#pragma unroll
+    for (int x = 0; x < 4; ++x)
+      o[mt][x] = 0.0f;
+  for (int k = 0; k < tiles; ++k) {
+    begin_tile(k); // tile k (and on the first, q) visible to every warp
+    if (k == 0) {
+#pragma unroll
+      for (int kk = 0; kk < ksteps; ++kk) {
+        const float* qr = qs + qn * head_dim + kk * 16 + q0;
+        qf[kk][0] = qn < group ? pack_bf16(qr[0], qr[1]) : 0u; // exact: q holds bf16 values
+        qf[kk][1] = qn < group ? pack_bf16(qr[8], qr[9]) : 0u;
+      }
+    }
+    const __nv_bfloat16* ks = ring + (k % stages) * 2 * tile * head_dim;
+    const unsigned ks_addr = shared_address(ks), vs_addr = ks_addr + tile * head_dim * 2;
+    float se[4] = {0.0f, 0.0f, 0.0f, 0.0f}, so[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    {
+      const int r = warp * 16 + (lane / 8 % 2) * 8 + lane % 8;
+#pragma unroll
+      for (int kk = 0; kk < ksteps; ++kk) {
+        const int ch = 2 * kk + lane / 16;
+        unsigned a[4];
+        ldmatrix_x4(ks_addr + (r * rc + (ch ^ (r & 7))) * 16, a);
+        if (kk % 2)
+          mma_bf16(so, a, qf[kk][0], qf[kk][1]);
+        else
+          mma_bf16(se, a, qf[kk][0], qf[kk][1]);
+      }
+    }
+    const int tok0 = c0 + k * tile, ta = warp * 16 + lane / 4;
+    float s[4];
+#pragma unroll
+    for (int x = 0; x < 4; ++x)
+      s[x] = (se[x] + so[x]) * scale_log2;
+    if (tok0 + ta >= c1) s[0] = s[1] = -INFINITY;
+    if (tok0 + ta + 8 >= c1) s[2] = s[3] = -INFINITY;
+    float mx[2] = {fmaxf(s[0], s[2]), fmaxf(s[1], s[3])};
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 4));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 8));
+      mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 16));
+      if (lane < 4 && q0 + i < group) wmax[warp * group + q0 + i] = mx[i];
+    }
+    __syncthreads();
+    float alpha[2], p[4], ps[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int q = q0 + i;
+      // Every tile holds a valid token, so mn is finite; columns past the group (zero scores,
+      // never stored) take 0 so that nothing there turns NaN.
+      float mn = 0.0f;
+      if (q < group) {
+        float tm = wmax[q];
+#pragma unroll
+        for (int w = 1; w < warps; ++w)
+          tm = fmaxf(tm, wmax[w * group + q]);
+        mn = fmaxf(m[i], tm);
+      }
+      alpha[i] = exp2f(m[i] - mn); // 0 on the first tile, exactly 1 while the maximum stands
+      m[i] = mn;
+      p[i] = exp2f(s[i] - mn);
+      p[2 + i] = exp2f(s[2 + i] - mn);
+      if (q < group) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int t = ta + 8 * h;
+          const __nv_bfloat16 hi = __float2bfloat16(p[2 * h + i]);
+          probs[q * tile + t] = hi;
+          plo[q * tile + t] = __float2bfloat16(p[2 * h + i] - __bfloat162float(hi));
+        }
+      }
+      ps[i] = p[i] + p[2 + i];
+      ps[i] += __shfl_xor_sync(0xffffffffu, ps[i], 4);
+      ps[i] += __shfl_xor_sync(0xffffffffu, ps[i], 8);
+      ps[i] += __shfl_xor_sync(0xffffffffu, ps[i], 16);
+      if (lane < 4 && q < group) lsum[warp * group + q] = ps[i];
+      l[i] *= alpha[i];
+    }
+#pragma unroll
+    for (int mt = 0; mt < mtiles; ++mt)
+#pragma unroll
+      for (int x = 0; x < 4; ++x)
+        o[mt][x] *= alpha[x % 2];
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+      if (q0 + i < group)
+#pragma unroll
+        for (int w = 0; w < warps; ++w)
+          l[i] += lsum[w * group + q0 + i];
+#pragma unroll
+    for (int kk = 0; kk < tile / 16; ++kk) {
+      unsigned bh0 = 0u, bh1 = 0u, bl0 = 0u, bl1 = 0u;
+      if (qn < group) {
+        const int at = qn * tile + kk * 16 + q0;
+        bh0 = *reinterpret_cast<const unsigned*>(probs + at);
+        bh1 = *reinterpret_cast<const unsigned*>(probs + at + 8);
+        bl0 = *reinterpret_cast<const unsigned*>(plo + at);
+        bl1 = *reinterpret_cast<const unsigned*>(plo + at + 8);
+      }
+      const int t = kk * 16 + (lane / 16) * 8 + lane % 8;
+#pragma unroll
+      for (int mt = 0; mt < mtiles; ++mt) {
+        const int ch = (warp * warp_dims + mt * 16) / 8 + lane / 8 % 2;
+        unsigned a[4];
+        ldmatrix_x4_trans(vs_addr + (t * rc + (ch ^ (t & 7))) * 16, a);
+        mma_bf16(o[mt], a, bh0, bh1);
+        mma_bf16(o[mt], a, bl0, bl1);
+      }
+    }
+  }
+  cp_async_wait<0>();
+  constexpr int stride = head_dim + 2; // a state: m, l, o[head_dim]
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int q = q0 + i;
+    if (q >= group) continue;
+    if (warp == 0 && lane < 4) {
+      out[q * stride] = m[i];
+      out[q * stride + 1] = l[i];
+    }
+#pragma unroll
+    for (int mt = 0; mt < mtiles; ++mt) {
+      const int d = warp * warp_dims + mt * 16 + lane / 4;
+      out[q * stride + 2 + d] = o[mt][i];
+      out[q * stride + 2 + d + 8] = o[mt][2 + i];
+    }
+  }
+}
+
+// Stage 1's tiles on the CUDA cores (the FMA path; 4 or 8 warps), their state written to out.
+template <int head_dim, int group, int tile, int stages, int warps, typename Begin>
+__device__ __forceinline__ void fma_chunk(unsigned char* smem, int tiles, int c0, int c1,
+                                          Begin begin_tile, float* out) {
   using L = stage1_layout<head_dim, group, tile, stages, warps>;
   constexpr int threads = L::threads, rc = L::row_chunks, tgs = L::token_groups;
   constexpr int dpt = L::dims_per_thread, per_thread = tile / (8 * warps);
-  constexpr int per_lane = head_dim / 32;
-  extern __shared__ __align__(16) unsigned char smem[];
-  // Stage 2 may be scheduled once every block here has started (it waits for this grid's
-  // completion before reading anything): hides its launch. A no-op without a dependent launch.
-  pdl::allow_dependents();
-  // Launched as a programmatic dependent itself, nothing the kernel ahead writes is read before
-  // it has completed (lengths and slots come from the step's input copy, ahead of every kernel).
-  // Fused, the kernel ahead is the qkv GEMV, which writes nothing in the cache: the ring's first
-  // tiles, less the new token (made here), load before the programmatic wait. Unfused, nothing is
-  // read before it.
-  if constexpr (!fused) pdl::wait();
-  const int c = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
-  const int len = a.lengths[b];
-  const int chunk = attention_chunk_tokens(a.cfg, len);
-  const int c0 = c * chunk;
-  if (c0 >= len) return; // past this row's last chunk: never read by stage 2
-  const int c1 = min(c0 + chunk, len), tiles = (c1 - c0 + tile - 1) / tile;
   const int tid = threadIdx.x;
-  auto* ring = reinterpret_cast<__nv_bfloat16*>(smem);
-  auto* qs = reinterpret_cast<float*>(smem + L::q_off);
+  const auto* ring = reinterpret_cast<const __nv_bfloat16*>(smem);
+  const auto* qs = reinterpret_cast<const float*>(smem + L::q_off);
   auto* wmax = reinterpret_cast<float*>(smem + L::wmax_off);
   auto* probs = reinterpret_cast<float*>(smem + L::probs_off);
-  const std::size_t row0 =
-      kv_head_offset(a.slots[b], a.capacities, b, a.kv_heads, hk, a.max_context) * head_dim;
-  const __nv_bfloat16* kg = a.kc + row0;
-  const __nv_bfloat16* vg = a.vc + row0;
-
-  // Token `skip` is left out (no copy issued: its slot is filled later).
-  auto load_tile = [&](int k, int skip) {
-    __nv_bfloat16* ks = ring + (k % stages) * 2 * tile * head_dim;
-    __nv_bfloat16* vs = ks + tile * head_dim;
-    const int tok0 = c0 + k * tile;
-#pragma unroll
-    for (int u = 0; u < tile * rc / threads; ++u) {
-      const int i = tid + u * threads, t = i / rc, ch = i % rc, tok = tok0 + t;
-      if (tok == skip) continue;
-      const bool ok = tok < c1;
-      const std::size_t off = static_cast<std::size_t>(ok ? tok : c0) * head_dim + ch * 8;
-      const int at = (t * rc + (ch ^ (t & 7))) * 8;
-      cp_async16(ks + at, kg + off, ok);
-      cp_async16(vs + at, vg + off, ok);
-    }
-  };
-  // Fill the ring first (the loads are what takes time), then stage q while they fly. A group is
-  // committed for every slot, loaded or not, so wait_group counts stay uniform.
-  const int appended = fused ? len - 1 : -1;
-  const int k_last = (appended - c0) / tile; // the appended token's tile, if this chunk holds it
-  const bool has_token = appended >= c0 && appended < c1;
-  // Fused: the per-lane norm weights and rotation of position len - 1 need nothing from the
-  // kernel ahead (lengths come from the step's input copy), so they are ready before the wait.
-  const int lane = tid % 32, warp_id = tid / 32;
-  __nv_bfloat16 qw[per_lane], kw[per_lane];
-  float rc_cos[per_lane / 2], rc_sin[per_lane / 2];
-  if constexpr (fused) {
-#pragma unroll
-    for (int t = 0; t < per_lane; ++t) {
-      qw[t] = a.q_w[lane + 32 * t];
-      kw[t] = a.k_w[lane + 32 * t];
-    }
-#pragma unroll
-    for (int t = 0; t < per_lane / 2; ++t)
-      kg::decode::math::rope_cos_sin(appended, lane + 32 * t, head_dim, a.log_theta, &rc_cos[t],
-                                     &rc_sin[t]);
-  }
-#pragma unroll
-  for (int k = 0; k < stages - 1; ++k) {
-    if (k < tiles) load_tile(k, appended);
-    cp_async_commit();
-  }
-  // Fused: the token's k or v row a warp made, held until its tile's ring slot is being filled
-  // (stored then with plain shared stores, which the barrier at that tile's turn publishes).
-  __nv_bfloat16 held[per_lane];
-  int held_kind = 0; // 0 none, 1 k, 2 v
-  const auto put_token = [&](int kind, const __nv_bfloat16(&o)[per_lane]) {
-    __nv_bfloat16* dst =
-        ring + (k_last % stages) * 2 * tile * head_dim + (kind == 2 ? tile * head_dim : 0);
-    const int t = (appended - c0) % tile;
-#pragma unroll
-    for (int p = 0; p < per_lane; ++p) {
-      const int d = lane + 32 * p;
-      dst[(t * rc + ((d / 8) ^ (t & 7))) * 8 + d % 8] = o[p];
-    }
-  };
-  if constexpr (fused) {
-    pdl::wait(); // the qkv GEMV is done
-    const __nv_bfloat16* row = a.q + b * a.q_row_stride;
-    const int jobs = group + (has_token ? 2 : 0);
-    for (int j = warp_id; j < jobs; j += warps) {
-      __nv_bfloat16 o[per_lane];
-      if (j < group) {
-        prologue_head<per_lane>(row + static_cast<std::int64_t>(hk * group + j) * head_dim, qw,
-                                true, rc_cos, rc_sin, lane, a.eps, o);
-#pragma unroll
-        for (int p = 0; p < per_lane; ++p)
-          qs[j * head_dim + lane + 32 * p] = __bfloat162float(o[p]) * a.scale_log2;
-        continue;
-      }
-      const int kind = j - group + 1; // 1: k, 2: v
-      const int head = a.q_heads + (kind == 2 ? a.kv_heads : 0) + hk;
-      prologue_head<per_lane>(row + static_cast<std::int64_t>(head) * head_dim, kw, kind == 1,
-                              rc_cos, rc_sin, lane, a.eps, o);
-      __nv_bfloat16* cache =
-          (kind == 1 ? a.kc_out : a.vc_out) + row0 + static_cast<std::size_t>(appended) * head_dim;
-#pragma unroll
-      for (int p = 0; p < per_lane; ++p)
-        cache[lane + 32 * p] = o[p];
-      if (k_last < stages - 1) {
-        put_token(kind, o); // its slot is in the fill: no one else writes that row
-      } else {
-        held_kind = kind;
-#pragma unroll
-        for (int p = 0; p < per_lane; ++p)
-          held[p] = o[p];
-      }
-    }
-  }
-  for (int i = tid; !fused && i < group * rc; i += threads) {
-    const int g = i / rc, ch = i % rc;
-    float f[8];
-    unpack8(*reinterpret_cast<const uint4*>(a.q + b * a.q_row_stride +
-                                            static_cast<std::int64_t>(hk * group + g) * head_dim +
-                                            ch * 8),
-            f);
-#pragma unroll
-    for (int x = 0; x < 8; ++x)
-      qs[g * head_dim + ch * 8 + x] = f[x] * a.scale_log2;
-  }
-
   float m[group], l[group], o[group][dpt];
 #pragma unroll
   for (int g = 0; g < group; ++g) {
@@ -392,11 +430,7 @@ __global__ void __launch_bounds__(warps * 32) attend_chunks(const attention_call
   // V phase: chunk dc of token group tg, its dimensions half * dpt .. + dpt (half 0 with 4 warps).
   const int part = (tid / 8) % parts, dc = tid % rc, tg = (tid % 128) / rc, half = tid / 128;
   for (int k = 0; k < tiles; ++k) {
-    cp_async_wait<stages - 2>();
-    __syncthreads(); // tile k (and q) visible to all; everyone is done with tile k - 1's slot
-    if (k + stages - 1 < tiles) load_tile(k + stages - 1, fused ? appended : -1);
-    if (fused && held_kind && k + stages - 1 == k_last) put_token(held_kind, held);
-    cp_async_commit();
+    begin_tile(k);
     const __nv_bfloat16* ks = ring + (k % stages) * 2 * tile * head_dim;
     const __nv_bfloat16* vs = ks + tile * head_dim;
     const int tok0 = c0 + k * tile;
@@ -515,8 +549,6 @@ __global__ void __launch_bounds__(warps * 32) attend_chunks(const attention_call
   }
   __syncthreads();
   constexpr int stride = head_dim + 2; // a state: m, l, o[head_dim]
-  float* out = a.work + ((static_cast<std::size_t>(b) * a.kv_heads + hk) * a.max_chunks + c) *
-                            (group * stride);
   if (tid == 0)
 #pragma unroll
     for (int g = 0; g < group; ++g)
@@ -535,6 +567,159 @@ __global__ void __launch_bounds__(warps * 32) attend_chunks(const attention_call
         ls += lred[t * group + g];
       out[g * stride + 1] = ls;
     }
+  }
+}
+
+template <int head_dim, int group, int tile, int stages, int warps, bool fused, bool merge, bool tc>
+__global__ void __launch_bounds__(warps * 32) attend_chunks(const attention_call a) {
+  using L = stage1_layout<head_dim, group, tile, stages, warps>;
+  constexpr int threads = L::threads, rc = L::row_chunks, per_lane = head_dim / 32;
+  extern __shared__ __align__(16) unsigned char smem[];
+  // Stage 2 may be scheduled once every block here has started (it waits for this grid's
+  // completion before reading anything): hides its launch. A no-op without a dependent launch.
+  pdl::allow_dependents();
+  // Launched as a programmatic dependent itself, nothing the kernel ahead writes is read before
+  // it has completed (lengths and slots come from the step's input copy, ahead of every kernel).
+  // Fused, the kernel ahead is the qkv GEMV, which writes nothing in the cache: the ring's first
+  // tiles, less the new token (made here), load before the programmatic wait. Unfused, nothing is
+  // read before it.
+  if constexpr (!fused) pdl::wait();
+  const int c = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+  const int len = a.lengths[b];
+  const int chunk = attention_chunk_tokens(a.cfg, len);
+  const int c0 = c * chunk;
+  if (c0 >= len) return; // past this row's last chunk: never read by stage 2
+  const int c1 = min(c0 + chunk, len), tiles = (c1 - c0 + tile - 1) / tile;
+  const int tid = threadIdx.x;
+  auto* ring = reinterpret_cast<__nv_bfloat16*>(smem);
+  auto* qs = reinterpret_cast<float*>(smem + L::q_off);
+  auto* wmax = reinterpret_cast<float*>(smem + L::wmax_off);
+  auto* probs = reinterpret_cast<float*>(smem + L::probs_off);
+  const std::size_t row0 =
+      kv_head_offset(a.slots[b], a.capacities, b, a.kv_heads, hk, a.max_context) * head_dim;
+  const __nv_bfloat16* kg = a.kc + row0;
+  const __nv_bfloat16* vg = a.vc + row0;
+
+  // Token `skip` is left out (no copy issued: its slot is filled later).
+  auto load_tile = [&](int k, int skip) {
+    __nv_bfloat16* ks = ring + (k % stages) * 2 * tile * head_dim;
+    __nv_bfloat16* vs = ks + tile * head_dim;
+    const int tok0 = c0 + k * tile;
+#pragma unroll
+    for (int u = 0; u < tile * rc / threads; ++u) {
+      const int i = tid + u * threads, t = i / rc, ch = i % rc, tok = tok0 + t;
+      if (tok == skip) continue;
+      const bool ok = tok < c1;
+      const std::size_t off = static_cast<std::size_t>(ok ? tok : c0) * head_dim + ch * 8;
+      const int at = (t * rc + (ch ^ (t & 7))) * 8;
+      cp_async16(ks + at, kg + off, ok);
+      cp_async16(vs + at, vg + off, ok);
+    }
+  };
+  // Fill the ring first (the loads are what takes time), then stage q while they fly. A group is
+  // committed for every slot, loaded or not, so wait_group counts stay uniform.
+  const int appended = fused ? len - 1 : -1;
+  const int k_last = (appended - c0) / tile; // the appended token's tile, if this chunk holds it
+  const bool has_token = appended >= c0 && appended < c1;
+  // Fused: the per-lane norm weights and rotation of position len - 1 need nothing from the
+  // kernel ahead (lengths come from the step's input copy), so they are ready before the wait.
+  const int lane = tid % 32, warp_id = tid / 32;
+  __nv_bfloat16 qw[per_lane], kw[per_lane];
+  float rc_cos[per_lane / 2], rc_sin[per_lane / 2];
+  if constexpr (fused) {
+#pragma unroll
+    for (int t = 0; t < per_lane; ++t) {
+      qw[t] = a.q_w[lane + 32 * t];
+      kw[t] = a.k_w[lane + 32 * t];
+    }
+#pragma unroll
+    for (int t = 0; t < per_lane / 2; ++t)
+      kg::decode::math::rope_cos_sin(appended, lane + 32 * t, head_dim, a.log_theta, &rc_cos[t],
+                                     &rc_sin[t]);
+  }
+#pragma unroll
+  for (int k = 0; k < stages - 1; ++k) {
+    if (k < tiles) load_tile(k, appended);
+    cp_async_commit();
+  }
+  // Fused: the token's k or v row a warp made, held until its tile's ring slot is being filled
+  // (stored then with plain shared stores, which the barrier at that tile's turn publishes).
+  __nv_bfloat16 held[per_lane];
+  int held_kind = 0; // 0 none, 1 k, 2 v
+  const auto put_token = [&](int kind, const __nv_bfloat16(&o)[per_lane]) {
+    __nv_bfloat16* dst =
+        ring + (k_last % stages) * 2 * tile * head_dim + (kind == 2 ? tile * head_dim : 0);
+    const int t = (appended - c0) % tile;
+#pragma unroll
+    for (int p = 0; p < per_lane; ++p) {
+      const int d = lane + 32 * p;
+      dst[(t * rc + ((d / 8) ^ (t & 7))) * 8 + d % 8] = o[p];
+    }
+  };
+  // The FMA path scales q; the tensor cores take it as bf16 and scale the scores.
+  const float qscale = tc ? 1.0f : a.scale_log2;
+  if constexpr (fused) {
+    pdl::wait(); // the qkv GEMV is done
+    const __nv_bfloat16* row = a.q + b * a.q_row_stride;
+    const int jobs = group + (has_token ? 2 : 0);
+    for (int j = warp_id; j < jobs; j += warps) {
+      __nv_bfloat16 o[per_lane];
+      if (j < group) {
+        prologue_head<per_lane>(row + static_cast<std::int64_t>(hk * group + j) * head_dim, qw,
+                                true, rc_cos, rc_sin, lane, a.eps, o);
+#pragma unroll
+        for (int p = 0; p < per_lane; ++p)
+          qs[j * head_dim + lane + 32 * p] = __bfloat162float(o[p]) * qscale;
+        continue;
+      }
+      const int kind = j - group + 1; // 1: k, 2: v
+      const int head = a.q_heads + (kind == 2 ? a.kv_heads : 0) + hk;
+      prologue_head<per_lane>(row + static_cast<std::int64_t>(head) * head_dim, kw, kind == 1,
+                              rc_cos, rc_sin, lane, a.eps, o);
+      __nv_bfloat16* cache =
+          (kind == 1 ? a.kc_out : a.vc_out) + row0 + static_cast<std::size_t>(appended) * head_dim;
+#pragma unroll
+      for (int p = 0; p < per_lane; ++p)
+        cache[lane + 32 * p] = o[p];
+      if (k_last < stages - 1) {
+        put_token(kind, o); // its slot is in the fill: no one else writes that row
+      } else {
+        held_kind = kind;
+#pragma unroll
+        for (int p = 0; p < per_lane; ++p)
+          held[p] = o[p];
+      }
+    }
+  }
+  for (int i = tid; !fused && i < group * rc; i += threads) {
+    const int g = i / rc, ch = i % rc;
+    float f[8];
+    unpack8(*reinterpret_cast<const uint4*>(a.q + b * a.q_row_stride +
+                                            static_cast<std::int64_t>(hk * group + g) * head_dim +
+                                            ch * 8),
+            f);
+#pragma unroll
+    for (int x = 0; x < 8; ++x)
+      qs[g * head_dim + ch * 8 + x] = f[x] * qscale;
+  }
+
+  // The loop's start for tile k: it has landed and every thread is done with tile k - 1's slot.
+  const auto begin_tile = [&](int k) {
+    cp_async_wait<stages - 2>();
+    __syncthreads(); // tile k (and q) visible to all; everyone is done with tile k - 1's slot
+    if (k + stages - 1 < tiles) load_tile(k + stages - 1, fused ? appended : -1);
+    if (fused && held_kind && k + stages - 1 == k_last) put_token(held_kind, held);
+    cp_async_commit();
+  };
+  constexpr int stride = head_dim + 2; // a state: m, l, o[head_dim]
+  float* out = a.work + ((static_cast<std::size_t>(b) * a.kv_heads + hk) * a.max_chunks + c) *
+                            (group * stride);
+  if constexpr (tc) {
+    tc_chunk<head_dim, group, tile, stages>(
+        ring, qs, wmax, reinterpret_cast<float*>(smem + L::lsum_off),
+        reinterpret_cast<__nv_bfloat16*>(probs), tiles, c0, c1, a.scale_log2, begin_tile, out);
+  } else {
+    fma_chunk<head_dim, group, tile, stages, warps>(smem, tiles, c0, c1, begin_tile, out);
   }
   if constexpr (merge) merge_if_last<head_dim, group>(a, b, hk, attention_chunks(a.cfg, len), smem);
 }
@@ -581,7 +766,7 @@ __global__ void merge_chunks(const attention_call a) {
       [&](int c) { return p[c * cs + 2 + d]; });
 }
 
-template <int head_dim, int group, int tile, int stages, int warps, bool fused>
+template <int head_dim, int group, int tile, int stages, int warps, bool fused, bool tc = false>
 cudaError_t launch_typed(const attention_call& a, cudaStream_t s, bool programmatic) {
   using L = stage1_layout<head_dim, group, tile, stages, warps>;
   // Merging in stage 1 takes the counters, an even group (attention_merges_in_stage1) and a
@@ -592,8 +777,8 @@ cudaError_t launch_typed(const attention_call& a, cudaStream_t s, bool programma
       can_merge && a.counters &&
       attention_merges_in_stage1(a.cfg, a.q_heads, a.kv_heads, head_dim, a.max_context) &&
       reinterpret_cast<std::uintptr_t>(a.work) % 16 == 0;
-  auto* k1 = merge ? attend_chunks<head_dim, group, tile, stages, warps, fused, can_merge>
-                   : attend_chunks<head_dim, group, tile, stages, warps, fused, false>;
+  auto* k1 = merge ? attend_chunks<head_dim, group, tile, stages, warps, fused, can_merge, tc>
+                   : attend_chunks<head_dim, group, tile, stages, warps, fused, false, tc>;
   // Above 48 KiB of dynamic shared memory a kernel must opt in; set on every launch (cheap, and
   // allowed while a stream is being captured).
   // A grid of one wave (batch 1: 16 chunks x 8 kv heads) asks for more than half an SM's shared
@@ -637,6 +822,15 @@ cudaError_t launch_stages(const attention_call& a, cudaStream_t s, bool programm
 // (head_dim, group, fused) and merge.
 template <int head_dim, int group, bool fused>
 cudaError_t launch_tile(const attention_call& a, cudaStream_t s, bool programmatic) {
+  // The tensor cores: 64-token tiles, 4 warps, 2 or 3 stages (attention_config_supported).
+  if (a.cfg.tensor_cores) {
+    if (a.cfg.tile != 64 || a.cfg.warps != 4) return cudaErrorInvalidValue;
+    return a.cfg.stages == 2
+               ? launch_typed<head_dim, group, 64, 2, 4, fused, true>(a, s, programmatic)
+           : a.cfg.stages == 3
+               ? launch_typed<head_dim, group, 64, 3, 4, fused, true>(a, s, programmatic)
+               : cudaErrorInvalidValue;
+  }
   if (a.cfg.warps == 8)
     return a.cfg.tile == 64 && a.cfg.stages == 2
                ? launch_typed<head_dim, group, 64, 2, 8, fused>(a, s, programmatic)
