@@ -62,6 +62,30 @@ TEST(batching_warm_start, an_idle_stretch_across_the_start_opens_the_window_on_t
   EXPECT_TRUE(r.has_inter_token_interval());
 }
 
+// Two slots: A (2 tokens) and B (10) run from 0 ms, C waits. A's second token at 20 ms ends it;
+// the window asked from 15 ms opens with the step at 20 ms, whose admission gives A's slot to C:
+// that step runs B and C, so the window opens on 2 running and none waiting (not on the freed
+// slot before it is refilled).
+TEST(batching_warm_start, a_slot_freed_at_the_start_is_refilled_before_the_counts) {
+  batching_options o;
+  o.max_batch = 2;
+  o.measure_from_seconds = 0.015;
+  std::vector<std::size_t> first_rows;
+  const auto r = run_continuous_batching(
+      {req(0, {10}, 2), req(0, {10}, 10), req(0, {10}, 5)},
+      [&](const step_plan& p) {
+        if (!p.simulated && first_rows.empty())
+          first_rows.push_back(p.decode_lengths.size() + p.prefills.size());
+        return 0.010;
+      },
+      o);
+  EXPECT_NEAR(r.window_start_seconds, 0.020, 1e-12);
+  EXPECT_EQ(r.simulated_steps, 2);
+  EXPECT_EQ(r.running_at_window_start, 2);
+  EXPECT_EQ(r.waiting_at_window_start, 0);
+  EXPECT_EQ(first_rows, (std::vector<std::size_t>{2})); // B decodes, C prefills
+}
+
 // A loop that ends inside its warm-up has an empty window at its end: no tokens, no interval.
 TEST(batching_warm_start, a_loop_that_ends_in_its_warm_up_has_an_empty_window) {
   batching_options o;

@@ -98,8 +98,11 @@ public:
         r_.truncated = true;
         break;
       }
-      open_window();
+      // The window's counts are taken after this step's admissions: the batch its first step
+      // runs (a slot freed by the step before it is refilled here, not left empty).
+      const bool opened = open_window(false);
       admit();
+      if (opened) note_window_batch();
       run_step(plan_step());
     }
     r_.end_seconds = now_;
@@ -187,11 +190,17 @@ private:
   // The window opens at the first step that begins at or after measure_from_seconds (or at the
   // loop's end): at measure_from_seconds, or later when a simulated step straddled it. An idle
   // stretch across it counts in the window (the server was there, with nothing to do).
-  void open_window() {
-    if (window_open_ || (now_ < opt_.measure_from_seconds && !done_)) return;
+  // Returns whether it opened now; `note` takes the running and waiting counts at once (an
+  // idle server, the loop's end), otherwise the caller does after admitting.
+  bool open_window(bool note = true) {
+    if (window_open_ || (now_ < opt_.measure_from_seconds && !done_)) return false;
     window_open_ = true;
     r_.window_start_seconds = std::max(opt_.measure_from_seconds, last_simulated_end_);
     if (r_.window_start_seconds > now_) r_.window_start_seconds = now_; // the loop ended first
+    if (note) note_window_batch();
+    return true;
+  }
+  void note_window_batch() {
     r_.running_at_window_start = batch_size();
     r_.waiting_at_window_start = static_cast<int>(waiting_.size());
   }
