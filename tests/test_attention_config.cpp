@@ -98,12 +98,11 @@ TEST(attention_config, workspace_covers_the_bound_and_the_rows_overload_covers_e
       EXPECT_EQ(attention_workspace_bytes(c, 8, 32, 8, 128, max_context),
                 std::size_t{8} * 32 * attention_max_chunks(c, max_context) * 130 * sizeof(float));
   }
-  // Under pick_attention_config a row has at most 16 chunks of 8192 tokens below a batch of 4
-  // and 8 from 4 on, each chunk 32 heads x (128 + 2) floats: 4 rows need less than 3 (3 x 16 >
-  // 4 x 8 chunks), and 32 rows need 32 x 8.
-  EXPECT_EQ(attention_workspace_bytes(1, 32, 8, 128, 8192), std::size_t{1} * 16 * 32 * 130 * 4);
-  EXPECT_EQ(attention_workspace_bytes(4, 32, 8, 128, 8192), std::size_t{3} * 16 * 32 * 130 * 4);
-  EXPECT_EQ(attention_workspace_bytes(32, 32, 8, 128, 8192), std::size_t{32} * 8 * 32 * 130 * 4);
+  // Under pick_attention_config a row has at most 16 chunks of 8192 tokens at every batch, each
+  // chunk 32 heads x (128 + 2) floats: the graphs of batches 1..rows share rows x 16 chunks.
+  for (const int rows : {1, 4, 32})
+    EXPECT_EQ(attention_workspace_bytes(rows, 32, 8, 128, 8192),
+              std::size_t(rows) * 16 * 32 * 130 * 4);
   attention_config bad = default_attention_config();
   bad.tile = 16;
   EXPECT_EQ(attention_workspace_bytes(bad, 4, 32, 8, 128, 8192), 0u);
@@ -198,8 +197,9 @@ TEST(attention_config, the_picked_configurations_are_supported_and_swept) {
       found += s == c ? 1 : 0;
     EXPECT_EQ(found, 1);
   }
+  EXPECT_TRUE(pick_attention_config(1).tensor_cores);
   EXPECT_EQ(pick_attention_config(1).tile, 64);
-  EXPECT_EQ(pick_attention_config(8).target_chunks, 8);
+  EXPECT_EQ(pick_attention_config(8), pick_attention_config(1));
 }
 
 TEST(attention_config, merging_in_stage_1_needs_an_even_group_and_states_that_fit) {
@@ -224,7 +224,7 @@ TEST(attention_config, merging_in_stage_1_needs_an_even_group_and_states_that_fi
 }
 
 // Each 8-warp configuration of the sweep is timed beside its 4-warp twin (the same bits: the GPU
-// tests compare them), and batch 1's pick is one such twin.
+// tests compare them), tile64-s2 among them.
 TEST(attention_config, each_eight_warp_sweep_configuration_has_its_four_warp_twin) {
   int eight = 0;
   for (const auto& [name, c] : attention_sweep_configs) {
@@ -238,7 +238,9 @@ TEST(attention_config, each_eight_warp_sweep_configuration_has_its_four_warp_twi
                             [&](const auto& o) { return o.config == four; }));
   }
   EXPECT_GE(eight, 1);
-  attention_config b1 = pick_attention_config(1);
+  // The FMA path's batch-1 configuration before the tensor cores (tile64-s2) has its 8-warp twin.
+  attention_config b1 = default_attention_config();
+  b1.tile = 64;
   b1.warps = 8;
   EXPECT_TRUE(std::any_of(std::begin(attention_sweep_configs), std::end(attention_sweep_configs),
                           [&](const auto& o) { return o.config == b1; }));

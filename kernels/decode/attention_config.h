@@ -67,16 +67,16 @@ constexpr attention_config default_attention_config() {
 }
 
 // The configuration launch_attention uses for a batch of `rows`: a function of the batch alone
-// (one CUDA graph per batch size holds one launch), never of the SMs. Both come from the H200
-// sweep: batch 1, 64-token tiles and 16 chunks; batches 8 and 32, 8 chunks of 32-token tiles
-// (docs/performance.md, Decode attention, has the fractions of the copy bandwidth and their
-// re-timings). Batches 2 and 4 were not swept; the switch at 4 follows the GEMV table's.
-constexpr attention_config pick_attention_config(int rows) {
+// (one CUDA graph per batch size holds one launch), never of the SMs. Stage 1 on the tensor
+// cores, 16 chunks of 64-token tiles, at every batch: in the decode step (H100, 2026-12-05) it
+// took stage 1 from 6.51 to 5.66 us a layer at batch 1 and from 32.0 to 24.1 at batch 8 against
+// the FMA configurations picked before (64-token tiles at batch 1; 8 chunks of 32-token tiles
+// from batch 4, the H200 sweep's), the step 1.0% and 4.2% faster (docs/performance.md, Decode
+// attention).
+constexpr attention_config pick_attention_config(int) {
   attention_config c;
-  if (rows >= 4)
-    c.target_chunks = 8;
-  else
-    c.tile = 64;
+  c.tile = 64;
+  c.tensor_cores = true;
   return c;
 }
 
