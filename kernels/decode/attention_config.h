@@ -177,12 +177,14 @@ inline constexpr named_attention_config attention_sweep_configs[] = {
     // thread), two kernels and merged
     {"tile64-w8", {16, 64, 1024, 64, 2, true, false, 8}},
     {"tile64-w8-merge", {16, 64, 1024, 64, 2, true, true, 8}},
-    // stage 1 on the tensor cores: batch 1's configuration; with the whole 128-token chunk of
+    // stage 1 on the tensor cores: pick_attention_config's; with the whole 128-token chunk of
     // b1 x 2048 in flight (in the step, loaded before the programmatic wait); and batch 8's
-    // split with 64-token tiles
+    // split before it, with 64-token tiles
     {"tc", {16, 64, 1024, 64, 2, true, false, 4, true}},
     {"tc-s3", {16, 64, 1024, 64, 3, true, false, 4, true}},
     {"tc-target8", {8, 64, 1024, 64, 2, true, false, 4, true}},
+    // the pick merged in stage 1 (one kernel)
+    {"tc-merge", {16, 64, 1024, 64, 2, true, true, 4, true}},
 };
 
 } // namespace kg::decode
