@@ -183,8 +183,6 @@ inline constexpr named_attention_config attention_sweep_configs[] = {
     {"tc", {16, 64, 1024, 64, 2, true, false, 4, true}},
     {"tc-s3", {16, 64, 1024, 64, 3, true, false, 4, true}},
     {"tc-target8", {8, 64, 1024, 64, 2, true, false, 4, true}},
-    // the pick merged in stage 1 (one kernel)
-    {"tc-merge", {16, 64, 1024, 64, 2, true, true, 4, true}},
 };
 
 } // namespace kg::decode
