@@ -24,6 +24,8 @@
 //    token) both read without bank conflicts.
 //  - Short sequences still fill the GPU: the chunk shrinks with the length (batch 1, 2048
 //    tokens: 16 chunks of 128 tokens per kv head, 128 blocks instead of 64).
+// That is the FMA path (fma_chunk). With attention_config::tensor_cores, the engine's pick, the
+// same ring and loads feed mma.sync tiles instead (tc_chunk, attention_tc.cuh).
 // The scores are kept in log2 units (q pre-scaled by log2(e) / sqrt(D)) so exp2f does the
 // softmax. Inside a block every thread computes the same running maximum from shared memory, so
 // the partial sums of the V phase's token groups share one scale and merge by plain addition,
