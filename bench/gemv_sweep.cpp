@@ -38,7 +38,7 @@
 //     --quick   the down projection at batch 1 and 8 only (every family)
 //     --no-ceiling  skip each weight's read-ceiling rows (a plain contiguous read of it)
 //     --kinds   simt, bulk, mma, sweep, tsweep, packed, gemm, wgmma, wgmma_tma, wgmma_ws,
-//               wgmma_pk (a comma list):
+//               wgmma_pk, wgmma_sw (a comma list):
 //               time only these families (and the table's current configuration)
 //     --shapes  down, qkv, o_proj, gate_up, lm_head (a comma list); --batches 1..128 (a list)
 //     --no-cublas  leave cuBLAS out
@@ -134,6 +134,9 @@ std::string config_name(const gemv_config& c) {
   case gemv_kind::wgmma_pk:
     o << "rpg" << c.rows_per_warp << " st" << c.unroll;
     break;
+  case gemv_kind::wgmma_sw:
+    o << "tn" << c.rows_per_warp << " st" << c.unroll;
+    break;
   }
   o << " w" << c.warps_per_block << " s" << c.split_k;
   if (c.cluster) o << " cl";
@@ -168,7 +171,8 @@ int block_rows(const gemv_config& c, int n) {
   }
   if (c.kind == gemv_kind::gemm) return c.rows_per_warp * c.warps_per_block / c.batch_warps;
   if (c.kind == gemv_kind::wgmma || c.kind == gemv_kind::wgmma_tma ||
-      c.kind == gemv_kind::wgmma_ws || c.kind == gemv_kind::wgmma_pk)
+      c.kind == gemv_kind::wgmma_ws || c.kind == gemv_kind::wgmma_pk ||
+      c.kind == gemv_kind::wgmma_sw)
     return c.rows_per_warp * c.warps_per_block / 4;
   return c.kind == gemv_kind::mma || c.kind == gemv_kind::packed
              ? c.rows_per_warp
@@ -203,10 +207,12 @@ bool worth_timing(const gemv_config& c, const shape_def& s, int batch, int sm_co
   case gemv_kind::wgmma_tma: // 1-4 rows of qkv, gate_up and lm_head); at least one k tile per
   case gemv_kind::wgmma_ws:  // stage of its ring in every slice; its blocks are few and fat, so
   case gemv_kind::wgmma_pk:  // a split is worth a look until the tiles fill the SMs twice over
-                             // (the deep rings: at least 4 k tiles a slice)
+  case gemv_kind::wgmma_sw:  // (the deep rings: at least 4 k tiles a slice)
     if ((batch < 8 && (c.kind == gemv_kind::gemm || c.kind == gemv_kind::wgmma)) ||
-        slice_chunks <
-            8.0 * (c.kind == gemv_kind::wgmma_ws || c.kind == gemv_kind::wgmma_pk ? 4 : c.unroll))
+        slice_chunks < 8.0 * (c.kind == gemv_kind::wgmma_ws || c.kind == gemv_kind::wgmma_pk ||
+                                      c.kind == gemv_kind::wgmma_sw
+                                  ? 4
+                                  : c.unroll))
       return false;
     return c.split_k == 1 ||
            (s.n + block_rows(c, s.n) - 1) / block_rows(c, s.n) * (c.split_k / 2) < 2LL * sm_count;
@@ -254,7 +260,8 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
     if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma &&
         c.kind != gemv_kind::packed && c.kind != gemv_kind::sweep && c.kind != gemv_kind::tsweep &&
         c.kind != gemv_kind::gemm && c.kind != gemv_kind::wgmma && c.kind != gemv_kind::wgmma_tma &&
-        c.kind != gemv_kind::wgmma_ws && c.kind != gemv_kind::wgmma_pk)
+        c.kind != gemv_kind::wgmma_ws && c.kind != gemv_kind::wgmma_pk &&
+        c.kind != gemv_kind::wgmma_sw)
       return;
     for (int cl : clusters) {
       c.cluster = cl;
@@ -312,6 +319,11 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
       for (int wpb : {4, 8})
         for (int stages : {4, 6, 8})
           consider({rpg, wpb, stages, split, gemv_kind::wgmma_pk});
+  // wgmma_sw: the swapped tile, 40 or 48 weight rows a block.
+  for (int split : {1, 2, 3, 4, 8})
+    for (int tn : {40, 48})
+      for (int stages : {4, 6, 8})
+        consider({tn, 4, stages, split, gemv_kind::wgmma_sw});
   return out;
 }
 
@@ -696,7 +708,7 @@ int main(int argc, char** argv) {
     for (const gemv_kind k :
          {gemv_kind::simt, gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep, gemv_kind::tsweep,
           gemv_kind::packed, gemv_kind::gemm, gemv_kind::wgmma, gemv_kind::wgmma_tma,
-          gemv_kind::wgmma_ws, gemv_kind::wgmma_pk}) {
+          gemv_kind::wgmma_ws, gemv_kind::wgmma_pk, gemv_kind::wgmma_sw}) {
       const auto it = family_best.find({{s, batch}, static_cast<int>(k)});
       families << " " << gemv_kind_name(k) << " ";
       if (it == family_best.end())

@@ -383,6 +383,35 @@ TEST(gemv_config, the_wgmma_pk_family_takes_the_wgmma_ws_tiles_with_shallower_ri
   EXPECT_TRUE(gemv_reads_packed({64, 4, 6, 1, gemv_kind::wgmma_pk}));
 }
 
+// The wgmma_sw family's rules: 40 or 48 weight rows a block, one consumer warpgroup, stages 4,
+// 6, 8 with the x tile padded to 64 or 128 rows (8 x (48 + 128) x 128 B + 1 KB = 177 KB), any
+// split and either finish; a block of tn rows, so 6144 rows are 128 blocks of 48.
+TEST(gemv_config, the_wgmma_sw_family_takes_40_or_48_rows_and_the_batch_as_m) {
+  auto ok = [](int tn, int wpb, int stages, int split, int batch, int cluster = 0) {
+    return gemv_config_supported({tn, wpb, stages, split, gemv_kind::wgmma_sw, cluster}, batch,
+                                 6144, 2560);
+  };
+  for (int tn : {40, 48})
+    for (int stages : {4, 6, 8})
+      for (int split : {1, 2, 3, 4, 8})
+        for (int batch : {1, 16, 64, 65, 128, 300}) {
+          EXPECT_TRUE(ok(tn, 4, stages, split, batch)) << tn << " " << stages << " " << split;
+          EXPECT_EQ(ok(tn, 4, stages, split, batch, 1), split > 1);
+        }
+  EXPECT_FALSE(ok(64, 4, 6, 1, 16));
+  EXPECT_FALSE(ok(32, 4, 6, 1, 16));
+  EXPECT_FALSE(ok(48, 8, 6, 1, 16)); // one consumer warpgroup
+  EXPECT_FALSE(ok(48, 4, 3, 1, 16));
+  EXPECT_FALSE(ok(48, 4, 12, 1, 16));
+  EXPECT_TRUE(gemv_config_supported({48, 4, 6, 1, gemv_kind::wgmma_sw}, 7, 37, 8 * 53));
+  EXPECT_EQ(gemv_batch_group({48, 4, 6, 1, gemv_kind::wgmma_sw}), 128);
+  EXPECT_EQ(gemv_workspace_bytes({40, 4, 6, 2, gemv_kind::wgmma_sw, 1}, 64, 2560, 4096), 0u);
+  EXPECT_EQ(gemv_workspace_bytes({40, 4, 6, 2, gemv_kind::wgmma_sw}, 64, 2560, 4096),
+            gemv_workspace_bytes({1, 8, 2, 2}, 64, 2560, 4096));
+  EXPECT_EQ(gemv_weight_layout({48, 4, 6, 1, gemv_kind::wgmma_sw}), gemv_layout::row_major);
+  EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma_sw), "wgmma_sw");
+}
+
 // The workspace layout is the same for every family: one zero-filled workspace serves them all.
 // Split 3 (a 40-tile projection as 120 blocks) where K slices are whole k tiles: the gemm and
 // wgmma families; the others cut K into even chunk counts and keep 1, 2, 4, 8.
@@ -505,9 +534,10 @@ TEST(gemv_config, a_norm_folds_into_the_simt_family_and_the_residual_add_into_ev
     EXPECT_TRUE(gemv_fusion_supported(c, norm, 8192, true));
     EXPECT_FALSE(gemv_fusion_supported(c, norm, 8200, false)); // past the norm kernel's rows
   }
-  for (const auto kind : {gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep, gemv_kind::tsweep,
-                          gemv_kind::packed, gemv_kind::gemm, gemv_kind::wgmma,
-                          gemv_kind::wgmma_tma, gemv_kind::wgmma_ws, gemv_kind::wgmma_pk}) {
+  for (const auto kind :
+       {gemv_kind::bulk, gemv_kind::mma, gemv_kind::sweep, gemv_kind::tsweep, gemv_kind::packed,
+        gemv_kind::gemm, gemv_kind::wgmma, gemv_kind::wgmma_tma, gemv_kind::wgmma_ws,
+        gemv_kind::wgmma_pk, gemv_kind::wgmma_sw}) {
     gemv_config c;
     c.kind = kind;
     EXPECT_FALSE(gemv_fusion_supported(c, norm, 2560, false)) << gemv_kind_name(kind);

@@ -53,13 +53,14 @@ bool supported(const gemv_config& c) {
   // Clusters of the split blocks (at most 8, the portable cluster size): the simt family and the
   // producer / consumer wgmma block, whose ring holds its partials (not the mma family, whose
   // registers decide its waves: gemv_bf16_mma.cu).
-  if (c.cluster && (c.split_k == 1 || (c.kind != gemv_kind::simt && c.kind != gemv_kind::wgmma_ws &&
-                                       c.kind != gemv_kind::wgmma_pk)))
+  if (c.cluster &&
+      (c.split_k == 1 || (c.kind != gemv_kind::simt && c.kind != gemv_kind::wgmma_ws &&
+                          c.kind != gemv_kind::wgmma_pk && c.kind != gemv_kind::wgmma_sw)))
     return false;
   // Split 3 (a 40-tile projection in 120 blocks: one wave) where K slices are whole k tiles.
   const bool ring_family = c.kind == gemv_kind::gemm || c.kind == gemv_kind::wgmma ||
                            c.kind == gemv_kind::wgmma_tma || c.kind == gemv_kind::wgmma_ws ||
-                           c.kind == gemv_kind::wgmma_pk;
+                           c.kind == gemv_kind::wgmma_pk || c.kind == gemv_kind::wgmma_sw;
   if (c.split_k == 3 && !ring_family) return false;
   switch (c.kind) {
   case gemv_kind::simt:
@@ -96,14 +97,17 @@ bool supported(const gemv_config& c) {
   case gemv_kind::wgmma_pk:
     return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
            in(c.unroll, {4, 6, 8});
+  case gemv_kind::wgmma_sw:
+    return in(c.rows_per_warp, {40, 48}) && c.warps_per_block == 4 && in(c.unroll, {4, 6, 8});
   }
   return false;
 }
 
-// The families on the warpgroup MMA: one tile, four ways of filling the ring.
+// The families on the warpgroup MMA: one tile, four ways of filling the ring, and the tile with
+// the operands swapped.
 bool is_wgmma(gemv_kind k) {
   return k == gemv_kind::wgmma || k == gemv_kind::wgmma_tma || k == gemv_kind::wgmma_ws ||
-         k == gemv_kind::wgmma_pk;
+         k == gemv_kind::wgmma_pk || k == gemv_kind::wgmma_sw;
 }
 
 int next_pow2(int v) {
@@ -137,6 +141,13 @@ bool wgmma_fits(const gemv_config& c, int batch) {
   const int group = batch < gemv_detail::gemm_max_batch ? batch : gemv_detail::gemm_max_batch;
   const int bn = gemm_batch_tile(c, group);
   const int rows = gemv_detail::wgmma_tile_rows(c.rows_per_warp, c.warps_per_block);
+  if (c.kind == gemv_kind::wgmma_sw) { // the batch as M: 64 rows a wgmma, the x tile padded
+    const int m = bn <= 64 ? 64 : 128;
+    return bn <= gemv_detail::gemm_max_batch &&
+           m / 64 * rows / 2 <= gemv_detail::wgmma_max_accumulators &&
+           c.unroll * (rows + m) * gemv_detail::gemm_tile_chunks * 16 + 1024 <=
+               gemv_detail::wgmma_ws_max_smem_bytes;
+  }
   return bn <= gemv_detail::gemm_max_batch &&
          c.rows_per_warp / 64 * bn / 2 <= gemv_detail::wgmma_max_accumulators &&
          rows <= gemv_detail::gemm_max_tile_rows &&
@@ -208,6 +219,9 @@ cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int b
   if (c.kind == gemv_kind::wgmma_pk)
     return gemv_detail::launch_gemv_wgmma_pk(a, gemm_batch_tile(c, a.nb), c.rows_per_warp,
                                              c.warps_per_block, c.unroll, blocks, s);
+  if (c.kind == gemv_kind::wgmma_sw)
+    return gemv_detail::launch_gemv_wgmma_sw(a, gemm_batch_tile(c, a.nb), c.rows_per_warp, c.unroll,
+                                             blocks, s);
   const int nt = bg <= 8 ? 1 : bg <= 16 ? 2 : 4; // mma, packed: 8-column batch tiles
   if (c.kind == gemv_kind::mma)
     return gemv_detail::launch_gemv_mma(a, nt, c.unroll, c.warps_per_block, blocks, s);
@@ -298,7 +312,7 @@ constexpr table_row config_table[] = {
 
 namespace {
 
-constexpr name_table<gemv_kind, 11> gemv_kind_names{{
+constexpr name_table<gemv_kind, 12> gemv_kind_names{{
     {gemv_kind::simt, "simt"},
     {gemv_kind::bulk, "bulk"},
     {gemv_kind::mma, "mma"},
@@ -310,6 +324,7 @@ constexpr name_table<gemv_kind, 11> gemv_kind_names{{
     {gemv_kind::wgmma_tma, "wgmma_tma"},
     {gemv_kind::wgmma_ws, "wgmma_ws"},
     {gemv_kind::wgmma_pk, "wgmma_pk"},
+    {gemv_kind::wgmma_sw, "wgmma_sw"},
 }};
 
 } // namespace
@@ -511,6 +526,7 @@ int gemv_batch_group(const gemv_config& c) {
   case gemv_kind::wgmma_tma:
   case gemv_kind::wgmma_ws:
   case gemv_kind::wgmma_pk:
+  case gemv_kind::wgmma_sw:
     return gemv_detail::gemm_max_batch;
   default:
     return 32 / c.rows_per_warp;

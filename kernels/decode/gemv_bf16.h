@@ -67,6 +67,11 @@ namespace kg {
 //         ring holds it), so a stage's weights arrive by plain bulk copies and a block streams its
 //         tile front to back (gemv_bf16_wgmma_pk.cu); the same fields and bits as wgmma_ws,
 //         unroll (stages) 4, 6, 8. Its w is that copy, not the row-major weights.
+//   wgmma_sw: the wgmma_ws block with the operands swapped (gemv_bf16_wgmma_sw.cu): the batch is
+//         the warpgroup MMA's M (64 or 128 rows, zeros past the batch) and the weight rows its N,
+//         so rows_per_warp is the block's rows, 40 or 48 (tiles that fill 132 SMs where 64-row
+//         tiles leave some idle); warps_per_block 4 (one consumer warpgroup, one producer);
+//         unroll (stages) 4, 6, 8; row-major weights by TMA; split K with either finish.
 enum class gemv_kind : int {
   simt = 0,
   bulk = 1,
@@ -78,7 +83,8 @@ enum class gemv_kind : int {
   wgmma = 7,
   wgmma_tma = 8,
   wgmma_ws = 9,
-  wgmma_pk = 11 // (10 was wgmma_sk, a stream-K grid: measured slower and dropped)
+  wgmma_pk = 11, // (10 was wgmma_sk, a stream-K grid: measured slower and dropped)
+  wgmma_sw = 12
 };
 
 struct gemv_config {
@@ -98,7 +104,7 @@ struct gemv_config {
 };
 
 // "simt", "bulk", "mma", "sweep", "tsweep", "packed", "gemm", "wgmma", "wgmma_tma",
-// "wgmma_ws" or "wgmma_pk".
+// "wgmma_ws", "wgmma_pk" or "wgmma_sw".
 const char* gemv_kind_name(gemv_kind k);
 
 // The order of the weights a configuration reads.

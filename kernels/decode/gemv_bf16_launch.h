@@ -116,6 +116,10 @@ cudaError_t launch_gemv_wgmma_ws(const gemv_args& a, int bn, int rows_per_group,
 // layout (launch_pack_wgmma_tiles), stages 4, 6, 8; the wgmma_ws family's bits.
 cudaError_t launch_gemv_wgmma_pk(const gemv_args& a, int bn, int rows_per_group,
                                  int warps_per_block, int stages, int blocks, cudaStream_t s);
+// The wgmma_sw family (gemv_bf16_wgmma_sw.cu): the batch as M (bn <= 64: one m64, else two),
+// tile_rows (40 or 48) weight rows as N, stages 4, 6, 8; row-major a.w by TMA.
+cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int stages, int blocks,
+                                 cudaStream_t s);
 // The wgmma_tiles copy of w (n x k, k % 8 == 0) into `packed` (wgmma_tiles_bytes(n, k) bytes).
 cudaError_t launch_pack_wgmma_tiles(const __nv_bfloat16* w, __nv_bfloat16* packed, int n, int k,
                                     cudaStream_t s);

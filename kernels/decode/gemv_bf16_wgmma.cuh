@@ -70,6 +70,40 @@ __device__ __forceinline__ void wgmma_bf16<32>(float (&d)[16], std::uint64_t a, 
                : "memory");
 }
 
+// d (+)= A B^T, m64n40k16 and m64n48k16 (the wgmma_sw family's weight tiles as N: 20 and 24
+// accumulators a thread).
+template <>
+__device__ __forceinline__ void wgmma_bf16<40>(float (&d)[20], std::uint64_t a, std::uint64_t b) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %22, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n40k16.f32.bf16.bf16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, "
+               "%8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19"
+               "}, %20, %21, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+                 "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+                 "+f"(d[19])
+               : "l"(a), "l"(b), "r"(1)
+               : "memory");
+}
+
+template <>
+__device__ __forceinline__ void wgmma_bf16<48>(float (&d)[24], std::uint64_t a, std::uint64_t b) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {"
+               "%0, %1, %2, %3, %4, %5, %6, %7, "
+               "%8, %9, %10, %11, %12, %13, %14, %15, "
+               "%16, %17, %18, %19, %20, %21, %22, %23"
+               "}, %24, %25, p, 1, 1, 0, 0;\n}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),
+                 "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),
+                 "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])
+               : "l"(a), "l"(b), "r"(1)
+               : "memory");
+}
+
 // d (+)= A B^T, m64n64k16: 32 accumulators a thread (module comment for their layout).
 template <>
 __device__ __forceinline__ void wgmma_bf16<64>(float (&d)[32], std::uint64_t a, std::uint64_t b) {
