@@ -42,6 +42,9 @@
 //               time only these families (and the table's current configuration)
 //     --shapes  down, qkv, o_proj, gate_up, lm_head (a comma list); --batches 1..128 (a list)
 //     --no-cublas  leave cuBLAS out
+//     --check-only  check every configuration's output (and cuBLAS's), time nothing: no copy
+//               bandwidth, no read ceiling, no blocking kernel -- the mode to run under Nsight
+//               Compute, whose serialized launches the harness's timing cannot take
 //     --backend auto, events, graph, cupti or counters (timing/gpu_timer.h; default auto)
 //     --cluster  split-K simt and mma configurations with the workspace finish (0), the cluster
 //               finish (1, gemv_config::cluster) or both (default)
@@ -94,6 +97,7 @@ struct sweep_options {
   bool no_ceiling = false;            // --no-ceiling: skip the read-ceiling rows
   std::vector<std::string> kinds;     // --kinds: these families only (the table's row always)
   bool cublas = true;                 // --no-cublas: leave cuBLAS out
+  bool check_only = false;            // --check-only: each output checked, nothing timed
   timing_backend backend = timing_backend::automatic;
 };
 
@@ -477,7 +481,7 @@ void print_row(const shape_def& s, int batch, const measured& m, const std::stri
 int usage() {
   std::cerr << "usage: kg_bench_gemv_sweep [--quick] [--full] [--list] [--max-wall S] "
                "[--shapes a,b] [--batches 1,8] [--cluster 0|1|both] [--kinds a,b] [--no-ceiling] "
-               "[--no-cublas] [--backend NAME]\n";
+               "[--no-cublas] [--check-only] [--backend NAME]\n";
   return 2;
 }
 
@@ -498,6 +502,8 @@ int main(int argc, char** argv) {
       opt.no_ceiling = true;
     else if (a == "--no-cublas")
       opt.cublas = false;
+    else if (a == "--check-only")
+      opt.check_only = true;
     else if (a == "--backend" && i + 1 < argc) {
       const auto b = parse_timing_backend(argv[++i]);
       if (!b) return usage();
@@ -573,7 +579,8 @@ int main(int argc, char** argv) {
     std::cerr << "kg_bench_gemv_sweep: no GPU: " << dev.reason << "\n";
     return 3;
   }
-  const auto copy_1g = measure_copy_bandwidth(std::size_t{1} << 30);
+  copy_bandwidth copy_1g{};
+  if (!opt.check_only) copy_1g = measure_copy_bandwidth(std::size_t{1} << 30);
   const double copy = copy_1g.gbps, copy_us = copy_1g.median_us;
   timing_options o;
   o.max_wall_seconds = opt.max_wall;
@@ -583,10 +590,13 @@ int main(int argc, char** argv) {
   if (opt.cublas) blas = std::make_unique<cublas_gemm>(timer.stream());
   std::cout << std::fixed << std::setprecision(1) << "device: " << dev.name << " (" << dev.sm_count
             << " SMs), timing backend " << timing_backend_name(o.backend) << ", max wall "
-            << opt.max_wall << " s per configuration\n"
-            << "copy bandwidth (read + write), device to device, 1 GiB: " << copy << " GB/s ("
-            << copy_us << " us); fractions below are of it\n"
-            << (blas ? "cuBLAS " + cublas_version() + " beside every (shape, batch)\n" : "")
+            << opt.max_wall << " s per configuration\n";
+  if (opt.check_only)
+    std::cout << "check only: every output checked, nothing timed\n";
+  else
+    std::cout << "copy bandwidth (read + write), device to device, 1 GiB: " << copy << " GB/s ("
+              << copy_us << " us); fractions below are of it\n";
+  std::cout << (blas ? "cuBLAS " + cublas_version() + " beside every (shape, batch)\n" : "")
             << "\n";
   print_header();
 
@@ -603,7 +613,7 @@ int main(int argc, char** argv) {
     shape_data d(s, max_batch);
     // The weight's read ceiling: one contiguous read of it (bench/gemv_reference.h), as a
     // fraction of the same copy bandwidth -- what no GEMV of this weight can beat.
-    if (!opt.no_ceiling)
+    if (!opt.no_ceiling && !opt.check_only)
       for (const int blocks : {528, 1056, 2112})
         for (const int unroll : {4, 8, 16}) {
           const std::size_t bytes = static_cast<std::size_t>(s.n) * s.k * 2;
@@ -626,6 +636,14 @@ int main(int argc, char** argv) {
       std::vector<measured> done;
       // Times `work` into m once `check` (the output check's finding) is empty; prints the row.
       auto time_row = [&](measured& m, std::string check, const work_fn& work) {
+        if (opt.check_only) {
+          if (!check.empty()) ++failures;
+          std::cout << std::left << std::setw(9) << s.name << std::right << std::setw(6) << batch
+                    << "  " << std::left << std::setw(22)
+                    << (m.label.empty() ? config_name(m.c) : m.label) << std::right << "  "
+                    << (check.empty() ? "checked" : "FAIL: " + check) << "\n";
+          return;
+        }
         if (check.empty()) {
           try {
             const auto t = timer.measure(work);
@@ -696,6 +714,11 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (opt.check_only) {
+    if (failures)
+      std::cout << "FAIL: " << failures << " configuration(s) wrong or not deterministic\n";
+    return failures ? 1 : 0;
+  }
   std::cout << "\nbest configuration per (shape, batch), as rows of pick_gemv_config's table\n"
                "({n, k, max_batch, {rows_per_warp, warps_per_block, unroll, split_k[, kind[, "
                "cluster]]}};\n"
