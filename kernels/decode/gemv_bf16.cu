@@ -271,7 +271,7 @@ constexpr table_row config_table[] = {
     {2560, 9728, 8, {16, 8, 2, 1, gemv_kind::packed}}, // down b8
     {2560, 9728, 16, {16, 8, 2, 1, gemv_kind::packed}}, // down b16
     {2560, 9728, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // down b32
-    {2560, 9728, 64, {64, 4, 6, 3, gemv_kind::wgmma_ws}}, // down b64
+    {2560, 9728, 64, {40, 4, 8, 2, gemv_kind::wgmma_sw, 1}}, // down b64
     {2560, 9728, 128, {64, 4, 6, 3, gemv_kind::wgmma_ws}}, // down b128
     {6144, 2560, 1, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b1
     {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2
@@ -279,16 +279,16 @@ constexpr table_row config_table[] = {
     {6144, 2560, 8, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b8
     {6144, 2560, 16, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b16
     {6144, 2560, 32, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b32
-    {6144, 2560, 64, {64, 4, 6, 1, gemv_kind::wgmma_pk}}, // qkv b64
-    {6144, 2560, 128, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b128
+    {6144, 2560, 64, {48, 4, 4, 2, gemv_kind::wgmma_sw, 1}}, // qkv b64
+    {6144, 2560, 128, {48, 4, 4, 2, gemv_kind::wgmma_sw, 1}}, // qkv b128
     {2560, 4096, 1, {4, 16, 1, 1, gemv_kind::sweep}}, // o_proj b1
     {2560, 4096, 2, {4, 8, 2, 1, gemv_kind::sweep}}, // o_proj b2
     {2560, 4096, 4, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b4
     {2560, 4096, 8, {16, 8, 2, 1, gemv_kind::mma}}, // o_proj b8
     {2560, 4096, 16, {64, 4, 4, 8, gemv_kind::wgmma}}, // o_proj b16
     {2560, 4096, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // o_proj b32
-    {2560, 4096, 64, {64, 4, 6, 3, gemv_kind::wgmma_ws}}, // o_proj b64
-    {2560, 4096, 128, {64, 4, 8, 2, gemv_kind::wgmma_ws}}, // o_proj b128
+    {2560, 4096, 64, {40, 4, 8, 2, gemv_kind::wgmma_sw, 1}}, // o_proj b64
+    {2560, 4096, 128, {40, 4, 6, 2, gemv_kind::wgmma_sw, 1}}, // o_proj b128
     {19456, 2560, 1, {128, 8, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b1
     {19456, 2560, 2, {128, 8, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b2
     {19456, 2560, 4, {128, 8, 4, 1, gemv_kind::wgmma_pk}}, // gate_up b4
