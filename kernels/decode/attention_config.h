@@ -71,7 +71,8 @@ constexpr attention_config default_attention_config() {
 // cores, 16 chunks of 64-token tiles, at every batch: in the decode step (H100, 2026-12-05) it
 // took stage 1 from 6.51 to 5.66 us a layer at batch 1 and from 32.0 to 24.1 at batch 8 against
 // the FMA configurations picked before (64-token tiles at batch 1; 8 chunks of 32-token tiles
-// from batch 4, the H200 sweep's), the step 1.0% and 4.2% faster (docs/performance.md, Decode
+// from batch 4, the H200 sweep's), the step 1.0% and 4.2% faster; on the H200 the step at batch
+// 1-128 was 1.3-12% faster than with the batch-1 FMA configuration (docs/performance.md, Decode
 // attention).
 constexpr attention_config pick_attention_config(int) {
   attention_config c;
