@@ -577,3 +577,63 @@ TEST(gemv_config, a_norm_folds_into_the_simt_family_and_the_residual_add_into_ev
   EXPECT_EQ(launch_gemv_bf16_gated(p, p, p, 1, 64, 8, {2, 4, 2, 1}, nullptr, false, &add),
             cudaErrorInvalidValue);
 }
+
+// The one-word spelling kg_bench_decode_step --gemv reads: written by hand here, each field in the
+// table's order, and every configuration the table picks for a Qwen3 shape written and read back
+// unchanged.
+TEST(gemv_config, a_configuration_reads_back_from_its_one_word_spelling) {
+  const auto fields = [](const gemv_config& c) {
+    return std::tuple(c.kind, c.rows_per_warp, c.warps_per_block, c.unroll, c.split_k, c.cluster,
+                      c.batch_warps);
+  };
+  const auto simt = parse_gemv_config("simt:2,4,2,1");
+  ASSERT_TRUE(simt.has_value());
+  EXPECT_EQ(fields(*simt), std::tuple(gemv_kind::simt, 2, 4, 2, 1, 0, 1));
+  const auto sw = parse_gemv_config("wgmma_sw:48,4,4,2,1");
+  ASSERT_TRUE(sw.has_value());
+  EXPECT_EQ(fields(*sw), std::tuple(gemv_kind::wgmma_sw, 48, 4, 4, 2, 1, 1));
+  const auto gemm = parse_gemv_config("gemm:16,4,4,8,0,2");
+  ASSERT_TRUE(gemm.has_value());
+  EXPECT_EQ(fields(*gemm), std::tuple(gemv_kind::gemm, 16, 4, 4, 8, 0, 2));
+  EXPECT_EQ(gemv_config_text({2, 4, 2, 1}), "simt:2,4,2,1");
+  EXPECT_EQ(gemv_config_text({64, 4, 6, 3, gemv_kind::wgmma_ws}), "wgmma_ws:64,4,6,3");
+  EXPECT_EQ(gemv_config_text({40, 4, 8, 2, gemv_kind::wgmma_sw, 1}), "wgmma_sw:40,4,8,2,1");
+  EXPECT_EQ(gemv_config_text({16, 4, 4, 8, gemv_kind::gemm, 0, 2}), "gemm:16,4,4,8,0,2");
+  for (const auto& g : decode_gemms())
+    for (int b = 1; b <= 128; ++b) {
+      const gemv_config c = pick_gemv_config(b, static_cast<int>(g.n), static_cast<int>(g.k));
+      const auto back = parse_gemv_config(gemv_config_text(c));
+      ASSERT_TRUE(back.has_value()) << g.name << " b" << b << ": " << gemv_config_text(c);
+      EXPECT_EQ(fields(*back), fields(c)) << g.name << " b" << b;
+    }
+  for (const char* bad : {"", "simt", "simt:", "simt:2,4,2", "simt:2,4,2,1,0,1,9", "foo:2,4,2,1",
+                          "SIMT:2,4,2,1", "simt:2,,2,1", "simt:2,4,2,1,", "simt:2,4,2,1x",
+                          "simt: 2,4,2,1", "simt:2,4,2,99999999999", ":2,4,2,1", "simt;2,4,2,1"})
+    EXPECT_FALSE(parse_gemv_config(bad).has_value()) << "'" << bad << "'";
+}
+
+// The rule pick_gemv_config_folded picks by, asked of any configuration: the simt family takes a
+// norm (and the gate at two rows a warp, split 1), the tensor-core families take neither.
+TEST(gemv_config, whether_a_configuration_takes_a_folded_norm_and_the_gate) {
+  EXPECT_TRUE(gemv_takes_folded_norm({2, 4, 2, 1}, 1, 19456, 2560, true));
+  EXPECT_TRUE(gemv_takes_folded_norm({4, 8, 2, 1}, 1, 6144, 2560, false));
+  EXPECT_FALSE(gemv_takes_folded_norm({4, 8, 2, 1}, 1, 19456, 2560, true)); // 4 rows a warp
+  EXPECT_FALSE(gemv_takes_folded_norm({2, 4, 2, 2}, 1, 19456, 2560, true)); // split K
+  EXPECT_FALSE(gemv_takes_folded_norm({128, 8, 4, 1, gemv_kind::wgmma_pk}, 1, 19456, 2560, false));
+  EXPECT_FALSE(gemv_takes_folded_norm({16, 4, 2, 1, gemv_kind::mma}, 2, 6144, 2560, false));
+  EXPECT_FALSE(gemv_takes_folded_norm({2, 4, 2, 1}, 1, 6144, 2564, false)); // k % 8: not run
+  // The rule agrees with the pick: where pick_gemv_config_folded gives a configuration it takes
+  // the fold, and the table's own pick is it wherever the table's takes the fold.
+  for (const auto& g : decode_gemms())
+    for (int b = 1; b <= 8; ++b)
+      for (const bool gated : {false, true}) {
+        const int n = static_cast<int>(g.n), k = static_cast<int>(g.k);
+        const auto f = pick_gemv_config_folded(b, n, k, gated);
+        if (f) {
+          EXPECT_TRUE(gemv_takes_folded_norm(*f, b, n, k, gated)) << g.name << " b" << b;
+        }
+        if (gemv_takes_folded_norm(pick_gemv_config(b, n, k), b, n, k, gated)) {
+          EXPECT_TRUE(f.has_value()) << g.name << " b" << b;
+        }
+      }
+}

@@ -3,11 +3,15 @@
 #include "kernels/decode/gemv_bf16.h"
 #include "base/name_table.h"
 
+#include <charconv>
 #include <cstdint>
 #include <initializer_list>
 #include <mutex>
 #include <set>
+#include <string>
+#include <system_error>
 #include <utility>
+#include <vector>
 
 #include "kernels/decode/decode_math.cuh"
 #include "kernels/decode/gemv_bf16_launch.h"
@@ -331,6 +335,45 @@ constexpr name_table<gemv_kind, 12> gemv_kind_names{{
 
 const char* gemv_kind_name(gemv_kind k) { return name_of(gemv_kind_names, k, "?").data(); }
 
+std::string gemv_config_text(const gemv_config& c) {
+  std::string s = std::string(gemv_kind_name(c.kind)) + ":" + std::to_string(c.rows_per_warp) +
+                  "," + std::to_string(c.warps_per_block) + "," + std::to_string(c.unroll) + "," +
+                  std::to_string(c.split_k);
+  if (c.cluster != 0 || c.batch_warps != 1) s += "," + std::to_string(c.cluster);
+  if (c.batch_warps != 1) s += "," + std::to_string(c.batch_warps);
+  return s;
+}
+
+std::optional<gemv_config> parse_gemv_config(std::string_view text) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const std::optional<gemv_kind> kind = parse_name(gemv_kind_names, text.substr(0, colon));
+  if (!kind) return std::nullopt;
+  // 4 to 6 comma-separated decimal fields, each a whole int (from_chars must use every byte).
+  std::vector<int> fields;
+  std::string_view rest = text.substr(colon + 1);
+  for (;;) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    int v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || ec != std::errc{} || end != item.data() + item.size()) return std::nullopt;
+    fields.push_back(v);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  if (fields.size() < 4 || fields.size() > 6) return std::nullopt;
+  gemv_config c;
+  c.kind = *kind;
+  c.rows_per_warp = fields[0];
+  c.warps_per_block = fields[1];
+  c.unroll = fields[2];
+  c.split_k = fields[3];
+  c.cluster = fields.size() > 4 ? fields[4] : 0;
+  c.batch_warps = fields.size() > 5 ? fields[5] : 1;
+  return c;
+}
+
 gemv_layout gemv_weight_layout(const gemv_config& c) {
   switch (c.kind) {
   case gemv_kind::packed:
@@ -386,18 +429,21 @@ constexpr table_row folded_table[] = {
 };
 // clang-format on
 
-std::optional<gemv_config> pick_gemv_config_folded(int batch, int n, int k, bool gated) {
+bool gemv_takes_folded_norm(const gemv_config& c, int batch, int n, int k, bool gated) {
   static const __nv_bfloat16 any_weight{}; // (whether a fold is supported does not depend on it)
   gemv_fusion norm;
   norm.norm_weight = &any_weight;
-  const auto takes = [&](const gemv_config& c) {
-    return gemv_config_supported(c, batch, n, k) && gemv_fusion_supported(c, norm, k, gated) &&
-           (!gated || gemv_gated_supported(c, batch, n, k));
-  };
-  if (const gemv_config c = pick_gemv_config(batch, n, k); takes(c)) return c;
+  return gemv_config_supported(c, batch, n, k) && gemv_fusion_supported(c, norm, k, gated) &&
+         (!gated || gemv_gated_supported(c, batch, n, k));
+}
+
+std::optional<gemv_config> pick_gemv_config_folded(int batch, int n, int k, bool gated) {
+  if (const gemv_config c = pick_gemv_config(batch, n, k);
+      gemv_takes_folded_norm(c, batch, n, k, gated))
+    return c;
   for (const auto& r : folded_table)
     if (r.n == n && r.k == k && batch <= r.max_batch) {
-      if (takes(r.c)) return r.c;
+      if (gemv_takes_folded_norm(r.c, batch, n, k, gated)) return r.c;
       break;
     }
   return std::nullopt;

@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
@@ -107,6 +109,14 @@ struct gemv_config {
 // "wgmma_ws", "wgmma_pk" or "wgmma_sw".
 const char* gemv_kind_name(gemv_kind k);
 
+// A configuration as one shell word, "KIND:rows_per_warp,warps_per_block,unroll,split_k[,cluster[,
+// batch_warps]]" (the table's order; "simt:2,4,2,1", "wgmma_sw:48,4,4,2,1"): gemv_config_text
+// writes it (cluster and batch_warps only where they are not 0 and 1), parse_gemv_config reads it
+// back, nullopt for anything else (an unknown kind, a missing, extra or non-numeric field). Whether
+// launch_gemv_bf16 takes the configuration is gemv_config_supported's question, not the parser's.
+std::string gemv_config_text(const gemv_config& c);
+std::optional<gemv_config> parse_gemv_config(std::string_view text);
+
 // The order of the weights a configuration reads.
 //   row_major: w as given, [n][k].
 //   packed (gemv_kind::packed): ceil(n / 16) 16-row tiles (rows past n zero), each k / 64 steps
@@ -141,6 +151,10 @@ gemv_config pick_gemv_config(int batch, int n, int k);
 // of the H200 sweeps (the simt family's rows at batch 1, where the table's are wgmma_pk), else
 // nullopt (the norm stays a kernel of its own).
 std::optional<gemv_config> pick_gemv_config_folded(int batch, int n, int k, bool gated);
+
+// Whether `c` runs this shape with an RMSNorm folded in (and, if `gated`, the SwiGLU gate as its
+// epilogue): the rule pick_gemv_config_folded picks by.
+bool gemv_takes_folded_norm(const gemv_config& c, int batch, int n, int k, bool gated);
 
 // The batch rows one launch takes: launch_gemv_bf16 runs larger batches as groups of this many.
 int gemv_batch_group(const gemv_config& c);
