@@ -34,8 +34,13 @@
 // configurations allow (decode_engine_config::fold_norms) and as kernels of their own (the
 // engine's default), one after the other in the same process; default: kernels.
 //
+// --gemv PROJ@BATCH=CONFIG[+PROJ@BATCH=CONFIG...] (repeatable) times the step once more with those
+// GEMVs running CONFIG (parse_gemv_config's spelling, "simt:2,4,2,1") instead of the table's row
+// (decode_engine::set_gemv_config), after the step with the table's: the table's rows were each
+// chosen alone, and in the step a kernel also overlaps the ones beside it.
+//
 //   kg_bench_decode_step [--steps N] [--batches 1,8] [--attention pick,NAME...]
-//                        [--norms fold,kernels] [--no-ceiling]
+//                        [--norms fold,kernels] [--gemv SET]... [--no-ceiling]
 //   (needs a GPU; exits 3 without one)
 // Exit: 0 done, 1 the trace did not show the step's kernels, 2 bad usage, 3 no GPU or no CUPTI.
 #include <algorithm>
@@ -151,8 +156,75 @@ bool attention_config_named(const std::string& name, std::optional<decode::atten
 
 int usage() {
   std::cerr << "usage: kg_bench_decode_step [--steps N] [--batches 1,8] "
-               "[--attention pick,NAME...] [--norms fold,kernels] [--no-ceiling]\n";
+               "[--attention pick,NAME...] [--norms fold,kernels] "
+               "[--gemv PROJ@BATCH=CONFIG[+...]]... [--no-ceiling]\n";
   return 2;
+}
+
+// One GEMV of a --gemv set: the projection, the batch and the configuration it runs there.
+struct gemv_choice {
+  std::string projection;
+  int batch = 0;
+  gemv_config config;
+};
+struct gemv_set {
+  std::string text; // as given ("table" for none)
+  std::vector<gemv_choice> choices;
+};
+
+// "qkv@1=simt:2,4,2,1+gate_up@1=simt:2,4,2,1"; nullopt names the item it cannot read in `bad`.
+std::optional<gemv_set> parse_gemv_set(const std::string& text, std::string& bad) {
+  gemv_set set{text, {}};
+  std::istringstream in(text);
+  for (std::string item; std::getline(in, item, '+');) {
+    bad = item;
+    const std::size_t at = item.find('@'), eq = item.find('=');
+    if (at == std::string::npos || eq == std::string::npos || eq < at) return std::nullopt;
+    gemv_choice c;
+    c.projection = item.substr(0, at);
+    const std::string batch = item.substr(at + 1, eq - at - 1);
+    if (batch.empty() || batch.find_first_not_of("0123456789") != std::string::npos ||
+        batch.size() > 3)
+      return std::nullopt;
+    c.batch = std::atoi(batch.c_str());
+    const auto config = parse_gemv_config(item.substr(eq + 1));
+    if (!config) return std::nullopt;
+    c.config = *config;
+    set.choices.push_back(c);
+  }
+  if (set.choices.empty()) return std::nullopt;
+  return set;
+}
+
+// Why the engine would refuse a choice of `sets` (an unknown projection, a batch past the largest
+// one run, a configuration launch_gemv_bf16 does not take at that shape), "" if none: checked
+// before anything is timed.
+std::string gemv_sets_refused(const std::vector<gemv_set>& sets, int max_batch) {
+  const auto gemms = decode_gemms(qwen3_config{});
+  for (const auto& set : sets)
+    for (const auto& c : set.choices) {
+      const auto g = std::find_if(gemms.begin(), gemms.end(),
+                                  [&](const auto& e) { return e.name == c.projection; });
+      const std::string which = c.projection + "@" + std::to_string(c.batch);
+      if (g == gemms.end())
+        return which + ": no such projection (qkv, o_proj, gate_up, down, lm_head)";
+      if (c.batch < 1 || c.batch > max_batch)
+        return which + ": the batches run are 1.." + std::to_string(max_batch);
+      if (!gemv_config_supported(c.config, c.batch, static_cast<int>(g->n), static_cast<int>(g->k)))
+        return which + ": launch_gemv_bf16 does not run " + gemv_config_text(c.config) +
+               " at that shape";
+    }
+  return "";
+}
+
+// The engine's GEMVs as the table has them, then `set`'s choices (std::invalid_argument where the
+// engine refuses one).
+void apply_gemv_set(decode_engine& e, const gemv_set* previous, const gemv_set& set) {
+  if (previous)
+    for (const auto& c : previous->choices)
+      e.set_gemv_config(c.projection, c.batch, std::nullopt);
+  for (const auto& c : set.choices)
+    e.set_gemv_config(c.projection, c.batch, c.config);
 }
 
 } // namespace
@@ -163,6 +235,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> attention_names = {"pick"};
   bool ceiling = true;
   std::vector<bool> fold_modes = {false};
+  std::vector<gemv_set> gemv_sets = {{"table", {}}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--steps" && i + 1 < argc)
@@ -180,6 +253,15 @@ int main(int argc, char** argv) {
           fold_modes.push_back(n == "fold");
         else
           return usage();
+    } else if (a == "--gemv" && i + 1 < argc) {
+      std::string bad;
+      const auto set = parse_gemv_set(argv[++i], bad);
+      if (!set) {
+        std::cerr << "kg_bench_decode_step: --gemv: cannot read '" << bad
+                  << "' (PROJ@BATCH=KIND:rows_per_warp,warps_per_block,unroll,split_k[,cluster])\n";
+        return 2;
+      }
+      gemv_sets.push_back(*set);
     } else
       return usage();
   }
@@ -195,6 +277,15 @@ int main(int argc, char** argv) {
     attention_configs.push_back(c);
   }
   if (attention_configs.empty() || batches.empty() || steps < 1) return usage();
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
+  if (max_batch > 128 || *std::min_element(batches.begin(), batches.end()) < 1) {
+    std::cerr << "kg_bench_decode_step: batches are 1..128\n";
+    return 2;
+  }
+  if (const std::string why_not = gemv_sets_refused(gemv_sets, max_batch); !why_not.empty()) {
+    std::cerr << "kg_bench_decode_step: --gemv " << why_not << "\n";
+    return 2;
+  }
   const auto dev = query_device(0);
   if (!dev.available) {
     std::cerr << "kg_bench_decode_step: no GPU: " << dev.reason << "\n";
@@ -205,11 +296,6 @@ int main(int argc, char** argv) {
   if (!tr) {
     std::cerr << "kg_bench_decode_step: CUPTI activity tracing unavailable: " << why << "\n";
     return 3;
-  }
-  const int max_batch = *std::max_element(batches.begin(), batches.end());
-  if (max_batch > 128 || *std::min_element(batches.begin(), batches.end()) < 1) {
-    std::cerr << "kg_bench_decode_step: batches are 1..128\n";
-    return 2;
   }
   const double copy_gbps = measure_copy_bandwidth(std::size_t{1} << 30).gbps;
   std::printf("copy bandwidth (read + write), device to device, 1 GiB: %.1f GB/s\n", copy_gbps);
@@ -241,12 +327,26 @@ int main(int argc, char** argv) {
   const int layers = static_cast<int>(c.model.layers);
   std::uint64_t tag = 1000;
   tr->acquire();
+  const gemv_set* applied = nullptr;
+  const std::size_t runs = gemv_sets.size() * attention_configs.size() * fold_modes.size();
   for (const int batch : batches)
-    for (std::size_t run = 0; run < attention_configs.size() * fold_modes.size(); ++run) {
-      const std::size_t ai = run / fold_modes.size();
+    for (std::size_t run = 0; run < runs; ++run) {
+      const std::size_t gi = run / (attention_configs.size() * fold_modes.size());
+      const std::size_t ai = run / fold_modes.size() % attention_configs.size();
       const bool fold = fold_modes[run % fold_modes.size()];
       e.set_attention_config(attention_configs[ai]);
       e.set_fold_norms(fold);
+      if (applied != &gemv_sets[gi]) {
+        try {
+          apply_gemv_set(e, applied, gemv_sets[gi]);
+        } catch (const std::invalid_argument& x) {
+          std::cerr << "kg_bench_decode_step: --gemv " << gemv_sets[gi].text << ": " << x.what()
+                    << "\n";
+          tr->release();
+          return 2;
+        }
+        applied = &gemv_sets[gi];
+      }
       const std::vector<std::string> roles_of_layer = [&] {
         const auto r = e.layer_roles(batch);
         return std::vector<std::string>(r.begin(), r.end());
@@ -331,9 +431,9 @@ int main(int argc, char** argv) {
         const double sp = median(span);
         const double bound_us = decode_step_roofline(batch, context).bytes / (copy_gbps * 1e3);
         std::printf("\ndecode step, batch %d, context %d, %s launches, attention %s, norms %s, "
-                    "graph replay (%d steps traced, medians)\n",
+                    "GEMVs %s, graph replay (%d steps traced, medians)\n",
                     batch, context, pl ? "programmatic" : "plain", attention_names[ai].c_str(),
-                    fold ? "folded" : "kernels", steps);
+                    fold ? "folded" : "kernels", gemv_sets[gi].text.c_str(), steps);
         std::printf("  bound %.1f us (decode_step_roofline bytes / copy bandwidth), span %.1f us: "
                     "SOL %.3f\n",
                     bound_us, sp, bound_us / sp);

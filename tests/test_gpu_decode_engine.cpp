@@ -686,3 +686,52 @@ TEST(gpu_decode_engine, batches_above_the_gemv_run_as_gemms_and_match_the_refere
   decode_engine e(c, s.get());
   expect_step_matches_reference(e, 13, 131, 5, 1000, {0, 6, 12});
 }
+
+// set_gemv_config (kg_bench_decode_step --gemv): at batch 3, every projection of the tiny model on
+// another family than its table's simt rows -- wgmma_pk and packed read copies the engine makes
+// then, lm_head's split K a workspace the table's rows never needed, gate_up at two rows a warp
+// takes the SiLU gate -- gives the host reference's logits, with norms as kernels and folded
+// (where a configuration cannot take its norm, the norm stays a kernel); the roles say which
+// kernels ran and other batches keep the table's; nullopt gives the table's bits back; refusals.
+TEST(gpu_decode_engine, gemv_configs_set_per_batch_match_the_reference_and_reset_to_the_table) {
+  KG_REQUIRE_GPU();
+  cuda_stream s;
+  decode_engine e(tiny_decode_engine_config(), s.get());
+  const std::vector<int> contexts = {9, 1000, 77};
+  auto in = prefill_rows(e, contexts);
+  e.step(in.tokens, in.positions, in.slots);
+  const auto table = e.logits_bits(3);
+  const std::pair<const char*, const char*> set[] = {{"qkv", "wgmma_pk:64,4,4,1"},
+                                                     {"o_proj", "wgmma_sw:40,4,4,2,1"},
+                                                     {"gate_up", "simt:2,4,2,1"},
+                                                     {"down", "packed:16,8,2,1"},
+                                                     {"lm_head", "mma:16,4,2,4"}};
+  for (const auto& [p, text] : set)
+    e.set_gemv_config(p, 3, parse_gemv_config(text));
+  const auto has = [](const std::vector<const char*>& r, const std::string& role) {
+    return std::any_of(r.begin(), r.end(), [&](const char* x) { return role == x; });
+  };
+  EXPECT_TRUE(has(e.layer_roles(3), "gate_up_silu_gemv"));
+  EXPECT_FALSE(has(e.layer_roles(3), "silu_gate"));
+  EXPECT_TRUE(has(e.layer_roles(2), "silu_gate")); // the table's simt:1,8,4,1 has no gate
+  expect_step_matches_reference(e, 3, 37, 9, 1000, {0, 1, 2});
+  e.set_fold_norms(true);
+  // qkv on wgmma_pk cannot take the input norm; gate_up's simt row takes the post norm and gate.
+  EXPECT_TRUE(has(e.layer_roles(3), "input_rmsnorm"));
+  EXPECT_TRUE(has(e.layer_roles(3), "norm_gate_up_silu_gemv"));
+  EXPECT_TRUE(has(e.layer_roles(2), "norm_qkv_gemv"));
+  expect_step_matches_reference(e, 3, 41, 3, 1000, {0, 1, 2});
+  e.set_fold_norms(false);
+  for (const auto& [p, text] : set)
+    e.set_gemv_config(p, 3, std::nullopt);
+  EXPECT_TRUE(has(e.layer_roles(3), "silu_gate"));
+  in = prefill_rows(e, contexts);
+  e.step(in.tokens, in.positions, in.slots);
+  EXPECT_SAME_BITS(table, e.logits_bits(3), "the table's rows again");
+  const gemv_config simt{2, 4, 2, 1};
+  EXPECT_THROW(e.set_gemv_config("qkv_proj", 1, simt), std::invalid_argument);
+  EXPECT_THROW(e.set_gemv_config("qkv", 0, simt), std::invalid_argument);
+  EXPECT_THROW(e.set_gemv_config("qkv", 9, simt), std::invalid_argument); // max_batch 8
+  EXPECT_THROW(e.set_gemv_config("qkv", 1, *parse_gemv_config("sweep:9,8,2,1")),
+               std::invalid_argument);
+}

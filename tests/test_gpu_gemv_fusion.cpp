@@ -184,8 +184,8 @@ TEST(gpu_gemv_fusion, the_gated_launch_folds_the_norm_with_the_same_bits) {
 // add_to_y: y <- bf16(y + bf16(x . w)), checked against the plain launch's bits added on the
 // host (float addition of two bf16 values, rounded to nearest even: the norm kernel's residual
 // add), in every family, through split-K finishes scalar (517 rows) and by quads (516 rows),
-// cluster finishes (simt, wgmma_ws, wgmma_pk), batch tiles part filled and batches of several
-// launches.
+// cluster finishes (simt, wgmma_ws, wgmma_pk, wgmma_sw), batch tiles part filled and batches of
+// several launches.
 TEST(gpu_gemv_fusion, adding_into_y_gives_the_residual_adds_bits_in_every_family) {
   KG_REQUIRE_GPU();
   const auto gemm = [](int rpw, int wpb, int stages, int split, int batch_warps) {
@@ -212,7 +212,10 @@ TEST(gpu_gemv_fusion, adding_into_y_gives_the_residual_adds_bits_in_every_family
       {64, 4, 6, 3, gemv_kind::wgmma_ws},
       {64, 4, 6, 2, gemv_kind::wgmma_pk},
       {64, 4, 6, 3, gemv_kind::wgmma_ws, 1},
-      {64, 4, 4, 2, gemv_kind::wgmma_pk, 1}};
+      {64, 4, 4, 2, gemv_kind::wgmma_pk, 1},
+      {48, 4, 4, 1, gemv_kind::wgmma_sw},
+      {40, 4, 6, 2, gemv_kind::wgmma_sw},
+      {40, 4, 8, 2, gemv_kind::wgmma_sw, 1}};
   gemv_fusion add;
   add.add_to_y = true;
   int checked = 0;
@@ -244,5 +247,5 @@ TEST(gpu_gemv_fusion, adding_into_y_gives_the_residual_adds_bits_in_every_family
         ++checked;
       }
     }
-  EXPECT_GE(checked, 80); // (19 configurations at 4 batches x 2 shapes, less the unsupported)
+  EXPECT_GE(checked, 80); // (22 configurations at 4 batches x 2 shapes, less the unsupported)
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -93,42 +94,11 @@ decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
     throw std::logic_error("decode_engine: weight layout does not match decode_engine_sizes_of");
 
   // Packed copies for the projections some batch size's configuration reads packed.
-  {
-    struct projection {
-      const bf16* w;
-      int n, k;
-    };
-    const int H = static_cast<int>(m.hidden), I = static_cast<int>(m.intermediate);
-    std::vector<projection> all;
-    for (const auto& lw : layers_) {
-      all.push_back({lw.qkv, static_cast<int>(sizes_.qkv_width), H});
-      all.push_back({lw.o_proj, H, static_cast<int>(m.q_heads * m.head_dim)});
-      all.push_back({lw.gate_up, 2 * I, H});
-      all.push_back({lw.down, H, I});
-    }
-    all.push_back({embedding_, static_cast<int>(m.vocab), H});
-    // One copy per (projection, layout) some batch size's configuration reads.
-    std::vector<std::pair<projection, gemv_layout>> wanted;
-    std::size_t bytes = 0;
-    for (const auto& p : all)
-      for (const gemv_layout l : {gemv_layout::packed, gemv_layout::wgmma_tiles})
-        for (int b = 1; b <= G; ++b)
-          if (gemv_weight_layout(pick_gemv_config(b, p.n, p.k)) == l) {
-            wanted.emplace_back(p, l);
-            bytes += gemv_packed_bytes(l, p.n, p.k); // 2 KB multiples: each copy stays aligned
-            break;
-          }
-    if (bytes) {
-      packed_ = device_buffer(bytes);
-      auto* dst = static_cast<char*>(packed_.get());
-      for (const auto& [p, l] : wanted) {
-        auto* q = reinterpret_cast<bf16*>(dst);
-        KG_CUDA_CHECK(pack_gemv_weights(l, p.w, q, p.n, p.k, stream_));
-        packed_of_.push_back({p.w, l, q});
-        dst += gemv_packed_bytes(l, p.n, p.k);
-      }
-    }
-  }
+  pack_weights([&](int n, int k, gemv_layout l) {
+    for (int b = 1; b <= G; ++b)
+      if (gemv_weight_layout(pick_gemv_config(b, n, k)) == l) return true;
+    return false;
+  });
 
   // Activations: one buffer, each piece a multiple of 8 elements (16-byte aligned).
   const std::int64_t H = m.hidden, I = m.intermediate, V = m.vocab;
@@ -185,6 +155,46 @@ decode_engine::~decode_engine() {
   // The buffers are freed after the graphs (members in reverse order); wait for queued work
   // first so nothing still running reads freed memory.
   (void)cudaStreamSynchronize(stream_);
+}
+
+std::vector<decode_engine::gemv_weights> decode_engine::all_gemv_weights() const {
+  const auto& m = c_.model;
+  const int H = static_cast<int>(m.hidden), I = static_cast<int>(m.intermediate);
+  std::vector<gemv_weights> all;
+  for (const auto& lw : layers_) {
+    all.push_back({lw.qkv, static_cast<int>(sizes_.qkv_width), H});
+    all.push_back({lw.o_proj, H, static_cast<int>(m.q_heads * m.head_dim)});
+    all.push_back({lw.gate_up, 2 * I, H});
+    all.push_back({lw.down, H, I});
+  }
+  all.push_back({embedding_, static_cast<int>(m.vocab), H});
+  return all;
+}
+
+void decode_engine::pack_weights(const std::function<bool(int n, int k, gemv_layout l)>& wants) {
+  // One copy per (weights, layout) asked for that the engine does not hold yet, all in one
+  // new buffer.
+  std::vector<std::pair<gemv_weights, gemv_layout>> wanted;
+  std::size_t bytes = 0;
+  for (const auto& p : all_gemv_weights())
+    for (const gemv_layout l : {gemv_layout::packed, gemv_layout::wgmma_tiles}) {
+      const bool held = std::any_of(packed_of_.begin(), packed_of_.end(), [&](const auto& e) {
+        return e.weights == p.w && e.layout == l;
+      });
+      if (!held && wants(p.n, p.k, l)) {
+        wanted.emplace_back(p, l);
+        bytes += gemv_packed_bytes(l, p.n, p.k); // 2 KB multiples: each copy stays aligned
+      }
+    }
+  if (!bytes) return;
+  packed_.emplace_back(bytes);
+  auto* dst = static_cast<char*>(packed_.back().get());
+  for (const auto& [p, l] : wanted) {
+    auto* q = reinterpret_cast<bf16*>(dst);
+    KG_CUDA_CHECK(pack_gemv_weights(l, p.w, q, p.n, p.k, stream_));
+    packed_of_.push_back({p.w, l, q});
+    dst += gemv_packed_bytes(l, p.n, p.k);
+  }
 }
 
 std::size_t decode_engine::cache_elements_per_layer() const {
@@ -310,10 +320,10 @@ void decode_engine::gemv(const char* projection, const bf16* x, const bf16* w, b
   }
   // A folded norm runs the configuration that takes it (norm_folds_of asked for one).
   const std::optional<gemv_config> folded =
-      fusion && fusion->norm_weight ? pick_gemv_config_folded(batch, n, k, false) : std::nullopt;
+      fusion && fusion->norm_weight ? folded_config_of(batch, n, k, false) : std::nullopt;
   if (fusion && fusion->norm_weight && !folded)
     throw std::logic_error("decode_engine: a folded norm where no configuration takes it");
-  const gemv_config c = folded ? *folded : pick_gemv_config(batch, n, k);
+  const gemv_config c = folded ? *folded : gemv_config_of(batch, n, k);
   if (gemv_reads_packed(c)) {
     const gemv_layout l = gemv_weight_layout(c);
     const auto it = std::find_if(packed_of_.begin(), packed_of_.end(),
@@ -332,8 +342,59 @@ bool decode_engine::gate_in_gemv(int batch, bool post_folded) const {
     return false;
   const auto& m = c_.model;
   const int n = static_cast<int>(2 * m.intermediate), k = static_cast<int>(m.hidden);
-  return post_folded ? pick_gemv_config_folded(batch, n, k, true).has_value()
-                     : gemv_gated_supported(pick_gemv_config(batch, n, k), batch, n, k);
+  return post_folded ? folded_config_of(batch, n, k, true).has_value()
+                     : gemv_gated_supported(gemv_config_of(batch, n, k), batch, n, k);
+}
+
+gemv_config decode_engine::gemv_config_of(int batch, int n, int k) const {
+  const auto it = gemv_configs_.find({batch, n, k});
+  return it != gemv_configs_.end() ? it->second : pick_gemv_config(batch, n, k);
+}
+
+std::optional<gemv_config> decode_engine::folded_config_of(int batch, int n, int k,
+                                                           bool gated) const {
+  const auto it = gemv_configs_.find({batch, n, k});
+  if (it == gemv_configs_.end()) return pick_gemv_config_folded(batch, n, k, gated);
+  if (gemv_takes_folded_norm(it->second, batch, n, k, gated)) return it->second;
+  return std::nullopt;
+}
+
+void decode_engine::set_gemv_config(const std::string& projection, int batch,
+                                    const std::optional<gemv_config>& c) {
+  const auto& m = c_.model;
+  const auto gemms = decode_gemms(m);
+  const auto g =
+      std::find_if(gemms.begin(), gemms.end(), [&](const auto& e) { return e.name == projection; });
+  if (g == gemms.end())
+    throw std::invalid_argument("decode_engine: no projection '" + projection + "'");
+  const int last = std::min({c_.max_batch, c_.max_gemv_batch, gemv_launch_rows});
+  if (batch < 1 || batch > last)
+    throw std::invalid_argument("decode_engine: a GEMV configuration at batch " +
+                                std::to_string(batch) + ", outside the GEMV's 1.." +
+                                std::to_string(last));
+  const int n = static_cast<int>(g->n), k = static_cast<int>(g->k);
+  if (c && !gemv_config_supported(*c, batch, n, k))
+    throw std::invalid_argument("decode_engine: " + projection + " at batch " +
+                                std::to_string(batch) + " does not run " + gemv_config_text(*c));
+  // Nothing queued may still use the workspace or the graphs about to be replaced.
+  KG_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  for (auto* gr : {&graphs_, &other_mode_graphs_})
+    for (auto& e : *gr)
+      e.reset();
+  if (!c) {
+    gemv_configs_.erase({batch, n, k});
+    return;
+  }
+  if (gemv_reads_packed(*c)) {
+    const gemv_layout want = gemv_weight_layout(*c);
+    pack_weights([&](int pn, int pk, gemv_layout l) { return pn == n && pk == k && l == want; });
+  }
+  if (const std::size_t need = gemv_workspace_bytes(*c, batch, n, k); need > gemv_work_.size()) {
+    gemv_work_ = device_buffer(need); // (zeroed once: gemv_workspace_bytes's contract)
+    KG_CUDA_CHECK(cudaMemsetAsync(gemv_work_.get(), 0, need, stream_));
+  }
+  gemv_configs_[{batch, n, k}] = *c;
+  KG_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 void decode_engine::set_attention_config(const std::optional<decode::attention_config>& c) {
@@ -371,7 +432,7 @@ decode_engine::norm_folds decode_engine::norm_folds_of(int batch) const {
   // gate_up GEMV's with its gate or without) and the GEMV that makes its delta (o_proj for the
   // post norm, down for the others) is ours, to add into the stream.
   const auto folds = [&](const char* p, int n, bool gated) {
-    return ours(p) && pick_gemv_config_folded(batch, n, H, gated).has_value();
+    return ours(p) && folded_config_of(batch, n, H, gated).has_value();
   };
   f.input = ours("down") && folds("qkv", qkv, false);
   f.post = ours("o_proj") && (folds("gate_up", 2 * I, true) || folds("gate_up", 2 * I, false));
@@ -469,8 +530,8 @@ void decode_engine::enqueue(int batch) {
     // the post norm folded, on the H200 tables), else its own kernel: the same bits either way
     // (gemv_bf16.h).
     if (gate_in_gemv(batch, f.post)) {
-      const gemv_config c = f.post ? *pick_gemv_config_folded(batch, 2 * I, H, true)
-                                   : pick_gemv_config(batch, 2 * I, H);
+      const gemv_config c =
+          f.post ? *folded_config_of(batch, 2 * I, H, true) : gemv_config_of(batch, 2 * I, H);
       KG_CUDA_CHECK(launch_gemv_bf16_gated(mlp_in, w.gate_up, act_out_, batch, 2 * I, H, c, stream_,
                                            pl, f.post ? &post : nullptr));
     } else {

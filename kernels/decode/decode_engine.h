@@ -40,6 +40,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -116,6 +117,19 @@ public:
                                 int batch, int n, int k, cudaStream_t s)>;
   void set_gemv_override(const std::string& projection, gemv_override_fn fn);
 
+  // The GEMV configuration `projection` ("qkv", "o_proj", "gate_up", "down", "lm_head") runs at
+  // batch size `batch` instead of pick_gemv_config's, or the table's again with nullopt. The table
+  // was chosen with each kernel timed alone; kg_bench_decode_step --gemv times the step with
+  // other rows, where what overlaps the kernels beside it counts. Where norms fold, the norm
+  // folds into this configuration if it takes it (gemv_takes_folded_norm), else stays a kernel;
+  // gate_up's takes the SiLU gate as its epilogue where it can (gemv_gated_supported). A copy of
+  // the weights in the configuration's layout is made now where the engine holds none, and the
+  // GEMV workspace grows to fit. Throws std::invalid_argument for an unknown projection, a batch
+  // outside 1..min(max_batch, max_gemv_batch, 128) or a configuration launch_gemv_bf16 does not
+  // take at that shape. Waits for the stream; graphs captured before are dropped.
+  void set_gemv_config(const std::string& projection, int batch,
+                       const std::optional<gemv_config>& c);
+
   // The split-KV attention's configuration for every batch size (kg_bench_decode_step times the
   // step under the sweep's configurations), or pick_attention_config(batch) with nullopt, the
   // default. Throws std::invalid_argument for an unsupported one. Graphs captured before are
@@ -166,11 +180,26 @@ private:
   // Whether enqueue(batch) gives the SiLU gate to the gate_up GEMV's epilogue (post_folded: the
   // post norm folds into that GEMV, which then runs pick_gemv_config_folded's configuration).
   bool gate_in_gemv(int batch, bool post_folded) const;
+  // The configuration of the n x k GEMV at `batch`: set_gemv_config's, else the table's.
+  gemv_config gemv_config_of(int batch, int n, int k) const;
+  // ... with a norm folded in (and the gate, if `gated`): set_gemv_config's where it takes them
+  // (else nullopt), else pick_gemv_config_folded's.
+  std::optional<gemv_config> folded_config_of(int batch, int n, int k, bool gated) const;
+  // Every projection's row-major weights and shape (each layer's four, then lm_head's).
+  struct gemv_weights {
+    const __nv_bfloat16* w;
+    int n, k;
+  };
+  std::vector<gemv_weights> all_gemv_weights() const;
+  // Copies into packed_of_ (one new buffer) every (weights, layout) `wants` asks for by the
+  // weights' shape and that the engine does not hold yet.
+  void pack_weights(const std::function<bool(int n, int k, gemv_layout l)>& wants);
 
   decode_engine_config c_;
   decode_engine_sizes sizes_;
   cudaStream_t stream_;
-  device_buffer weights_, packed_, cache_, act_, inputs_, attn_work_, gemv_work_;
+  device_buffer weights_, cache_, act_, inputs_, attn_work_, gemv_work_;
+  std::vector<device_buffer> packed_; // the copies in packed_of_, one buffer per pack_weights
   // The attention's merge counters (decode::attention_args::counters): max_batch x kv heads,
   // zeroed once; each launch leaves them zero. set_attention_config's configuration, if any.
   device_buffer attn_counters_;
@@ -193,6 +222,7 @@ private:
   std::vector<std::unique_ptr<cuda_graph_exec>> graphs_;            // index: batch size
   std::vector<std::unique_ptr<cuda_graph_exec>> other_mode_graphs_; // the other launch mode's
   std::map<std::string, gemv_override_fn> gemv_overrides_;
+  std::map<std::tuple<int, int, int>, gemv_config> gemv_configs_; // (batch, n, k): set_gemv_config
   std::vector<std::pair<int, int>> slot_blocks_; // per slot: first token, capacity (0: unbound)
   int* d_capacities_ = nullptr;
   std::unique_ptr<cublas_gemm> gemm_;
