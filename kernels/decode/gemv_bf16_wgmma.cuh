@@ -220,18 +220,27 @@ __device__ __forceinline__ void mma_stage(float (&c)[MT][BN / 2], unsigned s, in
   pin_accumulators(c);
 }
 
+// Where thread t's accumulator e of an m64nN tile sits (the layout above): m its row of the 64,
+// n its column.
+struct wgmma_position {
+  int m, n;
+};
+__device__ __forceinline__ wgmma_position wgmma_accumulator_at(int t, int e) {
+  const int warp = t / 32, lane = t % 32;
+  return {warp * 16 + lane / 4 + ((e % 4) >= 2 ? 8 : 0), (e / 4) * 8 + 2 * (lane % 4) + (e & 1)};
+}
+
 // A warpgroup's accumulators c[mt] (64 rows from `row0` + 64 mt, bn batch columns) -> y in bf16
 // (slice < 0), or -> slice `slice`'s fp32 partials; rows past n and columns past nb dropped.
 template <int MT, int BN>
 __device__ __forceinline__ void store_wgmma_to(const float (&c)[MT][BN / 2], const gemv_args& a,
                                                int row0, int t, int slice) {
-  const int warp = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int e = 0; e < BN / 2; ++e) {
-      const int row = row0 + mt * 64 + warp * 16 + g + ((e % 4) >= 2 ? 8 : 0);
-      const int b = (e / 4) * 8 + 2 * q + (e & 1);
+      const wgmma_position p = wgmma_accumulator_at(t, e);
+      const int row = row0 + mt * 64 + p.m, b = p.n;
       if (row >= a.n || b >= a.nb) continue;
       if (slice < 0)
         store_y(a, static_cast<std::size_t>(b) * a.n + row, c[mt][e]);

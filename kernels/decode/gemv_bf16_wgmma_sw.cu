@@ -34,13 +34,12 @@ __host__ __device__ constexpr int sw_stage_bytes(int tn, int mb) {
 template <int TN, int MB>
 __device__ __forceinline__ void store_sw_tile(const float (&c)[MB][TN / 2], const gemv_args& a,
                                               int row0, int t, int slice) {
-  const int warp = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
 #pragma unroll
   for (int mb = 0; mb < MB; ++mb)
 #pragma unroll
     for (int e = 0; e < TN / 2; ++e) {
-      const int b = mb * 64 + warp * 16 + g + ((e % 4) >= 2 ? 8 : 0);
-      const int row = row0 + (e / 4) * 8 + 2 * q + (e & 1);
+      const wgmma_position p = wgmma_accumulator_at(t, e);
+      const int b = mb * 64 + p.m, row = row0 + p.n;
       if (row >= a.n || b >= a.nb) continue;
       if (a.split == 1)
         store_y(a, static_cast<std::size_t>(b) * a.n + row, c[mb][e]);
@@ -56,14 +55,12 @@ __device__ __forceinline__ void stage_sw_part(const float (&c)[MB][TN / 2], unsi
                                               int t) {
   asm volatile("bar.sync 1, 128;" ::: "memory"); // the consumers only
   float* part = reinterpret_cast<float*>(ring);
-  const int warp = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
 #pragma unroll
   for (int mb = 0; mb < MB; ++mb)
 #pragma unroll
     for (int e = 0; e < TN / 2; ++e) {
-      const int b = mb * 64 + warp * 16 + g + ((e % 4) >= 2 ? 8 : 0);
-      const int r = (e / 4) * 8 + 2 * q + (e & 1);
-      part[b * cluster_part_stride<TN> + r] = c[mb][e];
+      const wgmma_position p = wgmma_accumulator_at(t, e);
+      part[(mb * 64 + p.m) * cluster_part_stride<TN> + p.n] = c[mb][e];
     }
 }
 

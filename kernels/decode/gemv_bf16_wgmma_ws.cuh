@@ -91,14 +91,12 @@ constexpr int cluster_part_bytes = BN* cluster_part_stride<BM> * 4;
 template <int MT, int BN, int BM>
 __device__ __forceinline__ void stage_wgmma_part(const float (&c)[MT][BN / 2], float* part, int wg,
                                                  int t) {
-  const int warp = t / 32, lane = t % 32, g = lane / 4, q = lane % 4;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
     for (int e = 0; e < BN / 2; ++e) {
-      const int row = (wg * MT + mt) * 64 + warp * 16 + g + ((e % 4) >= 2 ? 8 : 0);
-      const int b = (e / 4) * 8 + 2 * q + (e & 1);
-      part[b * cluster_part_stride<BM> + row] = c[mt][e];
+      const wgmma_position p = wgmma_accumulator_at(t, e);
+      part[p.n * cluster_part_stride<BM> + (wg * MT + mt) * 64 + p.m] = c[mt][e];
     }
 }
 
