@@ -281,6 +281,12 @@ void decode_engine::prefill(int slot, int context) {
         stream_));
 }
 
+void decode_engine::drop_graphs() {
+  for (auto* g : {&graphs_, &other_mode_graphs_})
+    for (auto& e : *g)
+      e.reset();
+}
+
 void decode_engine::set_gemv_override(const std::string& projection, gemv_override_fn fn) {
   static const char* known[] = {"qkv", "o_proj", "gate_up", "down", "lm_head"};
   if (std::find(std::begin(known), std::end(known), projection) == std::end(known))
@@ -289,9 +295,7 @@ void decode_engine::set_gemv_override(const std::string& projection, gemv_overri
   if (c_.max_gemv_batch > 32)
     throw std::invalid_argument("decode_engine: a GEMV override needs max_gemv_batch <= 32");
   gemv_overrides_[projection] = std::move(fn);
-  for (auto* g : {&graphs_, &other_mode_graphs_})
-    for (auto& e : *g)
-      e.reset();
+  drop_graphs();
 }
 
 void decode_engine::gemv(const char* projection, const bf16* x, const bf16* w, bf16* y, int batch,
@@ -378,9 +382,7 @@ void decode_engine::set_gemv_config(const std::string& projection, int batch,
                                 std::to_string(batch) + " does not run " + gemv_config_text(*c));
   // Nothing queued may still use the workspace or the graphs about to be replaced.
   KG_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  for (auto* gr : {&graphs_, &other_mode_graphs_})
-    for (auto& e : *gr)
-      e.reset();
+  drop_graphs();
   if (!c) {
     gemv_configs_.erase({batch, n, k});
     return;
@@ -408,17 +410,13 @@ void decode_engine::set_attention_config(const std::optional<decode::attention_c
     if (need > attn_work_.size()) attn_work_ = device_buffer(need);
   }
   attention_override_ = c;
-  for (auto* g : {&graphs_, &other_mode_graphs_})
-    for (auto& e : *g)
-      e.reset();
+  drop_graphs();
 }
 
 void decode_engine::set_fold_norms(bool on) {
   if (c_.fold_norms == on) return;
   c_.fold_norms = on;
-  for (auto* g : {&graphs_, &other_mode_graphs_})
-    for (auto& e : *g)
-      e.reset();
+  drop_graphs();
 }
 
 decode_engine::norm_folds decode_engine::norm_folds_of(int batch) const {

@@ -194,6 +194,8 @@ private:
   // Copies into packed_of_ (one new buffer) every (weights, layout) `wants` asks for by the
   // weights' shape and that the engine does not hold yet.
   void pack_weights(const std::function<bool(int n, int k, gemv_layout l)>& wants);
+  // Forgets every captured step (both launch modes): a setting the graphs baked in has changed.
+  void drop_graphs();
 
   decode_engine_config c_;
   decode_engine_sizes sizes_;
