@@ -34,13 +34,18 @@
 // configurations allow (decode_engine_config::fold_norms) and as kernels of their own (the
 // engine's default), one after the other in the same process; default: kernels.
 //
+// --gate epilogue,kernel times the step with the SwiGLU gate as the gate_up GEMV's epilogue where
+// its configuration takes it (decode_engine_config::gate_in_gemv, the default) and as a kernel of
+// its own, one after the other; default: epilogue.
+//
 // --gemv PROJ@BATCH=CONFIG[+PROJ@BATCH=CONFIG...] (repeatable) times the step once more with those
 // GEMVs running CONFIG (parse_gemv_config's spelling, "simt:2,4,2,1") instead of the table's row
 // (decode_engine::set_gemv_config), after the step with the table's: the table's rows were each
 // chosen alone, and in the step a kernel also overlaps the ones beside it.
 //
 //   kg_bench_decode_step [--steps N] [--batches 1,8] [--attention pick,NAME...]
-//                        [--norms fold,kernels] [--gemv SET]... [--no-ceiling]
+//                        [--norms fold,kernels] [--gate epilogue,kernel] [--gemv SET]...
+//                        [--no-ceiling]
 //   (needs a GPU; exits 3 without one)
 // Exit: 0 done, 1 the trace did not show the step's kernels, 2 bad usage, 3 no GPU or no CUPTI.
 #include <algorithm>
@@ -156,7 +161,7 @@ bool attention_config_named(const std::string& name, std::optional<decode::atten
 
 int usage() {
   std::cerr << "usage: kg_bench_decode_step [--steps N] [--batches 1,8] "
-               "[--attention pick,NAME...] [--norms fold,kernels] "
+               "[--attention pick,NAME...] [--norms fold,kernels] [--gate epilogue,kernel] "
                "[--gemv PROJ@BATCH=CONFIG[+...]]... [--no-ceiling]\n";
   return 2;
 }
@@ -235,6 +240,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> attention_names = {"pick"};
   bool ceiling = true;
   std::vector<bool> fold_modes = {false};
+  std::vector<bool> gate_modes = {true}; // the gate in the GEMV where it can be
   std::vector<gemv_set> gemv_sets = {{"table", {}}};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -253,6 +259,13 @@ int main(int argc, char** argv) {
           fold_modes.push_back(n == "fold");
         else
           return usage();
+    } else if (a == "--gate" && i + 1 < argc) {
+      gate_modes.clear();
+      for (const auto& n : split_names(argv[++i]))
+        if (n == "epilogue" || n == "kernel")
+          gate_modes.push_back(n == "epilogue");
+        else
+          return usage();
     } else if (a == "--gemv" && i + 1 < argc) {
       std::string bad;
       const auto set = parse_gemv_set(argv[++i], bad);
@@ -265,7 +278,7 @@ int main(int argc, char** argv) {
     } else
       return usage();
   }
-  if (fold_modes.empty()) return usage();
+  if (fold_modes.empty() || gate_modes.empty()) return usage();
   std::vector<std::optional<decode::attention_config>> attention_configs;
   for (const auto& n : attention_names) {
     std::optional<decode::attention_config> c;
@@ -328,14 +341,18 @@ int main(int argc, char** argv) {
   std::uint64_t tag = 1000;
   tr->acquire();
   const gemv_set* applied = nullptr;
-  const std::size_t runs = gemv_sets.size() * attention_configs.size() * fold_modes.size();
+  // Every combination, the last axis fastest: GEMV set, attention, norms, gate.
+  const std::size_t per_set = attention_configs.size() * fold_modes.size() * gate_modes.size();
   for (const int batch : batches)
-    for (std::size_t run = 0; run < runs; ++run) {
-      const std::size_t gi = run / (attention_configs.size() * fold_modes.size());
-      const std::size_t ai = run / fold_modes.size() % attention_configs.size();
-      const bool fold = fold_modes[run % fold_modes.size()];
+    for (std::size_t run = 0; run < gemv_sets.size() * per_set; ++run) {
+      const std::size_t gi = run / per_set;
+      const std::size_t ai =
+          run / (fold_modes.size() * gate_modes.size()) % attention_configs.size();
+      const bool fold = fold_modes[run / gate_modes.size() % fold_modes.size()];
+      const bool gate = gate_modes[run % gate_modes.size()];
       e.set_attention_config(attention_configs[ai]);
       e.set_fold_norms(fold);
+      e.set_gate_in_gemv(gate);
       if (applied != &gemv_sets[gi]) {
         try {
           apply_gemv_set(e, applied, gemv_sets[gi]);
@@ -431,9 +448,10 @@ int main(int argc, char** argv) {
         const double sp = median(span);
         const double bound_us = decode_step_roofline(batch, context).bytes / (copy_gbps * 1e3);
         std::printf("\ndecode step, batch %d, context %d, %s launches, attention %s, norms %s, "
-                    "GEMVs %s, graph replay (%d steps traced, medians)\n",
+                    "gate %s, GEMVs %s, graph replay (%d steps traced, medians)\n",
                     batch, context, pl ? "programmatic" : "plain", attention_names[ai].c_str(),
-                    fold ? "folded" : "kernels", gemv_sets[gi].text.c_str(), steps);
+                    fold ? "folded" : "kernels", gate ? "epilogue" : "kernel",
+                    gemv_sets[gi].text.c_str(), steps);
         std::printf("  bound %.1f us (decode_step_roofline bytes / copy bandwidth), span %.1f us: "
                     "SOL %.3f\n",
                     bound_us, sp, bound_us / sp);

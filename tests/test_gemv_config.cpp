@@ -495,9 +495,10 @@ TEST(gemv_config, the_wgmma_tiles_copy_pads_rows_to_256_and_k_to_whole_tiles) {
             cudaErrorInvalidValue);
 }
 
-// The gated epilogue exists where a warp holds a gate row and its up row whole: simt, two rows a
-// warp, no split, an even n; anything else is refused before the device is touched.
-TEST(gemv_config, the_gated_epilogue_is_offered_only_where_one_warp_holds_both_sums) {
+// The gated epilogue exists where a gate row's sum and its up row's meet whole: simt at two rows a
+// warp (n even), wgmma_pk over the paired copy (n % 16 == 0), no split; anything else is refused
+// before the device is touched.
+TEST(gemv_config, the_gated_epilogue_is_offered_only_where_one_thread_holds_both_sums) {
   const auto mma = gemv_kind::mma, sweep = gemv_kind::sweep;
   EXPECT_TRUE(gemv_gated_supported({2, 4, 2, 1}, 1, 19456, 2560));
   EXPECT_TRUE(gemv_gated_supported({2, 16, 8, 1}, 17, 2002, 296));
@@ -509,11 +510,23 @@ TEST(gemv_config, the_gated_epilogue_is_offered_only_where_one_warp_holds_both_s
   EXPECT_FALSE(gemv_gated_supported({2, 8, 2, 1, sweep}, 1, 19456, 2560));
   EXPECT_FALSE(gemv_gated_supported({2, 4, 2, 1}, 1, 19455, 2560)); // odd n
   EXPECT_FALSE(gemv_gated_supported({2, 4, 2, 1}, 1, 19456, 2561)); // k % 8
-  // The engine's batch-1 gate_up row with the post norm folded is gated: its SiLU-gate kernel
-  // is gone from the step. The table's own batch-1 row (wgmma_pk) is not.
+  const auto pk = gemv_kind::wgmma_pk;
+  EXPECT_TRUE(gemv_gated_supported({128, 8, 4, 1, pk}, 1, 19456, 2560));
+  EXPECT_TRUE(gemv_gated_supported({64, 4, 4, 1, pk}, 40, 2000, 296));
+  EXPECT_FALSE(gemv_gated_supported({64, 4, 4, 1, pk}, 3, 2008, 296)); // n % 16
+  EXPECT_FALSE(gemv_gated_supported({64, 4, 4, 2, pk}, 3, 2000, 296)); // split K
+  EXPECT_FALSE(gemv_gated_supported({64, 4, 4, 2, pk, 1}, 3, 2000, 296));
+  EXPECT_FALSE(gemv_gated_supported({64, 4, 4, 1, gemv_kind::wgmma_ws}, 3, 2000, 296));
+  EXPECT_FALSE(gemv_gated_supported({48, 4, 4, 1, gemv_kind::wgmma_sw}, 3, 2000, 296));
+  // Each gated configuration's weights: the paired copy for wgmma_pk, row-major for simt.
+  EXPECT_EQ(gemv_gated_weight_layout({64, 4, 4, 1, pk}), gemv_layout::wgmma_tiles_paired);
+  EXPECT_EQ(gemv_gated_weight_layout({2, 4, 2, 1}), gemv_layout::row_major);
+  // The engine's gate_up rows at batch 1-64 are gated: their SiLU-gate kernel is gone from the
+  // step; with the post norm folded, batch 1's simt row.
   ASSERT_TRUE(pick_gemv_config_folded(1, 19456, 2560, true).has_value());
   EXPECT_TRUE(gemv_gated_supported(*pick_gemv_config_folded(1, 19456, 2560, true), 1, 19456, 2560));
-  EXPECT_FALSE(gemv_gated_supported(pick_gemv_config(1, 19456, 2560), 1, 19456, 2560));
+  for (const int b : {1, 2, 4, 8, 16, 32, 64})
+    EXPECT_TRUE(gemv_gated_supported(pick_gemv_config(b, 19456, 2560), b, 19456, 2560)) << b;
   std::uint16_t buf[8] = {};
   auto* p = reinterpret_cast<__nv_bfloat16*>(buf);
   EXPECT_EQ(launch_gemv_bf16_gated(p, p, p, 1, 64, 8, {16, 4, 2, 1, mma}, nullptr),
@@ -636,4 +649,37 @@ TEST(gemv_config, whether_a_configuration_takes_a_folded_norm_and_the_gate) {
           EXPECT_TRUE(f.has_value()) << g.name << " b" << b;
         }
       }
+}
+
+// The paired copy: the same bytes as wgmma_tiles, only where n % 16 == 0; its rows are a
+// permutation of w's in which each 16-row group holds 8 gate rows, then their 8 up rows.
+TEST(gemv_config, the_paired_copy_puts_each_gate_row_8_rows_above_its_up_row) {
+  constexpr auto paired = gemv_layout::wgmma_tiles_paired;
+  EXPECT_EQ(gemv_packed_bytes(paired, 19456, 2560),
+            gemv_packed_bytes(gemv_layout::wgmma_tiles, 19456, 2560));
+  EXPECT_EQ(gemv_packed_bytes(paired, 2008, 296), 0u); // n % 16
+  EXPECT_EQ(gemv_packed_bytes(paired, 2000, 297), 0u); // k % 8
+  EXPECT_GT(gemv_packed_bytes(paired, 2000, 296), 0u);
+  for (const int n : {16, 2000, 19456}) {
+    std::vector<int> seen(static_cast<std::size_t>(n), 0);
+    for (int row = 0; row < n; ++row) {
+      const int src = gemv_detail::paired_source_row(row, n);
+      ASSERT_GE(src, 0);
+      ASSERT_LT(src, n);
+      ++seen[static_cast<std::size_t>(src)];
+      if (row % 16 < 8) { // a gate row: its up row 8 rows below, the output j = src
+        EXPECT_LT(src, n / 2);
+        EXPECT_EQ(gemv_detail::paired_source_row(row + 8, n), src + n / 2);
+        EXPECT_EQ(row / 16 * 8 + row % 16, src); // the epilogue's j
+      }
+    }
+    for (int r = 0; r < n; ++r)
+      EXPECT_EQ(seen[static_cast<std::size_t>(r)], 1) << "n " << n << ", row " << r;
+  }
+  // By hand: n = 32, rows 0-7 gate 0-7, 8-15 up 16-23, 16-23 gate 8-15, 24-31 up 24-31.
+  for (const auto& [row, src] : {std::pair{0, 0}, {7, 7}, {8, 16}, {15, 23}, {16, 8}, {24, 24}})
+    EXPECT_EQ(gemv_detail::paired_source_row(row, 32), src) << row;
+  std::uint16_t buf[8] = {};
+  auto* p = reinterpret_cast<__nv_bfloat16*>(buf);
+  EXPECT_EQ(pack_gemv_weights(paired, p, p, 2008, 296, nullptr), cudaErrorInvalidValue);
 }

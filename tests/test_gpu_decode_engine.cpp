@@ -735,3 +735,32 @@ TEST(gpu_decode_engine, gemv_configs_set_per_batch_match_the_reference_and_reset
   EXPECT_THROW(e.set_gemv_config("qkv", 1, *parse_gemv_config("sweep:9,8,2,1")),
                std::invalid_argument);
 }
+
+// The SiLU gate as the epilogue of a wgmma_pk gate_up GEMV (over the paired copy the engine makes
+// when the configuration is set) gives the bits of the GEMV then the gate kernel
+// (set_gate_in_gemv(false)), eager and from a graph, and the host reference's logits.
+TEST(gpu_decode_engine, the_gate_in_a_wgmma_pk_epilogue_gives_the_gate_kernels_logits) {
+  KG_REQUIRE_GPU();
+  cuda_stream s;
+  decode_engine e(tiny_decode_engine_config(), s.get());
+  e.set_gemv_config("gate_up", 3, parse_gemv_config("wgmma_pk:64,4,4,1"));
+  const auto has = [](const std::vector<const char*>& r, const std::string& role) {
+    return std::any_of(r.begin(), r.end(), [&](const char* x) { return role == x; });
+  };
+  EXPECT_TRUE(has(e.layer_roles(3), "gate_up_silu_gemv"));
+  const auto in = prefill_rows(e, {9, 1000, 77});
+  std::vector<std::uint16_t> got[2][2]; // [gate in the GEMV][graph]
+  for (const bool gated : {true, false}) {
+    e.set_gate_in_gemv(gated);
+    EXPECT_EQ(has(e.layer_roles(3), "silu_gate"), !gated);
+    for (const bool graph : {false, true}) {
+      e.step(in.tokens, in.positions, in.slots, !graph);
+      got[gated][graph] = e.logits_bits(3);
+    }
+  }
+  EXPECT_SAME_BITS(got[0][0], got[1][0], "eager: gate kernel vs epilogue");
+  EXPECT_SAME_BITS(got[0][0], got[1][1], "gate kernel eager vs epilogue graph");
+  EXPECT_SAME_BITS(got[0][0], got[0][1], "gate kernel: eager vs graph");
+  e.set_gate_in_gemv(true);
+  expect_step_matches_reference(e, 3, 29, 5, 1000, {0, 1, 2});
+}

@@ -711,29 +711,45 @@ TEST(gpu_gemv, bulk_and_mma_split_k_are_bitwise_repeatable_under_many_racing_blo
 }
 
 // The gated epilogue (launch_gemv_bf16_gated) against the two launches it replaces: the GEMV
-// into gate_up, then the SiLU-gate kernel; the same bits on the engine's batch-1 gate_up shape
-// and on odd ones (a pair count no block divides, batches past a kernel's batch group of 16).
+// into gate_up, then the SiLU-gate kernel; the same bits on the engine's gate_up shape (batch 1's
+// folded simt row, the table's wgmma_pk rows at batch 1 and 64) and on odd ones (a pair count no
+// block divides, partial k tiles, batches past a kernel's batch group of 16, part-filled wgmma
+// batch tiles). wgmma_pk reads the paired copy, the plain GEMV the wgmma_tiles one.
 TEST(gpu_gemv, the_gated_epilogue_gives_the_bits_of_the_gemv_then_the_silu_gate) {
   KG_REQUIRE_GPU();
   struct shape {
     int batch, n, k;
     std::vector<gemv_config> configs;
   };
-  const shape shapes[] = {{1, 19456, 2560, {*pick_gemv_config_folded(1, 19456, 2560, true)}},
-                          {3, 2 * 1001, 8 * 37, {{2, 4, 2, 1}, {2, 8, 4, 1}, {2, 16, 8, 1}}},
-                          {17, 2 * 333, 8 * 50, {{2, 4, 2, 1}}}};
+  const auto pk = gemv_kind::wgmma_pk;
+  const shape shapes[] = {
+      {1,
+       19456,
+       2560,
+       {*pick_gemv_config_folded(1, 19456, 2560, true), pick_gemv_config(1, 19456, 2560)}},
+      {64, 19456, 2560, {pick_gemv_config(64, 19456, 2560)}},
+      {3, 2 * 1001, 8 * 37, {{2, 4, 2, 1}, {2, 8, 4, 1}, {2, 16, 8, 1}}},
+      {17, 2 * 333, 8 * 50, {{2, 4, 2, 1}}},
+      {3, 2 * 1000, 8 * 37, {{64, 4, 4, 1, pk}, {128, 8, 6, 1, pk}, {64, 8, 8, 1, pk}}},
+      {40, 2 * 1000, 8 * 37, {{64, 4, 4, 1, pk}, {128, 4, 4, 1, pk}}},
+      {130, 2 * 72, 8 * 64, {{64, 4, 4, 1, pk}}}};
   for (const auto& sh : shapes) {
     problem p(sh.batch, sh.n, sh.k);
     const std::size_t half = std::size_t(sh.batch) * sh.n / 2;
     device_buffer a(half * 2), b(half * 2);
+    device_buffer paired(gemv_packed_bytes(gemv_layout::wgmma_tiles_paired, sh.n, sh.k));
+    if (paired.size())
+      KG_CUDA_CHECK(pack_gemv_weights(gemv_layout::wgmma_tiles_paired, bf16(p.dw), bf16(paired),
+                                      sh.n, sh.k, nullptr));
     for (const auto& c : sh.configs) {
       SCOPED_TRACE(name(c) + ", batch " + std::to_string(sh.batch) + ", n " + std::to_string(sh.n));
       ASSERT_TRUE(gemv_gated_supported(c, sh.batch, sh.n, sh.k));
+      const bool pairs = gemv_gated_weight_layout(c) == gemv_layout::wgmma_tiles_paired;
       p.run(c, nullptr); // gate_up into p.dy
       KG_CUDA_CHECK(decode::launch_silu_gate_mul(bf16(p.dy), bf16(a), sh.batch, sh.n / 2, nullptr));
       KG_CUDA_CHECK(cudaMemset(b.get(), 0xff, b.size()));
-      KG_CUDA_CHECK(launch_gemv_bf16_gated(bf16(p.dx), bf16(p.dw), bf16(b), sh.batch, sh.n, sh.k, c,
-                                           nullptr));
+      KG_CUDA_CHECK(launch_gemv_bf16_gated(bf16(p.dx), bf16(pairs ? paired : p.dw), bf16(b),
+                                           sh.batch, sh.n, sh.k, c, nullptr));
       KG_CUDA_CHECK(cudaDeviceSynchronize());
       std::vector<std::uint16_t> ya(half), yb(half);
       KG_CUDA_CHECK(cudaMemcpy(ya.data(), a.get(), half * 2, cudaMemcpyDeviceToHost));

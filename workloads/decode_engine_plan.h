@@ -32,6 +32,12 @@ struct decode_engine_config {
   // the H200 (kg_bench_decode_step --norms fold,kernels; docs/architecture.md, Serving): an
   // earlier fold of the input norm, each block normalising the row in shared memory, was slower.
   bool fold_norms = false;
+  // The SwiGLU gate as the gate_up GEMV's epilogue where its configuration takes it
+  // (gemv_gated_supported: the simt rows at two rows a warp, wgmma_pk at split 1 over a paired
+  // copy of gate_up), else its own kernel after the GEMV; the same bits either way
+  // (kg_bench_decode_step --gate epilogue,kernel times the step both ways;
+  // decode_engine::set_gate_in_gemv switches).
+  bool gate_in_gemv = true;
   // The KV cache as a pool of this many tokens (kernels/decode/decode_kernels.h, KV cache
   // layout): the serving driver places each sequence's block where its kv_block_allocator says
   // (decode_engine::bind_slot), so short sequences take little and the batch can grow to what the

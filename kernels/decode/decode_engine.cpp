@@ -94,9 +94,18 @@ decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
     throw std::logic_error("decode_engine: weight layout does not match decode_engine_sizes_of");
 
   // Packed copies for the projections some batch size's configuration reads packed.
+  // gate_up's paired copy where some batch size's configuration takes the gate from it
+  // (whether the engine gives the gate to the GEMV can change later: set_gate_in_gemv).
+  const int gate_up_n = static_cast<int>(2 * m.intermediate),
+            gate_up_k = static_cast<int>(m.hidden);
   pack_weights([&](int n, int k, gemv_layout l) {
-    for (int b = 1; b <= G; ++b)
-      if (gemv_weight_layout(pick_gemv_config(b, n, k)) == l) return true;
+    for (int b = 1; b <= G; ++b) {
+      const gemv_config pick = pick_gemv_config(b, n, k);
+      if (gemv_weight_layout(pick) == l) return true;
+      if (n == gate_up_n && k == gate_up_k && l == gemv_layout::wgmma_tiles_paired &&
+          gate_reads_paired(b, pick))
+        return true;
+    }
     return false;
   });
 
@@ -177,7 +186,8 @@ void decode_engine::pack_weights(const std::function<bool(int n, int k, gemv_lay
   std::vector<std::pair<gemv_weights, gemv_layout>> wanted;
   std::size_t bytes = 0;
   for (const auto& p : all_gemv_weights())
-    for (const gemv_layout l : {gemv_layout::packed, gemv_layout::wgmma_tiles}) {
+    for (const gemv_layout l :
+         {gemv_layout::packed, gemv_layout::wgmma_tiles, gemv_layout::wgmma_tiles_paired}) {
       const bool held = std::any_of(packed_of_.begin(), packed_of_.end(), [&](const auto& e) {
         return e.weights == p.w && e.layout == l;
       });
@@ -328,21 +338,29 @@ void decode_engine::gemv(const char* projection, const bf16* x, const bf16* w, b
   if (fusion && fusion->norm_weight && !folded)
     throw std::logic_error("decode_engine: a folded norm where no configuration takes it");
   const gemv_config c = folded ? *folded : gemv_config_of(batch, n, k);
-  if (gemv_reads_packed(c)) {
-    const gemv_layout l = gemv_weight_layout(c);
-    const auto it = std::find_if(packed_of_.begin(), packed_of_.end(),
-                                 [&](const auto& e) { return e.weights == w && e.layout == l; });
-    if (it == packed_of_.end())
-      throw std::logic_error("decode_engine: a packed GEMV configuration without a packed copy");
-    w = it->copy;
-  }
-  KG_CUDA_CHECK(launch_gemv_bf16(x, w, y, batch, n, k, c, gemv_work_.get(), stream_,
-                                 c_.programmatic_launch, fusion));
+  KG_CUDA_CHECK(launch_gemv_bf16(x, weights_in(w, gemv_weight_layout(c)), y, batch, n, k, c,
+                                 gemv_work_.get(), stream_, c_.programmatic_launch, fusion));
+}
+
+const __nv_bfloat16* decode_engine::weights_in(const bf16* w, gemv_layout l) const {
+  if (l == gemv_layout::row_major) return w;
+  const auto it = std::find_if(packed_of_.begin(), packed_of_.end(),
+                               [&](const auto& e) { return e.weights == w && e.layout == l; });
+  if (it == packed_of_.end())
+    throw std::logic_error("decode_engine: a packed GEMV configuration without a packed copy");
+  return it->copy;
+}
+
+bool decode_engine::gate_reads_paired(int batch, const gemv_config& c) const {
+  const int n = static_cast<int>(2 * c_.model.intermediate), k = static_cast<int>(c_.model.hidden);
+  return gemv_gated_supported(c, batch, n, k) &&
+         gemv_gated_weight_layout(c) == gemv_layout::wgmma_tiles_paired;
 }
 
 bool decode_engine::gate_in_gemv(int batch, bool post_folded) const {
   // A cuBLAS GEMM, GEMV launches of 128 rows or an override, then the gate kernel.
-  if (batch > c_.max_gemv_batch || batch > gemv_launch_rows || gemv_overrides_.count("gate_up"))
+  if (!c_.gate_in_gemv || batch > c_.max_gemv_batch || batch > gemv_launch_rows ||
+      gemv_overrides_.count("gate_up"))
     return false;
   const auto& m = c_.model;
   const int n = static_cast<int>(2 * m.intermediate), k = static_cast<int>(m.hidden);
@@ -389,7 +407,10 @@ void decode_engine::set_gemv_config(const std::string& projection, int batch,
   }
   if (gemv_reads_packed(*c)) {
     const gemv_layout want = gemv_weight_layout(*c);
-    pack_weights([&](int pn, int pk, gemv_layout l) { return pn == n && pk == k && l == want; });
+    const bool paired = projection == "gate_up" && gate_reads_paired(batch, *c);
+    pack_weights([&](int pn, int pk, gemv_layout l) {
+      return pn == n && pk == k && (l == want || (paired && l == gemv_layout::wgmma_tiles_paired));
+    });
   }
   if (const std::size_t need = gemv_workspace_bytes(*c, batch, n, k); need > gemv_work_.size()) {
     gemv_work_ = device_buffer(need); // (zeroed once: gemv_workspace_bytes's contract)
@@ -410,6 +431,12 @@ void decode_engine::set_attention_config(const std::optional<decode::attention_c
     if (need > attn_work_.size()) attn_work_ = device_buffer(need);
   }
   attention_override_ = c;
+  drop_graphs();
+}
+
+void decode_engine::set_gate_in_gemv(bool on) {
+  if (c_.gate_in_gemv == on) return;
+  c_.gate_in_gemv = on;
   drop_graphs();
 }
 
@@ -524,14 +551,15 @@ void decode_engine::enqueue(int batch) {
                                                stream_, pl));
     }
     const bf16* mlp_in = f.post ? hidden_ : normed_;
-    // The SiLU gate as the gate_up GEMV's epilogue where its configuration allows (batch 1 with
-    // the post norm folded, on the H200 tables), else its own kernel: the same bits either way
-    // (gemv_bf16.h).
+    // The SiLU gate as the gate_up GEMV's epilogue where its configuration allows (the simt rows
+    // at two rows a warp, wgmma_pk over the paired copy; config().gate_in_gemv), else its own
+    // kernel: the same bits either way (gemv_bf16.h).
     if (gate_in_gemv(batch, f.post)) {
       const gemv_config c =
           f.post ? *folded_config_of(batch, 2 * I, H, true) : gemv_config_of(batch, 2 * I, H);
-      KG_CUDA_CHECK(launch_gemv_bf16_gated(mlp_in, w.gate_up, act_out_, batch, 2 * I, H, c, stream_,
-                                           pl, f.post ? &post : nullptr));
+      KG_CUDA_CHECK(launch_gemv_bf16_gated(
+          mlp_in, weights_in(w.gate_up, gemv_gated_weight_layout(c)), act_out_, batch, 2 * I, H, c,
+          stream_, pl, f.post ? &post : nullptr));
     } else {
       gemv("gate_up", mlp_in, w.gate_up, gate_up_, batch, 2 * I, H, f.post ? &post : nullptr);
       KG_CUDA_CHECK(decode::launch_silu_gate_mul(gate_up_, act_out_, batch, I, stream_, pl));

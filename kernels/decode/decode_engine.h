@@ -140,6 +140,8 @@ public:
   // Switches config().fold_norms for later steps; graphs captured before are dropped
   // (kg_bench_decode_step --norms times the step both ways).
   void set_fold_norms(bool on);
+  // Switches config().gate_in_gemv for later steps; graphs captured before are dropped.
+  void set_gate_in_gemv(bool on);
 
   // Switches config().programmatic_launch: later steps launch the kernels (and capture graphs)
   // that way. Each mode keeps its own graphs, so switching back and forth (the side-by-side
@@ -196,6 +198,11 @@ private:
   void pack_weights(const std::function<bool(int n, int k, gemv_layout l)>& wants);
   // Forgets every captured step (both launch modes): a setting the graphs baked in has changed.
   void drop_graphs();
+  // The copy of `w` in layout `l` (w itself for row_major); std::logic_error if none is held.
+  const __nv_bfloat16* weights_in(const __nv_bfloat16* w, gemv_layout l) const;
+  // Whether the gate_up GEMV at `batch` with configuration `c` needs the paired copy: the
+  // configuration takes the gate and reads it packed.
+  bool gate_reads_paired(int batch, const gemv_config& c) const;
 
   decode_engine_config c_;
   decode_engine_sizes sizes_;

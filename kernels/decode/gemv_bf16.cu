@@ -385,6 +385,10 @@ gemv_layout gemv_weight_layout(const gemv_config& c) {
   }
 }
 
+gemv_layout gemv_gated_weight_layout(const gemv_config& c) {
+  return c.kind == gemv_kind::wgmma_pk ? gemv_layout::wgmma_tiles_paired : gemv_weight_layout(c);
+}
+
 bool gemv_reads_packed(const gemv_config& c) {
   return gemv_weight_layout(c) != gemv_layout::row_major;
 }
@@ -396,7 +400,8 @@ std::size_t gemv_packed_bytes(gemv_layout l, int n, int k) {
     if (k % 64 != 0) return 0;
     return static_cast<std::size_t>((n + 15) / 16) * 16 * static_cast<std::size_t>(k) * 2;
   case gemv_layout::wgmma_tiles:
-    if (k % 8 != 0) return 0;
+  case gemv_layout::wgmma_tiles_paired:
+    if (k % 8 != 0 || (l == gemv_layout::wgmma_tiles_paired && n % 16 != 0)) return 0;
     return static_cast<std::size_t>(gemv_detail::wgmma_tiles_bytes(n, k));
   default:
     return 0;
@@ -410,7 +415,8 @@ cudaError_t pack_gemv_weights(gemv_layout l, const __nv_bfloat16* w, __nv_bfloat
       reinterpret_cast<std::uintptr_t>(packed) % 16 != 0)
     return cudaErrorInvalidValue;
   return l == gemv_layout::packed ? gemv_detail::launch_pack_weights(w, packed, n, k, s)
-                                  : gemv_detail::launch_pack_wgmma_tiles(w, packed, n, k, s);
+                                  : gemv_detail::launch_pack_wgmma_tiles(
+                                        w, packed, n, k, s, l == gemv_layout::wgmma_tiles_paired);
 }
 
 gemv_config pick_gemv_config(int batch, int n, int k) {
@@ -472,8 +478,9 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k) 
 }
 
 bool gemv_gated_supported(const gemv_config& c, int batch, int n, int k) {
-  return c.kind == gemv_kind::simt && c.rows_per_warp == 2 && c.split_k == 1 && !c.cluster &&
-         n % 2 == 0 && gemv_config_supported(c, batch, n, k);
+  const bool pairs_meet = (c.kind == gemv_kind::simt && c.rows_per_warp == 2 && n % 2 == 0) ||
+                          (c.kind == gemv_kind::wgmma_pk && n % 16 == 0);
+  return pairs_meet && c.split_k == 1 && !c.cluster && gemv_config_supported(c, batch, n, k);
 }
 
 bool gemv_fusion_supported(const gemv_config& c, const gemv_fusion& f, int k, bool gated) {

@@ -126,8 +126,14 @@ std::optional<gemv_config> parse_gemv_config(std::string_view text);
 //     8192 (t ceil(k / 64) + kt) holds rows 64 t .. 64 t + 63 of columns 64 kt .. 64 kt + 63, row
 //     r at 128 r, its column chunk c (8 columns, 16 bytes) at chunk position c ^ (r % 8) (the
 //     128-byte swizzle); k % 8 == 0.
-enum class gemv_layout : int { row_major = 0, packed = 1, wgmma_tiles = 2 };
+//   wgmma_tiles_paired (gemv_kind::wgmma_pk, gated): wgmma_tiles of the rows in the gated order,
+//     its row 16 s + i being w's row 8 s + i and its row 16 s + 8 + i w's row n / 2 + 8 s + i
+//     (i < 8): each gate row 8 rows above its up row; n % 16 == 0.
+enum class gemv_layout : int { row_major = 0, packed = 1, wgmma_tiles = 2, wgmma_tiles_paired = 3 };
 gemv_layout gemv_weight_layout(const gemv_config& c);
+// The layout launch_gemv_bf16_gated reads with `c`: wgmma_tiles_paired for wgmma_pk, else
+// gemv_weight_layout's.
+gemv_layout gemv_gated_weight_layout(const gemv_config& c);
 // Whether that is not row_major: the configuration reads a copy made by pack_gemv_weights.
 bool gemv_reads_packed(const gemv_config& c);
 
@@ -218,9 +224,11 @@ cudaError_t launch_gemv_bf16(const __nv_bfloat16* x, const __nv_bfloat16* w, __n
 // i < n / 2, g = bf16(x_b . w_i), u = bf16(x_b . w_(n/2 + i)) (the gate rows first, as the
 // engine lays out gate_up) -- the bits of launch_gemv_bf16 followed by
 // decode::launch_silu_gate_mul, in one launch (one kernel fewer a layer; docs/performance.md has
-// what the SiLU-gate kernel cost). y: [batch, n / 2]. A warp then computes a gate row and its up
-// row, so this exists where both sums meet in one warp without a split: gemv_gated_supported (the
-// simt family, rows_per_warp 2, split_k 1, n even); cudaErrorInvalidValue elsewhere.
+// what the SiLU-gate kernel cost). y: [batch, n / 2]. It exists where a gate row's sum and its up
+// row's meet in one thread without a split (gemv_gated_supported; cudaErrorInvalidValue
+// elsewhere): the simt family at rows_per_warp 2 (a warp computes both rows; w row-major, n even)
+// and the wgmma_pk family (w the wgmma_tiles_paired copy, gemv_gated_weight_layout; n % 16 == 0),
+// split_k 1 without a cluster.
 bool gemv_gated_supported(const gemv_config& c, int batch, int n, int k);
 cudaError_t launch_gemv_bf16_gated(const __nv_bfloat16* x, const __nv_bfloat16* w, __nv_bfloat16* y,
                                    int batch, int n, int k, const gemv_config& c, cudaStream_t s,

@@ -21,8 +21,10 @@ struct gemv_args {
   int split = 1;     // K slices
   int slice_len = 0; // chunks per slice (the last one may be shorter or empty)
   int cluster = 0;   // gemv_config::cluster: the split blocks of a tile are one cluster
-  // 1: the SwiGLU epilogue (launch_gemv_bf16_gated; simt, rows_per_warp 2, split 1): a warp's
-  // rows are i and i + n / 2 (a gate row and its up row) and y is [nb][n / 2].
+  // 1: the SwiGLU epilogue (launch_gemv_bf16_gated; split 1) and y is [nb][n / 2]. simt,
+  // rows_per_warp 2: a warp's rows are i and i + n / 2 (a gate row and its up row). wgmma_pk:
+  // a.w is the paired wgmma_tiles copy, whose rows 16 s + i and 16 s + 8 + i (i < 8) are gate row
+  // 8 s + i and its up row, so one thread holds both sums (gemv_bf16_wgmma.cuh's layout).
   int gated = 0;
   // launch_gemv_bf16's gemv_fusion (gemv_bf16.h). norm_w: x is the residual stream and the
   // kernel reads bf16(RMSNorm(x) * norm_w) in its place (simt only). add_to_y: the outputs are
@@ -121,8 +123,14 @@ cudaError_t launch_gemv_wgmma_pk(const gemv_args& a, int bn, int rows_per_group,
 cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int stages, int blocks,
                                  cudaStream_t s);
 // The wgmma_tiles copy of w (n x k, k % 8 == 0) into `packed` (wgmma_tiles_bytes(n, k) bytes).
+// paired (n % 16 == 0): the copy's rows in the gated order, row 16 s + i of the copy being w's
+// row 8 s + i and row 16 s + 8 + i w's row n / 2 + 8 s + i (i < 8).
 cudaError_t launch_pack_wgmma_tiles(const __nv_bfloat16* w, __nv_bfloat16* packed, int n, int k,
-                                    cudaStream_t s);
+                                    cudaStream_t s, bool paired = false);
+// The row of w that row `row` (< n) of the paired copy holds.
+__host__ __device__ constexpr int paired_source_row(int row, int n) {
+  return row % 16 < 8 ? row / 16 * 8 + row % 16 : n / 2 + row / 16 * 8 + row % 16 - 8;
+}
 constexpr int wgmma_tile_unit_bytes = 64 * 128; // one 64-row tile of one 64-column k tile
 // Rows of the copy: n rounded up to 256 (a block's most rows), so every block's 64-row units
 // exist (those past n are zero).

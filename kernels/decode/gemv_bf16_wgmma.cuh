@@ -249,6 +249,28 @@ __device__ __forceinline__ void store_wgmma_to(const float (&c)[MT][BN / 2], con
     }
 }
 
+// The gated epilogue (a.gated; the paired copy, split 1): accumulators e and e + 2 (e % 4 < 2) of
+// a thread are copy rows m and m + 8 of one column, gate row j = 8 (row / 16) + row % 16 and its
+// up row; y[b][j] gets the SiLU gate of the two sums each rounded to bf16, the arithmetic of the
+// SiLU-gate kernel after launch_gemv_bf16 (decode_math.cuh), so the bits of those two launches.
+template <int MT, int BN>
+__device__ __forceinline__ void store_wgmma_gated(const float (&c)[MT][BN / 2], const gemv_args& a,
+                                                  int row0, int t) {
+  const int half = a.n / 2;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+    for (int e = 0; e < BN / 2; ++e) {
+      if (e % 4 >= 2) continue; // (the up rows, taken with their gate rows)
+      const wgmma_position p = wgmma_accumulator_at(t, e);
+      const int row = row0 + mt * 64 + p.m, j = row / 16 * 8 + row % 16, b = p.n;
+      if (row >= a.n || b >= a.nb) continue;
+      a.y[static_cast<std::size_t>(b) * half + j] =
+          kg::decode::math::silu_gate(__bfloat162float(__float2bfloat16(c[mt][e])),
+                                      __bfloat162float(__float2bfloat16(c[mt][e + 2])));
+    }
+}
+
 // ... to y without split K, else to the block's slice.
 template <int MT, int BN>
 __device__ __forceinline__ void store_wgmma_tile(const float (&c)[MT][BN / 2], const gemv_args& a,

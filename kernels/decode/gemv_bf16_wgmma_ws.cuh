@@ -234,6 +234,8 @@ __global__ void __launch_bounds__((WG + 1) * 128, 1)
     pin_accumulators(c);
     if (a.cluster)
       stage_cluster_part<MT, BN, WG, STAGES>(c, smem, wg, t);
+    else if (PACKED && a.gated)
+      store_wgmma_gated<MT, BN>(c, a, r.row0 + wg * MT * 64, t);
     else
       store_wgmma_tile<MT, BN>(c, a, r.row0 + wg * MT * 64, t, r.slice);
   }
