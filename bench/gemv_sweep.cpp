@@ -323,10 +323,10 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
       for (int wpb : {4, 8})
         for (int stages : {4, 6, 8})
           consider({rpg, wpb, stages, split, gemv_kind::wgmma_pk});
-  // wgmma_sw: the swapped tile, 40, 48 or 72 weight rows a block, rings of 4-14 stages.
+  // wgmma_sw: the swapped tile, 40 or 48 weight rows a block.
   for (int split : {1, 2, 3, 4, 8})
-    for (int tn : {40, 48, 72})
-      for (int stages : {4, 6, 8, 10, 12, 14})
+    for (int tn : {40, 48})
+      for (int stages : {4, 6, 8})
         consider({tn, 4, stages, split, gemv_kind::wgmma_sw});
   return out;
 }

@@ -71,10 +71,9 @@ namespace kg {
 //         unroll (stages) 4, 6, 8. Its w is that copy, not the row-major weights.
 //   wgmma_sw: the wgmma_ws block with the operands swapped (gemv_bf16_wgmma_sw.cu): the batch is
 //         the warpgroup MMA's M (64 or 128 rows, zeros past the batch) and the weight rows its N,
-//         so rows_per_warp is the block's rows, 40, 48 or 72 (tiles that fill 132 SMs where
-//         64-row tiles leave some idle; 72 is cuBLAS's tile at qkv b64); warps_per_block 4 (one
-//         consumer warpgroup, one producer); unroll (stages) 4-14, even, where the ring fits
-//         216 KB; row-major weights by TMA; split K with either finish.
+//         so rows_per_warp is the block's rows, 40 or 48 (tiles that fill 132 SMs where 64-row
+//         tiles leave some idle); warps_per_block 4 (one consumer warpgroup, one producer);
+//         unroll (stages) 4, 6, 8; row-major weights by TMA; split K with either finish.
 enum class gemv_kind : int {
   simt = 0,
   bulk = 1,

@@ -1,7 +1,6 @@
 // The wgmma_sw family of the decode GEMV (kernels/decode/gemv_bf16.h): the wgmma_ws block with
 // the operands swapped. The batch is the warpgroup MMA's M (64 rows a wgmma, one or two of them)
-// and the weight rows its N, so a block's tile is any multiple of 8 rows instead of 64: 40, 48 or
-// 72 (cuBLAS's tile at qkv batch 64: 72 rows, 12 stages).
+// and the weight rows its N, so a block's tile is any multiple of 8 rows instead of 64.
 //
 // Why: N may be any multiple of 8 where M is 64, so the tile can be cut to fill the GPU in one
 // wave. qkv's 6144 rows are 96 tiles of 64 (36 of 132 SMs idle, and a split of 2 cost more than
@@ -137,34 +136,25 @@ __global__ void __launch_bounds__(256, 1)
     finish_split_k(a, r.tile, TN);
 }
 
-// Whether a ring of STAGES stages (and the cluster finish's partials, which reuse it) fits a block.
-template <int TN, int MB, int STAGES>
-constexpr bool sw_ring_fits =
-    STAGES* sw_stage_bytes(TN, MB) + smem_align
-    <= wgmma_ws_max_smem_bytes&& cluster_part_bytes<TN, MB * 64> <= STAGES* sw_stage_bytes(TN, MB);
-
 template <int TN, int MB, int STAGES>
 cudaError_t launch_sw(const gemv_args& a, int blocks, cudaStream_t s) {
-  if constexpr (!sw_ring_fits<TN, MB, STAGES>) {
-    return cudaErrorInvalidValue; // (gemv_config_supported refuses it first)
-  } else {
-    constexpr int smem_bytes = STAGES * sw_stage_bytes(TN, MB) + smem_align;
-    const auto kernel = gemv_wgmma_sw_kernel<TN, MB, STAGES>;
-    CUtensorMap w_map, x_map;
-    cudaError_t e =
-        kg::decode::encode_bf16_tile_map(w_map, a.w, a.n, a.k8 * 8, TN, tma_tile_elements);
-    if (e == cudaSuccess)
-      e = kg::decode::encode_bf16_tile_map(x_map, a.x, a.nb, a.k8 * 8, MB * 64, tma_tile_elements);
-    if (e != cudaSuccess) return e;
-    e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes);
-    if (e != cudaSuccess) return e;
-    return pdl::launch(kernel, dim3(blocks), dim3(256), smem_bytes, s, a.programmatic,
-                       a.cluster ? static_cast<unsigned>(a.split) : 1u, w_map, x_map, a);
-  }
+  constexpr int smem_bytes = STAGES * sw_stage_bytes(TN, MB) + smem_align;
+  static_assert(smem_bytes <= wgmma_ws_max_smem_bytes, "the ring fits a block");
+  static_assert(cluster_part_bytes<TN, MB * 64> <= STAGES * sw_stage_bytes(TN, MB),
+                "the cluster finish's partials live in the ring");
+  const auto kernel = gemv_wgmma_sw_kernel<TN, MB, STAGES>;
+  CUtensorMap w_map, x_map;
+  cudaError_t e =
+      kg::decode::encode_bf16_tile_map(w_map, a.w, a.n, a.k8 * 8, TN, tma_tile_elements);
+  if (e == cudaSuccess)
+    e = kg::decode::encode_bf16_tile_map(x_map, a.x, a.nb, a.k8 * 8, MB * 64, tma_tile_elements);
+  if (e != cudaSuccess) return e;
+  e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes);
+  if (e != cudaSuccess) return e;
+  return pdl::launch(kernel, dim3(blocks), dim3(256), smem_bytes, s, a.programmatic,
+                     a.cluster ? static_cast<unsigned>(a.split) : 1u, w_map, x_map, a);
 }
 
-// The deep rings (10-14 stages) are cuBLAS's depth for these shapes (docs/performance.md, What
-// cuBLAS does there: 10-12 stages): more bytes in flight a block where the kernels wait on memory.
 template <int TN, int MB>
 cudaError_t launch_sw_stages(const gemv_args& a, int stages, int blocks, cudaStream_t s) {
   switch (stages) {
@@ -174,12 +164,6 @@ cudaError_t launch_sw_stages(const gemv_args& a, int stages, int blocks, cudaStr
     return launch_sw<TN, MB, 6>(a, blocks, s);
   case 8:
     return launch_sw<TN, MB, 8>(a, blocks, s);
-  case 10:
-    return launch_sw<TN, MB, 10>(a, blocks, s);
-  case 12:
-    return launch_sw<TN, MB, 12>(a, blocks, s);
-  case 14:
-    return launch_sw<TN, MB, 14>(a, blocks, s);
   default:
     return cudaErrorInvalidValue;
   }
@@ -201,8 +185,6 @@ cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int 
     return launch_sw_batch<40>(a, bn, stages, blocks, s);
   case 48:
     return launch_sw_batch<48>(a, bn, stages, blocks, s);
-  case 72:
-    return launch_sw_batch<72>(a, bn, stages, blocks, s);
   default:
     return cudaErrorInvalidValue;
   }
