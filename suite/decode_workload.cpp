@@ -59,7 +59,7 @@ workload_result run_decode_qwen3_4b(const decode_workload_options& o) {
   cuda_stream s;
   decode_engine_config c; // Qwen3-4B, 32 slots of 8192 + 256 tokens, random weights
   decode_engine e(c, s.get());
-  out.metrics["gemv"] = "launch_gemv_bf16 (pick_gemv_config's table)";
+  out.metrics["gemv"] = "launch_gemv_bf16 (pick_gemv_config_in_step)";
 
   // 1. Step latency at batch 1, context 2048 (the token at position 2048 attends 2049), with the
   // engine's programmatic launches and with plain ones, sample by sample in turn: the ratio of

@@ -591,6 +591,34 @@ TEST(gemv_config, a_norm_folds_into_the_simt_family_and_the_residual_add_into_ev
             cudaErrorInvalidValue);
 }
 
+// The step's own rows: at batch 1 the engine's step runs the simt family (two rows a warp, 4
+// warps, unroll 2, no split) for qkv and gate_up, which takes the SiLU gate as its epilogue; at
+// every other batch and shape the kernel-alone table's row.
+TEST(gemv_config, the_step_runs_its_own_rows_at_batch_1_and_the_table_elsewhere) {
+  const auto fields = [](const gemv_config& c) {
+    return std::tuple(c.kind, c.rows_per_warp, c.warps_per_block, c.unroll, c.split_k, c.cluster,
+                      c.batch_warps);
+  };
+  const gemv_config simt_2_4_2{2, 4, 2, 1};
+  for (const int n : {6144, 19456}) {
+    EXPECT_EQ(fields(pick_gemv_config_in_step(1, n, 2560)), fields(simt_2_4_2)) << n;
+    EXPECT_NE(fields(pick_gemv_config(1, n, 2560)), fields(simt_2_4_2)) << n; // alone: another
+  }
+  EXPECT_TRUE(gemv_gated_supported(pick_gemv_config_in_step(1, 19456, 2560), 1, 19456, 2560));
+  for (const auto& [n, k] : {std::pair{6144, 2560},
+                             {2560, 4096},
+                             {19456, 2560},
+                             {2560, 9728},
+                             {151936, 2560},
+                             {1000, 64}})
+    for (int batch = 1; batch <= 128; ++batch) {
+      if (batch == 1 && k == 2560 && (n == 6144 || n == 19456)) continue;
+      EXPECT_EQ(fields(pick_gemv_config_in_step(batch, n, k)),
+                fields(pick_gemv_config(batch, n, k)))
+          << n << "x" << k << " batch " << batch;
+    }
+}
+
 // The one-word spelling kg_bench_decode_step --gemv reads: written by hand here, each field in the
 // table's order, and every configuration the table picks for a Qwen3 shape written and read back
 // unchanged.

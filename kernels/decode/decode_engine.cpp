@@ -100,7 +100,7 @@ decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
             gate_up_k = static_cast<int>(m.hidden);
   pack_weights([&](int n, int k, gemv_layout l) {
     for (int b = 1; b <= G; ++b) {
-      const gemv_config pick = pick_gemv_config(b, n, k);
+      const gemv_config pick = pick_gemv_config_in_step(b, n, k);
       if (gemv_weight_layout(pick) == l) return true;
       if (n == gate_up_n && k == gate_up_k && l == gemv_layout::wgmma_tiles_paired &&
           gate_reads_paired(b, pick))
@@ -151,7 +151,8 @@ decode_engine::decode_engine(const decode_engine_config& c, cudaStream_t stream)
   for (int b = 1; b <= G; ++b)
     for (const auto& g : decode_gemms(m)) {
       const int n = static_cast<int>(g.n), k = static_cast<int>(g.k);
-      gemv_bytes = std::max(gemv_bytes, gemv_workspace_bytes(pick_gemv_config(b, n, k), b, n, k));
+      gemv_bytes =
+          std::max(gemv_bytes, gemv_workspace_bytes(pick_gemv_config_in_step(b, n, k), b, n, k));
     }
   gemv_work_ = device_buffer(gemv_bytes);
   if (gemv_bytes) KG_CUDA_CHECK(cudaMemsetAsync(gemv_work_.get(), 0, gemv_bytes, stream_));
@@ -370,7 +371,7 @@ bool decode_engine::gate_in_gemv(int batch, bool post_folded) const {
 
 gemv_config decode_engine::gemv_config_of(int batch, int n, int k) const {
   const auto it = gemv_configs_.find({batch, n, k});
-  return it != gemv_configs_.end() ? it->second : pick_gemv_config(batch, n, k);
+  return it != gemv_configs_.end() ? it->second : pick_gemv_config_in_step(batch, n, k);
 }
 
 std::optional<gemv_config> decode_engine::folded_config_of(int batch, int n, int k,

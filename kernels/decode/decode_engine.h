@@ -118,9 +118,10 @@ public:
   void set_gemv_override(const std::string& projection, gemv_override_fn fn);
 
   // The GEMV configuration `projection` ("qkv", "o_proj", "gate_up", "down", "lm_head") runs at
-  // batch size `batch` instead of pick_gemv_config's, or the table's again with nullopt. The table
-  // was chosen with each kernel timed alone; kg_bench_decode_step --gemv times the step with
-  // other rows, where what overlaps the kernels beside it counts. Where norms fold, the norm
+  // batch size `batch` instead of pick_gemv_config_in_step's, or that again with nullopt. The
+  // table was chosen with each kernel timed alone, the step's own rows inside the step;
+  // kg_bench_decode_step --gemv times the step with other rows, where what overlaps the kernels
+  // beside it counts. Where norms fold, the norm
   // folds into this configuration if it takes it (gemv_takes_folded_norm), else stays a kernel;
   // gate_up's takes the SiLU gate as its epilogue where it can (gemv_gated_supported). A copy of
   // the weights in the configuration's layout is made now where the engine holds none, and the

@@ -425,6 +425,24 @@ gemv_config pick_gemv_config(int batch, int n, int k) {
   return heuristic_config(batch, n, k);
 }
 
+// The step's own rows: where a configuration other than the table's made the decode step faster,
+// side by side in one process (kg_bench_decode_step --gemv; docs/performance.md, *The batch-1
+// step's own GEMV rows*). Alone, wgmma_pk wins these shapes on the H200; inside the step at batch
+// 1 the simt rows do (their first weight loads are issued while the kernel ahead drains, and
+// gate_up takes the SiLU gate as its epilogue).
+// clang-format off
+constexpr table_row step_table[] = {
+    {6144, 2560, 1, {2, 4, 2, 1}},  // qkv b1
+    {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1
+};
+// clang-format on
+
+gemv_config pick_gemv_config_in_step(int batch, int n, int k) {
+  for (const auto& r : step_table)
+    if (r.n == n && r.k == k && batch <= r.max_batch) return r.c;
+  return pick_gemv_config(batch, n, k);
+}
+
 // The fastest configurations that take a folded norm (and the gate, rows_per_warp 2) where the
 // table's do not: the simt family's best rows of the same H200 sweeps (docs/performance.md, GEMV
 // configurations: qkv b1 11.87 us, gate_up b1 with its gate 28.10 us in the chain run).
@@ -444,7 +462,7 @@ bool gemv_takes_folded_norm(const gemv_config& c, int batch, int n, int k, bool 
 }
 
 std::optional<gemv_config> pick_gemv_config_folded(int batch, int n, int k, bool gated) {
-  if (const gemv_config c = pick_gemv_config(batch, n, k);
+  if (const gemv_config c = pick_gemv_config_in_step(batch, n, k);
       gemv_takes_folded_norm(c, batch, n, k, gated))
     return c;
   for (const auto& r : folded_table)

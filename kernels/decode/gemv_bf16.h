@@ -147,14 +147,20 @@ std::size_t gemv_packed_bytes(gemv_layout l, int n, int k);
 cudaError_t pack_gemv_weights(gemv_layout l, const __nv_bfloat16* w, __nv_bfloat16* packed, int n,
                               int k, cudaStream_t s);
 
-// The configuration the decode engine uses for this shape: one launch_gemv_bf16 accepts for
-// every shape it accepts at all (k % 8 == 0).
+// The fastest configuration for this shape timed alone (the H200 table; the cuBLAS comparison's
+// and the suite's kernel workloads'): one launch_gemv_bf16 accepts for every shape it accepts at
+// all (k % 8 == 0).
 gemv_config pick_gemv_config(int batch, int n, int k);
+
+// The configuration the decode engine's step runs: the step's own row where another
+// configuration was measured faster inside the step than pick_gemv_config's (qkv and gate_up at
+// batch 1), else pick_gemv_config's.
+gemv_config pick_gemv_config_in_step(int batch, int n, int k);
 
 // The configuration the decode engine uses where it folds an RMSNorm into this GEMV
 // (gemv_fusion::norm_weight), with the SwiGLU gate as its epilogue if `gated`
-// (launch_gemv_bf16_gated): pick_gemv_config's where that takes them, else the fastest that does
-// of the H200 sweeps (the simt family's rows at batch 1, where the table's are wgmma_pk), else
+// (launch_gemv_bf16_gated): pick_gemv_config_in_step's where that takes them, else the fastest that
+// does of the H200 sweeps (the simt family's rows at batch 1, where the table's are wgmma_pk), else
 // nullopt (the norm stays a kernel of its own).
 std::optional<gemv_config> pick_gemv_config_folded(int batch, int n, int k, bool gated);
 
