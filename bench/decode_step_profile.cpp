@@ -98,6 +98,18 @@ std::vector<std::string> split_names(const std::string& s) {
   return out;
 }
 
+// A comma list of two-way switches ("fold,kernels", "epilogue,kernel") -> one bool each, true
+// for `on`; nullopt where an item is neither.
+std::optional<std::vector<bool>> parse_modes(const std::string& s, const char* on,
+                                             const char* off) {
+  std::vector<bool> out;
+  for (const auto& n : split_names(s)) {
+    if (n != on && n != off) return std::nullopt;
+    out.push_back(n == on);
+  }
+  return out;
+}
+
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> out;
   for (const auto& item : split_names(s))
@@ -253,19 +265,13 @@ int main(int argc, char** argv) {
     else if (a == "--no-ceiling")
       ceiling = false;
     else if (a == "--norms" && i + 1 < argc) {
-      fold_modes.clear();
-      for (const auto& n : split_names(argv[++i]))
-        if (n == "fold" || n == "kernels")
-          fold_modes.push_back(n == "fold");
-        else
-          return usage();
+      const auto m = parse_modes(argv[++i], "fold", "kernels");
+      if (!m) return usage();
+      fold_modes = *m;
     } else if (a == "--gate" && i + 1 < argc) {
-      gate_modes.clear();
-      for (const auto& n : split_names(argv[++i]))
-        if (n == "epilogue" || n == "kernel")
-          gate_modes.push_back(n == "epilogue");
-        else
-          return usage();
+      const auto m = parse_modes(argv[++i], "epilogue", "kernel");
+      if (!m) return usage();
+      gate_modes = *m;
     } else if (a == "--gemv" && i + 1 < argc) {
       std::string bad;
       const auto set = parse_gemv_set(argv[++i], bad);
