@@ -562,7 +562,7 @@ TEST(gemv_config, a_norm_folds_into_the_simt_family_and_the_residual_add_into_ev
   }
   EXPECT_FALSE(gemv_fusion_supported(gemv_config{2, 4, 2, 1}, add, 2560, true));
   EXPECT_TRUE(gemv_fusion_supported(gemv_config{2, 4, 2, 1}, gemv_fusion{}, 2560, true));
-  // The engine's batch-1 folds: qkv and gate_up (gated) run the simt rows of the folded table
+  // The engine's batch-1 folds: qkv and gate_up (gated) run the step's simt rows
   // where the table's are wgmma_pk, lm_head its table row (simt); none from batch 2, where every
   // row is a tensor-core family's and no simt row was measured.
   for (const auto& [n, gated] : {std::pair{6144, false}, {19456, true}, {151936, false}}) {

@@ -4,6 +4,7 @@
 #include "base/name_table.h"
 
 #include <charconv>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <mutex>
@@ -419,17 +420,25 @@ cudaError_t pack_gemv_weights(gemv_layout l, const __nv_bfloat16* w, __nv_bfloat
                                         w, packed, n, k, s, l == gemv_layout::wgmma_tiles_paired);
 }
 
+// The row of `table` for this shape and batch (the first whose max_batch covers it), if any.
+template <std::size_t N>
+const table_row* row_for(const table_row (&table)[N], int batch, int n, int k) {
+  for (const auto& r : table)
+    if (r.n == n && r.k == k && batch <= r.max_batch) return &r;
+  return nullptr;
+}
+
 gemv_config pick_gemv_config(int batch, int n, int k) {
-  for (const auto& r : config_table)
-    if (r.n == n && r.k == k && batch <= r.max_batch) return r.c;
-  return heuristic_config(batch, n, k);
+  const table_row* r = row_for(config_table, batch, n, k);
+  return r ? r->c : heuristic_config(batch, n, k);
 }
 
 // The step's own rows: where a configuration other than the table's made the decode step faster,
 // side by side in one process (kg_bench_decode_step --gemv; docs/performance.md, *The batch-1
 // step's own GEMV rows*). Alone, wgmma_pk wins these shapes on the H200; inside the step at batch
 // 1 the simt rows do (their first weight loads are issued while the kernel ahead drains, and
-// gate_up takes the SiLU gate as its epilogue).
+// gate_up takes the SiLU gate as its epilogue). They also take a folded norm, which wgmma_pk
+// cannot (pick_gemv_config_folded).
 // clang-format off
 constexpr table_row step_table[] = {
     {6144, 2560, 1, {2, 4, 2, 1}},  // qkv b1
@@ -438,20 +447,9 @@ constexpr table_row step_table[] = {
 // clang-format on
 
 gemv_config pick_gemv_config_in_step(int batch, int n, int k) {
-  for (const auto& r : step_table)
-    if (r.n == n && r.k == k && batch <= r.max_batch) return r.c;
-  return pick_gemv_config(batch, n, k);
+  const table_row* r = row_for(step_table, batch, n, k);
+  return r ? r->c : pick_gemv_config(batch, n, k);
 }
-
-// The fastest configurations that take a folded norm (and the gate, rows_per_warp 2) where the
-// table's do not: the simt family's best rows of the same H200 sweeps (docs/performance.md, GEMV
-// configurations: qkv b1 11.87 us, gate_up b1 with its gate 28.10 us in the chain run).
-// clang-format off
-constexpr table_row folded_table[] = {
-    {6144, 2560, 1, {2, 4, 2, 1}}, // qkv b1, the input norm folded
-    {19456, 2560, 1, {2, 4, 2, 1}}, // gate_up b1, the post norm folded, the gate as epilogue
-};
-// clang-format on
 
 bool gemv_takes_folded_norm(const gemv_config& c, int batch, int n, int k, bool gated) {
   static const __nv_bfloat16 any_weight{}; // (whether a fold is supported does not depend on it)
@@ -462,14 +460,8 @@ bool gemv_takes_folded_norm(const gemv_config& c, int batch, int n, int k, bool 
 }
 
 std::optional<gemv_config> pick_gemv_config_folded(int batch, int n, int k, bool gated) {
-  if (const gemv_config c = pick_gemv_config_in_step(batch, n, k);
-      gemv_takes_folded_norm(c, batch, n, k, gated))
-    return c;
-  for (const auto& r : folded_table)
-    if (r.n == n && r.k == k && batch <= r.max_batch) {
-      if (gemv_takes_folded_norm(r.c, batch, n, k, gated)) return r.c;
-      break;
-    }
+  const gemv_config c = pick_gemv_config_in_step(batch, n, k);
+  if (gemv_takes_folded_norm(c, batch, n, k, gated)) return c;
   return std::nullopt;
 }
 

@@ -159,9 +159,8 @@ gemv_config pick_gemv_config_in_step(int batch, int n, int k);
 
 // The configuration the decode engine uses where it folds an RMSNorm into this GEMV
 // (gemv_fusion::norm_weight), with the SwiGLU gate as its epilogue if `gated`
-// (launch_gemv_bf16_gated): pick_gemv_config_in_step's where that takes them, else the fastest that
-// does of the H200 sweeps (the simt family's rows at batch 1, where the table's are wgmma_pk), else
-// nullopt (the norm stays a kernel of its own).
+// (launch_gemv_bf16_gated): pick_gemv_config_in_step's where that takes them (the simt rows at
+// batch 1), else nullopt (the norm stays a kernel of its own).
 std::optional<gemv_config> pick_gemv_config_folded(int batch, int n, int k, bool gated);
 
 // Whether `c` runs this shape with an RMSNorm folded in (and, if `gated`, the SwiGLU gate as its
