@@ -618,6 +618,44 @@ TEST(gpu_gemv, the_wgmma_sw_family_matches_the_oracle_and_its_finishes_agree) {
   }
 }
 
+// The wgmma_sw family with the x tile shared by a cluster of 2 or 4 row tiles (TMA multicast):
+// against the oracle on odd shapes (8 row tiles, the last part filled; k tiles part filled;
+// batches whose last x pieces lie wholly past the batch, as at 13 with 4 pieces of 16 rows), the
+// bits of the same configuration loading its own x (the sums are the same), and the projections
+// repeated bitwise.
+TEST(gpu_gemv, the_wgmma_sw_shared_x_tile_gives_the_bits_of_its_own_loads) {
+  KG_REQUIRE_GPU();
+  for (int tn : {40, 48})
+    for (int batch : {1, 13, 33, 64, 100, 130}) {
+      problem p(batch, 8 * tn - 5, 8 * 1333);
+      device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));
+      KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
+      int checked = 0;
+      for (int split : {1, 2, 3})
+        for (int share : {2, 4})
+          for (int stages : {6, 8, 12}) {
+            gemv_config c{tn, 4, stages, split, gemv_kind::wgmma_sw};
+            c.batch_warps = share;
+            if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
+            check_config(p, c, ws.get());
+            const gemv_config own{tn, 4, stages == 12 ? 8 : stages, split, gemv_kind::wgmma_sw};
+            EXPECT_EQ(p.run(c, ws.get()), p.run(own, ws.get()))
+                << name(c) << " on " << p.n << "x" << p.k << " batch " << batch;
+            ++checked;
+          }
+      EXPECT_GE(checked, batch <= 64 ? 18 : 12) << tn << " rows, batch " << batch;
+    }
+  for (int batch : {64, 128}) {
+    problem qkv(batch, 6144, 2560), o_proj(batch, 2560, 4096);
+    gemv_config q{48, 4, batch <= 64 ? 12 : 8, 1, gemv_kind::wgmma_sw};
+    q.batch_warps = 4;
+    gemv_config o{40, 4, 8, 2, gemv_kind::wgmma_sw};
+    o.batch_warps = 2;
+    check_then_repeat(qkv, q, 5);
+    check_then_repeat(o_proj, o, 5);
+  }
+}
+
 TEST(gpu_gemv, the_gemm_family_split_k_is_bitwise_repeatable_on_a_real_shape) {
   KG_REQUIRE_GPU();
   for (int batch : {32, 128}) {
