@@ -324,14 +324,14 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
       for (int wpb : {4, 8})
         for (int stages : {4, 6, 8})
           consider({rpg, wpb, stages, split, gemv_kind::wgmma_pk});
-  // wgmma_sw: the swapped tile, 40 or 48 weight rows a block.
+  // wgmma_sw: the swapped tile, 40, 48 or 64 weight rows a block.
   for (int split : {1, 2, 3, 4, 8})
-    for (int tn : {40, 48})
+    for (int tn : {40, 48, 64})
       for (int stages : {4, 6, 8})
         consider({tn, 4, stages, split, gemv_kind::wgmma_sw});
   // ... and with the x tile shared by 2 or 4 row tiles (a cluster, TMA multicast; deeper rings).
   for (int split : {1, 2, 3})
-    for (int tn : {40, 48})
+    for (int tn : {40, 48, 64})
       for (int share : {2, 4})
         for (int stages : {6, 8, 12}) {
           gemv_config c{tn, 4, stages, split, gemv_kind::wgmma_sw};

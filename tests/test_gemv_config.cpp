@@ -87,7 +87,7 @@ TEST(gemv_config, picks_supported_configurations_for_every_qwen3_shape_and_batch
         EXPECT_GT(gemv_packed_bytes(gemv_layout::wgmma_tiles, n, k), 0u);
         break;
       case gemv_kind::wgmma_sw: // above batch 32 only: its x tile is padded to 64 rows
-        EXPECT_TRUE(in(c.rows_per_warp, {40, 48}));
+        EXPECT_TRUE(in(c.rows_per_warp, {40, 48, 64}));
         EXPECT_GT(batch, 32);
         break;
       }
@@ -387,7 +387,7 @@ TEST(gemv_config, the_wgmma_pk_family_takes_the_wgmma_ws_tiles_with_shallower_ri
   EXPECT_TRUE(gemv_reads_packed({64, 4, 6, 1, gemv_kind::wgmma_pk}));
 }
 
-// The wgmma_sw family's rules: 40 or 48 weight rows a block, one consumer warpgroup, stages 4,
+// The wgmma_sw family's rules: 40, 48 or 64 weight rows a block, one consumer warpgroup, stages 4,
 // 6, 8 with the x tile padded to 64 or 128 rows (8 x (48 + 128) x 128 B + 1 KB = 177 KB), any
 // split and either finish; a block of tn rows, so 6144 rows are 128 blocks of 48.
 TEST(gemv_config, the_wgmma_sw_family_takes_40_or_48_rows_and_the_batch_as_m) {
@@ -402,7 +402,8 @@ TEST(gemv_config, the_wgmma_sw_family_takes_40_or_48_rows_and_the_batch_as_m) {
           EXPECT_TRUE(ok(tn, 4, stages, split, batch)) << tn << " " << stages << " " << split;
           EXPECT_EQ(ok(tn, 4, stages, split, batch, 1), split > 1);
         }
-  EXPECT_FALSE(ok(64, 4, 6, 1, 16));
+  EXPECT_TRUE(ok(64, 4, 8, 1, 128)); // 8 x (64 + 128) x 128 B + 1 KB = 193 KB
+  EXPECT_FALSE(ok(96, 4, 6, 1, 16));
   EXPECT_FALSE(ok(32, 4, 6, 1, 16));
   EXPECT_FALSE(ok(48, 8, 6, 1, 16)); // one consumer warpgroup
   EXPECT_FALSE(ok(48, 4, 3, 1, 16));

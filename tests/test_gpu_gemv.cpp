@@ -625,7 +625,7 @@ TEST(gpu_gemv, the_wgmma_sw_family_matches_the_oracle_and_its_finishes_agree) {
 // repeated bitwise.
 TEST(gpu_gemv, the_wgmma_sw_shared_x_tile_gives_the_bits_of_its_own_loads) {
   KG_REQUIRE_GPU();
-  for (int tn : {40, 48})
+  for (int tn : {40, 48, 64})
     for (int batch : {1, 13, 33, 64, 100, 130}) {
       problem p(batch, 8 * tn - 5, 8 * 1333);
       device_buffer ws(gemv_workspace_bytes({1, 4, 2, 8}, p.batch, p.n, p.k));

@@ -104,7 +104,7 @@ bool supported(const gemv_config& c) {
     return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
            in(c.unroll, {4, 6, 8});
   case gemv_kind::wgmma_sw: // batch_warps: the x_share (a cluster of row tiles)
-    return in(c.rows_per_warp, {40, 48}) && c.warps_per_block == 4 &&
+    return in(c.rows_per_warp, {40, 48, 64}) && c.warps_per_block == 4 &&
            (in(c.unroll, {4, 6, 8}) || (c.unroll == 12 && c.batch_warps > 1)) &&
            in(c.batch_warps, {1, 2, 4}) && (c.batch_warps == 1 || !c.cluster);
   }

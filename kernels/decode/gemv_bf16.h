@@ -71,8 +71,8 @@ namespace kg {
 //         unroll (stages) 4, 6, 8. Its w is that copy, not the row-major weights.
 //   wgmma_sw: the wgmma_ws block with the operands swapped (gemv_bf16_wgmma_sw.cu): the batch is
 //         the warpgroup MMA's M (64 or 128 rows, zeros past the batch) and the weight rows its N,
-//         so rows_per_warp is the block's rows, 40 or 48 (tiles that fill 132 SMs where 64-row
-//         tiles leave some idle); warps_per_block 4 (one consumer warpgroup, one producer);
+//         so rows_per_warp is the block's rows, 40, 48 (tiles that fill 132 SMs where 64-row
+//         tiles leave some idle) or 64; warps_per_block 4 (one consumer warpgroup, one producer);
 //         unroll (stages) 4, 6, 8; row-major weights by TMA; split K with either finish.
 //         batch_warps (x_share) 2 or 4: that many adjacent row tiles run as one cluster and
 //         share each x tile, each block loading its share of the rows by TMA multicast into
@@ -217,7 +217,7 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //   wgmma_ws: as wgmma, with unroll (stages) 6, 8, 12, 16 and a ring of at most 216 KB (plus
 //         1 KB of alignment); warps_per_block counts the consumer warps.
 //   wgmma_pk: as wgmma_ws with unroll (stages) 4, 6, 8; w is the wgmma_tiles copy.
-//   wgmma_sw: rows_per_warp 40, 48; warps_per_block 4; unroll 4, 6, 8; batch_warps 1, or 2 and
+//   wgmma_sw: rows_per_warp 40, 48, 64; warps_per_block 4; unroll 4, 6, 8; batch_warps 1, or 2 and
 //         4 with cluster 0, the row tiles a multiple of it (unroll 12 too, at batch <= 64);
 //         batch tile 64 or 128; K slices and batch group as gemm.
 //   cluster 0 or 1 (1: split_k > 1 in simt, wgmma_ws, wgmma_pk and wgmma_sw); batch_warps 1

@@ -119,7 +119,7 @@ cudaError_t launch_gemv_wgmma_ws(const gemv_args& a, int bn, int rows_per_group,
 cudaError_t launch_gemv_wgmma_pk(const gemv_args& a, int bn, int rows_per_group,
                                  int warps_per_block, int stages, int blocks, cudaStream_t s);
 // The wgmma_sw family (gemv_bf16_wgmma_sw.cu): the batch as M (bn <= 64: one m64, else two),
-// tile_rows (40 or 48) weight rows as N, stages 4, 6, 8 (12: share > 1 and bn <= 64); row-major
+// tile_rows (40, 48 or 64) weight rows as N, stages 4, 6, 8 (12: share > 1 and bn <= 64); row-major
 // a.w by TMA. share 1, 2, 4: the row tiles of a cluster that share each x tile by multicast
 // (share > 1: no cluster finish, blocks a multiple of share).
 cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int stages, int share,

@@ -6,8 +6,10 @@
 // wave. qkv's 6144 rows are 96 tiles of 64 (36 of 132 SMs idle, and a split of 2 cost more than
 // it gave) but 128 tiles of 48; o_proj's and down's 2560 rows are 64 tiles of 40, 128 blocks at
 // split 2. cuBLAS's kernels for these shapes take row tiles that are no multiple of 64 either
-// (gate_up 168, docs/performance.md, What cuBLAS runs). The price: below batch 64 the M rows past
-// the batch are zeros the tensor cores multiply (the TMA fills them; no bytes are read for them).
+// (gate_up 168, docs/performance.md, What cuBLAS runs). 64-row tiles divide gate_up's 19456 rows
+// into 304, whole clusters of 4 for the shared x tile below. The price: below batch 64 the M rows
+// past the batch are zeros the tensor cores multiply (the TMA fills them; no bytes are read for
+// them).
 //
 // The block: one consumer warpgroup and one producer warpgroup (256 threads), a ring of STAGES
 // stages, each the x tile (64 MB rows x one 64-column k tile) then the weights' TN rows of it,
@@ -275,6 +277,8 @@ cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int 
     return launch_sw_share<40>(a, bn, stages, share, blocks, s);
   case 48:
     return launch_sw_share<48>(a, bn, stages, share, blocks, s);
+  case 64:
+    return launch_sw_share<64>(a, bn, stages, share, blocks, s);
   default:
     return cudaErrorInvalidValue;
   }
