@@ -90,14 +90,17 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorM
 }
 
 // One arrival on the barrier at bar's offset in the shared memory of the cluster's block of rank
-// `rank` (this block's own included), releasing this thread's prior accesses at cluster scope.
+// `rank` (this block's own included). The arrival's release is the default, CTA scope: a release
+// at cluster scope is a fence a warp waits on (an arrival per k tile that way made the shared x
+// tile 2.5-4x slower than a block's own loads: docs/performance.md). What the arrival orders
+// here is the wgmma's reads of a stage, already complete (wgmma.wait_group), before the loads
+// that the receiving block's producer issues after its wait.
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
   unsigned remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
                : "=r"(remote)
                : "r"(smem_addr(bar)), "r"(rank));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
-               : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
 // Starts the DRAM read of `bytes` (a multiple of 16, 16-byte aligned) at `src` into L2.
