@@ -140,7 +140,6 @@ std::string config_name(const gemv_config& c) {
     break;
   case gemv_kind::wgmma_sw:
     o << "tn" << c.rows_per_warp << " st" << c.unroll;
-    if (c.batch_warps > 1) o << " x" << c.batch_warps; // the x tile shared by that many tiles
     break;
   }
   o << " w" << c.warps_per_block << " s" << c.split_k;
@@ -329,15 +328,6 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
     for (int tn : {40, 48, 64})
       for (int stages : {4, 6, 8})
         consider({tn, 4, stages, split, gemv_kind::wgmma_sw});
-  // ... and with the x tile shared by 2 or 4 row tiles (a cluster, TMA multicast; deeper rings).
-  for (int split : {1, 2, 3})
-    for (int tn : {40, 48, 64})
-      for (int share : {2, 4})
-        for (int stages : {6, 8, 12}) {
-          gemv_config c{tn, 4, stages, split, gemv_kind::wgmma_sw};
-          c.batch_warps = share;
-          consider(c);
-        }
   return out;
 }
 

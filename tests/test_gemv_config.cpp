@@ -417,40 +417,6 @@ TEST(gemv_config, the_wgmma_sw_family_takes_40_or_48_rows_and_the_batch_as_m) {
   EXPECT_STREQ(gemv_kind_name(gemv_kind::wgmma_sw), "wgmma_sw");
 }
 
-// The shared x tile (batch_warps, the x_share): 2 or 4 row tiles a cluster, so the row tiles must
-// come in whole clusters (6144 / 48 = 128 tiles; 2560 / 40 = 64; 37 rows are one tile), with
-// the workspace finish only (the cluster is the tiles', not the slices'); 12 stages only with a
-// share and one m64 (12 x (48 + 64) x 128 B = 168 KB; 128 batch rows would be 270 KB).
-TEST(gemv_config, the_wgmma_sw_x_share_takes_whole_clusters_of_row_tiles) {
-  auto ok = [](int tn, int stages, int split, int share, int batch, int n, int cluster = 0) {
-    gemv_config c{tn, 4, stages, split, gemv_kind::wgmma_sw, cluster};
-    c.batch_warps = share;
-    return gemv_config_supported(c, batch, n, 2560);
-  };
-  for (int share : {2, 4})
-    for (int split : {1, 2, 3}) {
-      EXPECT_TRUE(ok(48, 8, split, share, 64, 6144));
-      EXPECT_TRUE(ok(40, 6, split, share, 128, 2560));
-      EXPECT_TRUE(ok(48, 12, split, share, 64, 6144));
-      EXPECT_FALSE(ok(48, 12, split, share, 65, 6144)); // two m64: the ring would not fit
-      EXPECT_FALSE(ok(48, 8, split, share, 64, 37));    // one tile, no cluster of them
-      EXPECT_FALSE(ok(40, 8, 2, share, 64, 2560, 1));   // no cluster finish beside the share
-    }
-  EXPECT_TRUE(ok(48, 8, 1, 2, 64, 96));    // 2 tiles
-  EXPECT_FALSE(ok(48, 8, 1, 4, 64, 96));   // 2 tiles, not 4
-  EXPECT_FALSE(ok(48, 8, 1, 4, 64, 6200)); // 130 tiles
-  EXPECT_TRUE(ok(48, 8, 1, 2, 64, 6200));
-  EXPECT_FALSE(ok(48, 8, 1, 3, 64, 6144));
-  EXPECT_FALSE(ok(48, 8, 1, 8, 64, 6144));
-  EXPECT_FALSE(ok(48, 12, 1, 1, 64, 6144)); // 12 stages without a share
-  EXPECT_EQ(parse_gemv_config("wgmma_sw:48,4,12,1,0,4")->batch_warps, 4);
-  gemv_config c{48, 4, 12, 2, gemv_kind::wgmma_sw};
-  c.batch_warps = 4;
-  EXPECT_EQ(gemv_config_text(c), "wgmma_sw:48,4,12,2,0,4");
-  EXPECT_EQ(gemv_workspace_bytes(c, 64, 6144, 2560),
-            gemv_workspace_bytes({1, 8, 2, 2}, 64, 6144, 2560));
-}
-
 // The workspace layout is the same for every family: one zero-filled workspace serves them all.
 // Split 3 (a 40-tile projection as 120 blocks) where K slices are whole k tiles: the gemm and
 // wgmma families; the others cut K into even chunk counts and keep 1, 2, 4, 8.

@@ -54,8 +54,7 @@ bool in(int v, std::initializer_list<int> set) {
 
 bool supported(const gemv_config& c) {
   if (!in(c.split_k, {1, 2, 3, 4, 8}) || !in(c.cluster, {0, 1})) return false;
-  if (c.kind != gemv_kind::gemm && c.kind != gemv_kind::wgmma_sw && c.batch_warps != 1)
-    return false;
+  if (c.kind != gemv_kind::gemm && c.batch_warps != 1) return false;
   // Clusters of the split blocks (at most 8, the portable cluster size): the simt family and the
   // producer / consumer wgmma block, whose ring holds its partials (not the mma family, whose
   // registers decide its waves: gemv_bf16_mma.cu).
@@ -103,10 +102,8 @@ bool supported(const gemv_config& c) {
   case gemv_kind::wgmma_pk:
     return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
            in(c.unroll, {4, 6, 8});
-  case gemv_kind::wgmma_sw: // batch_warps: the x_share (a cluster of row tiles)
-    return in(c.rows_per_warp, {40, 48, 64}) && c.warps_per_block == 4 &&
-           (in(c.unroll, {4, 6, 8}) || (c.unroll == 12 && c.batch_warps > 1)) &&
-           in(c.batch_warps, {1, 2, 4}) && (c.batch_warps == 1 || !c.cluster);
+  case gemv_kind::wgmma_sw:
+    return in(c.rows_per_warp, {40, 48, 64}) && c.warps_per_block == 4 && in(c.unroll, {4, 6, 8});
   }
   return false;
 }
@@ -128,7 +125,7 @@ int next_pow2(int v) {
 // The gemm family's batch tile for a group of nb rows: a power of two, two n8 tiles a warp at
 // least (ldmatrix loads them in pairs).
 int gemm_batch_tile(const gemv_config& c, int nb) {
-  const int least = 16 * (c.kind == gemv_kind::gemm ? c.batch_warps : 1);
+  const int least = 16 * c.batch_warps;
   return nb <= least ? least : next_pow2(nb);
 }
 
@@ -151,7 +148,7 @@ bool wgmma_fits(const gemv_config& c, int batch) {
   const int rows = gemv_detail::wgmma_tile_rows(c.rows_per_warp, c.warps_per_block);
   if (c.kind == gemv_kind::wgmma_sw) { // the batch as M: 64 rows a wgmma, the x tile padded
     const int m = bn <= 64 ? 64 : 128;
-    return bn <= gemv_detail::gemm_max_batch && (c.unroll != 12 || m == 64) &&
+    return bn <= gemv_detail::gemm_max_batch &&
            m / 64 * rows / 2 <= gemv_detail::wgmma_max_accumulators &&
            c.unroll * (rows + m) * gemv_detail::gemm_tile_chunks * 16 + 1024 <=
                gemv_detail::wgmma_ws_max_smem_bytes;
@@ -229,7 +226,7 @@ cudaError_t launch_group(const gemv_args& a, int bg, const gemv_config& c, int b
                                              c.warps_per_block, c.unroll, blocks, s);
   if (c.kind == gemv_kind::wgmma_sw)
     return gemv_detail::launch_gemv_wgmma_sw(a, gemm_batch_tile(c, a.nb), c.rows_per_warp, c.unroll,
-                                             c.batch_warps, blocks, s);
+                                             blocks, s);
   const int nt = bg <= 8 ? 1 : bg <= 16 ? 2 : 4; // mma, packed: 8-column batch tiles
   if (c.kind == gemv_kind::mma)
     return gemv_detail::launch_gemv_mma(a, nt, c.unroll, c.warps_per_block, blocks, s);
@@ -480,7 +477,6 @@ bool gemv_config_supported(const gemv_config& c, int batch, int n, int k) {
     if (chunks > 8 || chunks * c.unroll > 8) return false;
   }
   const long long tiles = row_tiles(c, n);
-  if (c.kind == gemv_kind::wgmma_sw && tiles % c.batch_warps != 0) return false; // whole clusters
   return tiles * c.split_k <= 0x7fffffffLL &&
          (c.split_k == 1 || c.cluster || tiles <= max_split_tiles);
 }

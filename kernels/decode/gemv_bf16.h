@@ -74,9 +74,6 @@ namespace kg {
 //         so rows_per_warp is the block's rows, 40, 48 (tiles that fill 132 SMs where 64-row
 //         tiles leave some idle) or 64; warps_per_block 4 (one consumer warpgroup, one producer);
 //         unroll (stages) 4, 6, 8; row-major weights by TMA; split K with either finish.
-//         batch_warps (x_share) 2 or 4: that many adjacent row tiles run as one cluster and
-//         share each x tile, each block loading its share of the rows by TMA multicast into
-//         every block's ring (the workspace finish only; unroll 12 too, at batch <= 64).
 enum class gemv_kind : int {
   simt = 0,
   bulk = 1,
@@ -105,9 +102,7 @@ struct gemv_config {
   // re-read by the last block, a tail that shows in the down projection's time
   // (docs/performance.md) and grows with the batch in the wgmma families. No workspace.
   int cluster = 0;
-  // gemm: warps side by side along the batch (1 or 2). wgmma_sw: the row tiles that share each
-  // x tile by TMA multicast in one cluster (1, 2, 4; its x_share). 1 elsewhere.
-  int batch_warps = 1;
+  int batch_warps = 1; // gemm: warps side by side along the batch (1 or 2); 1 elsewhere
 };
 
 // "simt", "bulk", "mma", "sweep", "tsweep", "packed", "gemm", "wgmma", "wgmma_tma",
@@ -217,11 +212,8 @@ std::size_t gemv_workspace_bytes(const gemv_config& c, int batch, int n, int k);
 //   wgmma_ws: as wgmma, with unroll (stages) 6, 8, 12, 16 and a ring of at most 216 KB (plus
 //         1 KB of alignment); warps_per_block counts the consumer warps.
 //   wgmma_pk: as wgmma_ws with unroll (stages) 4, 6, 8; w is the wgmma_tiles copy.
-//   wgmma_sw: rows_per_warp 40, 48, 64; warps_per_block 4; unroll 4, 6, 8; batch_warps 1, or 2 and
-//         4 with cluster 0, the row tiles a multiple of it (unroll 12 too, at batch <= 64);
-//         batch tile 64 or 128; K slices and batch group as gemm.
-//   cluster 0 or 1 (1: split_k > 1 in simt, wgmma_ws, wgmma_pk and wgmma_sw); batch_warps 1
-//   but for gemm and wgmma_sw.
+//   cluster 0 or 1 (1: split_k > 1 in simt, wgmma_ws and wgmma_pk); batch_warps 1 but for
+//   gemm.
 // Returns cudaErrorInvalidValue for anything else (before touching the device), else the
 // launch's error. programmatic: launched as a programmatic dependent of the kernel ahead in `s`
 // (programmatic_launch.cuh): its launch overlaps that kernel's tail, and it reads and writes

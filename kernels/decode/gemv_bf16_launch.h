@@ -119,11 +119,9 @@ cudaError_t launch_gemv_wgmma_ws(const gemv_args& a, int bn, int rows_per_group,
 cudaError_t launch_gemv_wgmma_pk(const gemv_args& a, int bn, int rows_per_group,
                                  int warps_per_block, int stages, int blocks, cudaStream_t s);
 // The wgmma_sw family (gemv_bf16_wgmma_sw.cu): the batch as M (bn <= 64: one m64, else two),
-// tile_rows (40, 48 or 64) weight rows as N, stages 4, 6, 8 (12: share > 1 and bn <= 64); row-major
-// a.w by TMA. share 1, 2, 4: the row tiles of a cluster that share each x tile by multicast
-// (share > 1: no cluster finish, blocks a multiple of share).
-cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int stages, int share,
-                                 int blocks, cudaStream_t s);
+// tile_rows (40, 48 or 64) weight rows as N, stages 4, 6, 8; row-major a.w by TMA.
+cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int stages, int blocks,
+                                 cudaStream_t s);
 // The wgmma_tiles copy of w (n x k, k % 8 == 0) into `packed` (wgmma_tiles_bytes(n, k) bytes).
 // paired (n % 16 == 0): the copy's rows in the gated order, row 16 s + i of the copy being w's
 // row 8 s + i and row 16 s + 8 + i w's row n / 2 + 8 s + i (i < 8).

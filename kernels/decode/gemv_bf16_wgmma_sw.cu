@@ -6,10 +6,10 @@
 // wave. qkv's 6144 rows are 96 tiles of 64 (36 of 132 SMs idle, and a split of 2 cost more than
 // it gave) but 128 tiles of 48; o_proj's and down's 2560 rows are 64 tiles of 40, 128 blocks at
 // split 2. cuBLAS's kernels for these shapes take row tiles that are no multiple of 64 either
-// (gate_up 168, docs/performance.md, What cuBLAS runs). 64-row tiles divide gate_up's 19456 rows
-// into 304, whole clusters of 4 for the shared x tile below. The price: below batch 64 the M rows
-// past the batch are zeros the tensor cores multiply (the TMA fills them; no bytes are read for
-// them).
+// (gate_up 168, docs/performance.md, What cuBLAS runs). 64-row tiles are the wgmma_ws tile with
+// the batch on M (gate_up's 19456 rows: 304 blocks, several a wave). The price: below batch 64 the
+// M rows past the batch are zeros the tensor cores multiply (the TMA fills them; no bytes are read
+// for them).
 //
 // The block: one consumer warpgroup and one producer warpgroup (256 threads), a ring of STAGES
 // stages, each the x tile (64 MB rows x one 64-column k tile) then the weights' TN rows of it,
@@ -18,16 +18,6 @@
 // order, each tile's four k16 steps in order; split K adds the slices in slice order (the
 // workspace or the cluster finish, both the wgmma_ws family's), so the bits depend on the
 // configuration alone, never on the SMs.
-//
-// SHARE > 1 (gemv_config::batch_warps, x_share below): SHARE row tiles of one K slice run as one
-// cluster and share each x tile. Every block's producer loads its 1 / SHARE of the x tile's rows
-// by TMA multicast into the same stage of every block of the cluster, and its own weights into
-// its own. Why: x is re-read by every row tile, and at batch 64 a stage's x tile (8 KB) outweighs
-// its weights (5-6 KB): the L2 serves 1 / SHARE of those bytes. cuBLAS's kernel at qkv batch 64
-// is this form with 4 row tiles a cluster (docs/performance.md, What cuBLAS does there). The
-// price: a stage is refilled in a block only once every block of the cluster has released it (its
-// x arrives from all of them), so the consumers' releases count on all SHARE blocks' `empty`
-// barriers and the blocks of a cluster advance together. The sums are the same, so are the bits.
 #include "kernels/decode/gemv_bf16_wgmma_ws.cuh"
 
 namespace kg::gemv_detail {
@@ -76,63 +66,11 @@ __device__ __forceinline__ void stage_sw_part(const float (&c)[MB][TN / 2], unsi
     }
 }
 
-// The block's tile and K slice. SHARE == 1: block_slice's (tile-major, slices adjacent). SHARE >
-// 1: the cluster (SHARE consecutive blocks, rank = blockIdx.x % SHARE) is SHARE adjacent row
-// tiles of one slice, so its blocks read the same x columns.
-template <int TN, int SHARE>
-__device__ __forceinline__ ring_slice sw_block_slice(const gemv_args& a) {
-  if constexpr (SHARE == 1) {
-    return block_slice<TN>(a);
-  } else {
-    const int g = static_cast<int>(blockIdx.x) / SHARE, q = static_cast<int>(blockIdx.x) % SHARE;
-    ring_slice r;
-    r.slice = g % a.split;
-    r.tile = g / a.split * SHARE + q;
-    r.row0 = r.tile * TN;
-    const int k_tiles = (a.k8 + gemm_tile_chunks - 1) / gemm_tile_chunks;
-    const int per_slice = a.slice_len / gemm_tile_chunks;
-    r.kt0 = r.slice * per_slice;
-    r.count = max(0, min(k_tiles, r.kt0 + per_slice) - r.kt0);
-    return r;
-  }
-}
-
-// The producer's loads of k tile column `col` into the stage at `st`: this block's share of the
-// x tile's rows (all of them when SHARE == 1; by multicast to the cluster otherwise), then its
-// weights.
-template <int TN, int MB, int SHARE>
-__device__ __forceinline__ void load_sw_stage(unsigned char* st, const CUtensorMap* w_map,
-                                              const CUtensorMap* x_map, int col, int row0,
-                                              unsigned long long* bar) {
-  if constexpr (SHARE == 1) {
-    kg::decode::tma_load_2d(st, x_map, col, 0, bar);
-  } else {
-    constexpr int piece_rows = MB * 64 / SHARE;
-    const int q = static_cast<int>(blockIdx.x) % SHARE;
-    kg::decode::tma_load_2d_multicast(st + q * piece_rows * row_bytes, x_map, col, q * piece_rows,
-                                      bar, static_cast<unsigned short>((1u << SHARE) - 1));
-  }
-  kg::decode::tma_load_2d(st + sw_x_bytes(MB), w_map, col, row0, bar);
-}
-
-// A consumer warp's release of stage `bar`: on its own block's barrier, or with SHARE > 1 on
-// every block's of the cluster (each will next load x into all of them).
-template <int SHARE>
-__device__ __forceinline__ void release_sw_stage(unsigned long long* bar) {
-  if constexpr (SHARE == 1) {
-    kg::decode::mbar_arrive(bar);
-  } else {
-#pragma unroll
-    for (int q = 0; q < SHARE; ++q)
-      kg::decode::mbar_arrive_cluster(bar, static_cast<unsigned>(q));
-  }
-}
-
-template <int TN, int MB, int STAGES, int SHARE>
+template <int TN, int MB, int STAGES>
 __global__ void __launch_bounds__(256, 1)
     gemv_wgmma_sw_kernel(const __grid_constant__ CUtensorMap w_map,
                          const __grid_constant__ CUtensorMap x_map, const gemv_args a) {
-  constexpr int stage_size = sw_stage_bytes(TN, MB);
+  constexpr int x_bytes = sw_x_bytes(MB), stage_size = sw_stage_bytes(TN, MB);
   constexpr int producer = 128;
   extern __shared__ __align__(128) unsigned char smem_raw[];
   __shared__ alignas(8) unsigned long long full[STAGES];
@@ -140,12 +78,12 @@ __global__ void __launch_bounds__(256, 1)
   unsigned base;
   unsigned char* smem = align_ring(smem_raw, base);
   const int tid = static_cast<int>(threadIdx.x), t = tid % 128;
-  const ring_slice r = sw_block_slice<TN, SHARE>(a);
+  const ring_slice r = block_slice<TN>(a);
 
   if (tid == producer) {
     for (int j = 0; j < STAGES; ++j) {
       kg::decode::mbar_init(&full[j], 1);
-      kg::decode::mbar_init(&empty[j], 4 * SHARE); // one arrival per consumer warp of the cluster
+      kg::decode::mbar_init(&empty[j], 4); // one arrival per consumer warp
     }
     kg::decode::mbar_init_fence();
     // The weights never depend on the kernel ahead: their first tiles head for L2 before the
@@ -153,11 +91,7 @@ __global__ void __launch_bounds__(256, 1)
     for (int j = 0; j < STAGES && j < r.count; ++j)
       kg::decode::tma_prefetch_2d(&w_map, (r.kt0 + j) * tma_tile_elements, r.row0);
   }
-  // SHARE > 1: no block's x multicast or release may reach a barrier not yet initialized.
-  if constexpr (SHARE == 1)
-    __syncthreads();
-  else
-    cluster_sync();
+  __syncthreads();
   gemv_prologue();
 
   if (tid >= producer) {
@@ -167,8 +101,10 @@ __global__ void __launch_bounds__(256, 1)
         if (j >= STAGES)
           kg::decode::mbar_wait(&empty[s], static_cast<unsigned>(j / STAGES - 1) & 1u);
         kg::decode::mbar_arrive_expect_tx(&full[s], stage_size);
-        load_sw_stage<TN, MB, SHARE>(smem + s * stage_size, &w_map, &x_map,
-                                     (r.kt0 + j) * tma_tile_elements, r.row0, &full[s]);
+        unsigned char* st = smem + s * stage_size;
+        const int col = (r.kt0 + j) * tma_tile_elements;
+        kg::decode::tma_load_2d(st, &x_map, col, 0, &full[s]);
+        kg::decode::tma_load_2d(st + x_bytes, &w_map, col, r.row0, &full[s]);
       }
   } else {
     float c[MB][TN / 2];
@@ -180,14 +116,14 @@ __global__ void __launch_bounds__(256, 1)
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < gemm_tile_chunks / 2; ++ks) {
-        const std::uint64_t w = smem_desc(st + sw_x_bytes(MB) + ks * 32);
+        const std::uint64_t w = smem_desc(st + x_bytes + ks * 32);
 #pragma unroll
         for (int mb = 0; mb < MB; ++mb)
           wgmma_bf16<TN>(c[mb], smem_desc(st + mb * 64 * row_bytes + ks * 32), w);
       }
       wgmma_commit();
       wgmma_wait_all();
-      if (t % 32 == 0) release_sw_stage<SHARE>(&empty[s]);
+      if (t % 32 == 0) kg::decode::mbar_arrive(&empty[s]);
     }
     pin_accumulators(c);
     if (a.cluster)
@@ -195,90 +131,64 @@ __global__ void __launch_bounds__(256, 1)
     else
       store_sw_tile<TN, MB>(c, a, r.row0, t, r.slice);
   }
-  // (every thread: both finishes meet at barriers) SHARE > 1: no block leaves while the others
-  // may still release a stage on its barriers.
-  if constexpr (SHARE > 1) cluster_sync();
+  // (every thread: both finishes meet at barriers)
   if (a.cluster)
     finish_wgmma_cluster<TN>(a, smem, r);
   else if (a.split > 1)
     finish_split_k(a, r.tile, TN);
 }
 
-template <int TN, int MB, int STAGES, int SHARE>
+template <int TN, int MB, int STAGES>
 cudaError_t launch_sw(const gemv_args& a, int blocks, cudaStream_t s) {
   constexpr int smem_bytes = STAGES * sw_stage_bytes(TN, MB) + smem_align;
   static_assert(smem_bytes <= wgmma_ws_max_smem_bytes, "the ring fits a block");
   static_assert(cluster_part_bytes<TN, MB * 64> <= STAGES * sw_stage_bytes(TN, MB),
                 "the cluster finish's partials live in the ring");
-  static_assert(SHARE == 1 || MB * 64 / SHARE % 8 == 0, "x pieces of whole swizzle atoms");
-  const auto kernel = gemv_wgmma_sw_kernel<TN, MB, STAGES, SHARE>;
+  const auto kernel = gemv_wgmma_sw_kernel<TN, MB, STAGES>;
   CUtensorMap w_map, x_map;
   cudaError_t e =
       kg::decode::encode_bf16_tile_map(w_map, a.w, a.n, a.k8 * 8, TN, tma_tile_elements);
   if (e == cudaSuccess)
-    e = kg::decode::encode_bf16_tile_map(x_map, a.x, a.nb, a.k8 * 8, MB * 64 / SHARE,
-                                         tma_tile_elements);
+    e = kg::decode::encode_bf16_tile_map(x_map, a.x, a.nb, a.k8 * 8, MB * 64, tma_tile_elements);
   if (e != cudaSuccess) return e;
   e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes);
   if (e != cudaSuccess) return e;
   return pdl::launch(kernel, dim3(blocks), dim3(256), smem_bytes, s, a.programmatic,
-                     SHARE > 1   ? static_cast<unsigned>(SHARE)
-                     : a.cluster ? static_cast<unsigned>(a.split)
-                                 : 1u,
-                     w_map, x_map, a);
+                     a.cluster ? static_cast<unsigned>(a.split) : 1u, w_map, x_map, a);
 }
 
-template <int TN, int MB, int SHARE>
+template <int TN, int MB>
 cudaError_t launch_sw_stages(const gemv_args& a, int stages, int blocks, cudaStream_t s) {
   switch (stages) {
   case 4:
-    return launch_sw<TN, MB, 4, SHARE>(a, blocks, s);
+    return launch_sw<TN, MB, 4>(a, blocks, s);
   case 6:
-    return launch_sw<TN, MB, 6, SHARE>(a, blocks, s);
+    return launch_sw<TN, MB, 6>(a, blocks, s);
   case 8:
-    return launch_sw<TN, MB, 8, SHARE>(a, blocks, s);
-  case 12: // (shared x only, and one m64 a stage: gemv_config_supported)
-    if constexpr (SHARE > 1 && MB == 1) return launch_sw<TN, MB, 12, SHARE>(a, blocks, s);
-    return cudaErrorInvalidValue;
+    return launch_sw<TN, MB, 8>(a, blocks, s);
   default:
     return cudaErrorInvalidValue;
   }
-}
-
-template <int TN, int SHARE>
-cudaError_t launch_sw_batch(const gemv_args& a, int bn, int stages, int blocks, cudaStream_t s) {
-  return bn <= 64 ? launch_sw_stages<TN, 1, SHARE>(a, stages, blocks, s)
-                  : launch_sw_stages<TN, 2, SHARE>(a, stages, blocks, s);
 }
 
 template <int TN>
-cudaError_t launch_sw_share(const gemv_args& a, int bn, int stages, int share, int blocks,
-                            cudaStream_t s) {
-  switch (share) {
-  case 1:
-    return launch_sw_batch<TN, 1>(a, bn, stages, blocks, s);
-  case 2:
-    return launch_sw_batch<TN, 2>(a, bn, stages, blocks, s);
-  case 4:
-    return launch_sw_batch<TN, 4>(a, bn, stages, blocks, s);
-  default:
-    return cudaErrorInvalidValue;
-  }
+cudaError_t launch_sw_batch(const gemv_args& a, int bn, int stages, int blocks, cudaStream_t s) {
+  return bn <= 64 ? launch_sw_stages<TN, 1>(a, stages, blocks, s)
+                  : launch_sw_stages<TN, 2>(a, stages, blocks, s);
 }
 
 } // namespace
 
-cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int stages, int share,
-                                 int blocks, cudaStream_t s) {
-  if (bn > gemm_max_batch || (share > 1 && (a.cluster || blocks % share != 0)))
-    return cudaErrorInvalidValue;
+cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int stages, int blocks,
+                                 cudaStream_t s) {
+  if (bn > gemm_max_batch) return cudaErrorInvalidValue;
   switch (tile_rows) {
   case 40:
-    return launch_sw_share<40>(a, bn, stages, share, blocks, s);
+    return launch_sw_batch<40>(a, bn, stages, blocks, s);
   case 48:
-    return launch_sw_share<48>(a, bn, stages, share, blocks, s);
+    return launch_sw_batch<48>(a, bn, stages, blocks, s);
   case 64:
-    return launch_sw_share<64>(a, bn, stages, share, blocks, s);
+    return launch_sw_batch<64>(a, bn, stages, blocks, s);
   default:
     return cudaErrorInvalidValue;
   }

@@ -75,34 +75,6 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, i
                : "memory");
 }
 
-// tma_load_2d's box delivered to every block of the cluster whose rank's bit is set in `mask`:
-// each receives it at dst's offset in its own shared memory and counts its bytes on the barrier at
-// bar's offset in its own shared memory. Every receiving block must have initialized that barrier
-// (a cluster barrier after mbar_init) and must not be reading that part of its ring.
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const CUtensorMap* map, int c0,
-                                                      int c1, unsigned long long* bar,
-                                                      unsigned short mask) {
-  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-               ".multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(smem_addr(dst)),
-               "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_addr(bar)),
-               "h"(mask)
-               : "memory");
-}
-
-// One arrival on the barrier at bar's offset in the shared memory of the cluster's block of rank
-// `rank` (this block's own included). The arrival's release is the default, CTA scope: a release
-// at cluster scope is a fence a warp waits on (an arrival per k tile that way made the shared x
-// tile 2.5-4x slower than a block's own loads: docs/performance.md). What the arrival orders
-// here is the wgmma's reads of a stage, already complete (wgmma.wait_group), before the loads
-// that the receiving block's producer issues after its wait.
-__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long* bar, unsigned rank) {
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-               : "=r"(remote)
-               : "r"(smem_addr(bar)), "r"(rank));
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-}
-
 // Starts the DRAM read of `bytes` (a multiple of 16, 16-byte aligned) at `src` into L2.
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, unsigned bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
