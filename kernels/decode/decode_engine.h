@@ -121,13 +121,13 @@ public:
   // batch size `batch` instead of pick_gemv_config_in_step's, or that again with nullopt. The
   // table was chosen with each kernel timed alone, the step's own rows inside the step;
   // kg_bench_decode_step --gemv times the step with other rows, where what overlaps the kernels
-  // beside it counts. Where norms fold, the norm
-  // folds into this configuration if it takes it (gemv_takes_folded_norm), else stays a kernel;
-  // gate_up's takes the SiLU gate as its epilogue where it can (gemv_gated_supported). A copy of
-  // the weights in the configuration's layout is made now where the engine holds none, and the
-  // GEMV workspace grows to fit. Throws std::invalid_argument for an unknown projection, a batch
-  // outside 1..min(max_batch, max_gemv_batch, 128) or a configuration launch_gemv_bf16 does not
-  // take at that shape. Waits for the stream; graphs captured before are dropped.
+  // beside it counts. Where norms fold, the norm folds into this configuration if it takes it
+  // (gemv_takes_folded_norm), else stays a kernel; gate_up's takes the SiLU gate as its epilogue
+  // where it can (gemv_gated_supported). A copy of the weights in the configuration's layout is
+  // made now where the engine holds none, and the GEMV workspace grows to fit. Throws
+  // std::invalid_argument for an unknown projection, a batch outside 1..min(max_batch,
+  // max_gemv_batch, 128) or a configuration launch_gemv_bf16 does not take at that shape. Waits for
+  // the stream; graphs captured before are dropped.
   void set_gemv_config(const std::string& projection, int batch,
                        const std::optional<gemv_config>& c);
 
