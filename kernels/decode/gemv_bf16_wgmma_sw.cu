@@ -11,6 +11,13 @@
 // M rows past the batch are zeros the tensor cores multiply (the TMA fills them; no bytes are read
 // for them).
 //
+// Every block reads the whole x tile of its K slice from L2, once per block: at batch 128 a
+// 48-row tile reads 128 / 48 = 2.7 bytes of x for each byte of weights, so L2 carries several
+// times the weights' bytes. Wider tiles (80, 96, 128 rows) with a deeper split keep the grid at
+// about one wave and cut that ratio (qkv: 64 tiles of 96 at split 2, 1.3 bytes; o_proj and down:
+// 32 tiles of 80 at split 4, 1.6 bytes), at the price of more accumulators a thread (up to 128)
+// and a shallower ring where two m64 batch tiles fill the stage.
+//
 // The block: one consumer warpgroup and one producer warpgroup (256 threads), a ring of STAGES
 // stages, each the x tile (64 MB rows x one 64-column k tile) then the weights' TN rows of it,
 // both 128-byte swizzled by the TMA. The producer refills a stage once the 4 consumer warps have
@@ -138,23 +145,31 @@ __global__ void __launch_bounds__(256, 1)
     finish_split_k(a, r.tile, TN);
 }
 
+// Whether a ring of STAGES stages fits a block (the wide tiles at two m64 batch tiles take 4 or
+// 6 stages, not 8: gemv_config_supported's rule) and holds the cluster finish's partials.
+template <int TN, int MB, int STAGES>
+constexpr bool sw_ring_fits =
+    STAGES* sw_stage_bytes(TN, MB) + smem_align
+    <= wgmma_ws_max_smem_bytes&& cluster_part_bytes<TN, MB * 64> <= STAGES* sw_stage_bytes(TN, MB);
+
 template <int TN, int MB, int STAGES>
 cudaError_t launch_sw(const gemv_args& a, int blocks, cudaStream_t s) {
-  constexpr int smem_bytes = STAGES * sw_stage_bytes(TN, MB) + smem_align;
-  static_assert(smem_bytes <= wgmma_ws_max_smem_bytes, "the ring fits a block");
-  static_assert(cluster_part_bytes<TN, MB * 64> <= STAGES * sw_stage_bytes(TN, MB),
-                "the cluster finish's partials live in the ring");
-  const auto kernel = gemv_wgmma_sw_kernel<TN, MB, STAGES>;
-  CUtensorMap w_map, x_map;
-  cudaError_t e =
-      kg::decode::encode_bf16_tile_map(w_map, a.w, a.n, a.k8 * 8, TN, tma_tile_elements);
-  if (e == cudaSuccess)
-    e = kg::decode::encode_bf16_tile_map(x_map, a.x, a.nb, a.k8 * 8, MB * 64, tma_tile_elements);
-  if (e != cudaSuccess) return e;
-  e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes);
-  if (e != cudaSuccess) return e;
-  return pdl::launch(kernel, dim3(blocks), dim3(256), smem_bytes, s, a.programmatic,
-                     a.cluster ? static_cast<unsigned>(a.split) : 1u, w_map, x_map, a);
+  if constexpr (!sw_ring_fits<TN, MB, STAGES>) {
+    return cudaErrorInvalidValue;
+  } else {
+    constexpr int smem_bytes = STAGES * sw_stage_bytes(TN, MB) + smem_align;
+    const auto kernel = gemv_wgmma_sw_kernel<TN, MB, STAGES>;
+    CUtensorMap w_map, x_map;
+    cudaError_t e =
+        kg::decode::encode_bf16_tile_map(w_map, a.w, a.n, a.k8 * 8, TN, tma_tile_elements);
+    if (e == cudaSuccess)
+      e = kg::decode::encode_bf16_tile_map(x_map, a.x, a.nb, a.k8 * 8, MB * 64, tma_tile_elements);
+    if (e != cudaSuccess) return e;
+    e = allow_dynamic_smem(reinterpret_cast<const void*>(kernel), smem_bytes);
+    if (e != cudaSuccess) return e;
+    return pdl::launch(kernel, dim3(blocks), dim3(256), smem_bytes, s, a.programmatic,
+                       a.cluster ? static_cast<unsigned>(a.split) : 1u, w_map, x_map, a);
+  }
 }
 
 template <int TN, int MB>
@@ -189,6 +204,12 @@ cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int 
     return launch_sw_batch<48>(a, bn, stages, blocks, s);
   case 64:
     return launch_sw_batch<64>(a, bn, stages, blocks, s);
+  case 80:
+    return launch_sw_batch<80>(a, bn, stages, blocks, s);
+  case 96:
+    return launch_sw_batch<96>(a, bn, stages, blocks, s);
+  case 128:
+    return launch_sw_batch<128>(a, bn, stages, blocks, s);
   default:
     return cudaErrorInvalidValue;
   }
