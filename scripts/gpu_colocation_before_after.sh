@@ -13,7 +13,8 @@
 #   PHASE=start  starts it and waits up to WAIT_S seconds (default 560)
 #   PHASE=wait   waits again (call within the machine's warm time)
 # Knobs: FILTER (default the log-uniform band's production mix, solo and lora16), REPEATS (run's
-# --repeats, default 3). Each call leaves summary.txt, the logs and, once done, compare.log in
+# --repeats, default 3), HOLD (a path: the runs wait, after both builds, while it exists, so a
+# call can time other work on the GPU while the builds take the CPUs, then remove it). Each call leaves summary.txt, the logs and, once done, compare.log in
 # $LOG_DIR (the device's $OUT).
 set -uo pipefail
 phase=${PHASE:-start}
@@ -24,6 +25,7 @@ work="$root/nightly-colocation" # ignored by git (/nightly-*/); stays while the 
 before="$root/before-src"
 filter=${FILTER:-'^serving\.throughput\.production\.log512-8192\.(solo|lora16)$'}
 repeats=${REPEATS:-3}
+hold=${HOLD:-}
 mkdir -p "$logs"
 if [ "$phase" = start ]; then
   [ -f "$before/scripts/gpu_build.sh" ] || {
@@ -46,6 +48,9 @@ if [ "$phase" = start ]; then
     (LOG_DIR='$work/after-build' BUILD_DIR='$root/build-gpu' BUILD_TARGET=kernelgate \
       bash -c 'source \"$root/scripts/gpu_build.sh\"') >'$work/build-after.log' 2>&1
     echo \"build after: exit \$? in \$(( \$(date +%s) - s )) s\" >>'$work/summary.txt'
+    s=\$(date +%s)
+    while [ -n '$hold' ] && [ -e '$hold' ]; do sleep 2; done
+    echo \"held: \$(( \$(date +%s) - s )) s\" >>'$work/summary.txt'
     for side in before after; do
       kg='$root/build-before/suite/kernelgate'; warm=''
       if [ \$side = after ]; then kg='$root/build-gpu/suite/kernelgate'; warm='--warm-from $work/before'; fi
