@@ -251,8 +251,17 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
           gemv_config{128, 8, 4, 1, gemv_kind::wgmma_tma},
           gemv_config{128, 8, 3, 1, gemv_kind::wgmma_tma},
           gemv_config{64, 4, 4, 1, gemv_kind::wgmma_pk},
-          gemv_config{64, 4, 6, 1, gemv_kind::wgmma_pk}})
-      if (batch <= gemv_batch_group(c) && gemv_config_supported(c, batch, s.n, s.k)) add(c);
+          gemv_config{64, 4, 6, 1, gemv_kind::wgmma_pk},
+          // the swapped tile, narrow to wide (fewer x reads a weight byte at batch 64-128)
+          gemv_config{48, 4, 6, 1, gemv_kind::wgmma_sw},
+          gemv_config{80, 4, 4, 1, gemv_kind::wgmma_sw},
+          gemv_config{96, 4, 4, 1, gemv_kind::wgmma_sw},
+          gemv_config{128, 4, 4, 1, gemv_kind::wgmma_sw},
+          gemv_config{128, 4, 6, 1, gemv_kind::wgmma_sw}})
+      if (batch <= gemv_batch_group(c) && gemv_config_supported(c, batch, s.n, s.k) &&
+          (kinds.empty() ||
+           std::find(kinds.begin(), kinds.end(), gemv_kind_name(c.kind)) != kinds.end()))
+        add(c);
     return out;
   }
   auto consider = [&](gemv_config c) {
