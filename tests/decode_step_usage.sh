@@ -21,7 +21,7 @@ expect_refusal "cannot read 'qkv@x=simt:2,4,2,1'" --gemv 'qkv@x=simt:2,4,2,1'
 expect_refusal "qkvx@1: no such projection" --gemv 'qkvx@1=simt:2,4,2,1'
 expect_refusal "down@8: the batches run are 1..4" --batches 1,4 --gemv 'down@8=simt:2,4,2,1'
 expect_refusal "qkv@1: launch_gemv_bf16 does not run sweep:9,8,2,1" --gemv 'qkv@1=sweep:9,8,2,1'
-expect_refusal "o_proj@64: launch_gemv_bf16 does not run wgmma_sw:96,4,4,2,1" --batches 64 \
-  --gemv 'o_proj@64=wgmma_sw:96,4,4,2,1'
+expect_refusal "o_proj@64: launch_gemv_bf16 does not run wgmma_sw:112,4,4,2,1" --batches 64 \
+  --gemv 'o_proj@64=wgmma_sw:112,4,4,2,1'
 [ $fail -eq 0 ] && echo "kg_bench_decode_step: every bad --gemv set refused with exit 2"
 exit $fail
