@@ -387,30 +387,26 @@ TEST(gemv_config, the_wgmma_pk_family_takes_the_wgmma_ws_tiles_with_shallower_ri
   EXPECT_TRUE(gemv_reads_packed({64, 4, 6, 1, gemv_kind::wgmma_pk}));
 }
 
-// The wgmma_sw family's rules: 40 to 168 weight rows a block, one consumer warpgroup, stages 4,
-// 6, 8 where the ring fits 217 KB (222,208 bytes) with the x tile padded to 64 or 128 rows, and
-// at most 128 accumulators a thread (rows / 2 for each m64 batch tile). By hand: 8 x (64 + 128) x
-// 128 B + 1 KB = 197,632 bytes fits; 8 x (96 + 128) x 128 B + 1 KB = 230,400 and 8 x (128 + 128)
-// x 128 B + 1 KB do not, so 96 and 128 rows take 4 or 6 stages above a batch of 64; 8 x (80 +
-// 128) x 128 B + 1 KB = 214,016 fits. 152-168 rows: one m64 tile only (two would hold 152-168
-// accumulators), and 8 stages only at 152 (8 x (152 + 64) x 128 B + 1 KB = 222,208 exactly; 160:
-// 230,400). Any split and either finish; a block of tn rows, so 6144 rows are 128 blocks of 48.
-TEST(gemv_config, the_wgmma_sw_family_takes_40_to_168_rows_and_the_batch_as_m) {
+// The wgmma_sw family's rules: 40, 48, 64, 80, 96 or 128 weight rows a block, one consumer
+// warpgroup, stages 4, 6, 8 where the ring fits 217 KB with the x tile padded to 64 or 128 rows
+// (by hand: 8 x (64 + 128) x 128 B + 1 KB = 197,632 bytes fits; 8 x (96 + 128) x 128 B + 1 KB =
+// 230,400 and 8 x (128 + 128) x 128 B + 1 KB do not, so 96 and 128 rows take 4 or 6 stages above
+// a batch of 64; 8 x (80 + 128) x 128 B + 1 KB = 214,016 fits), any split and either finish; a
+// block of tn rows, so 6144 rows are 128 blocks of 48.
+TEST(gemv_config, the_wgmma_sw_family_takes_40_to_128_rows_and_the_batch_as_m) {
   auto ok = [](int tn, int wpb, int stages, int split, int batch, int cluster = 0) {
     return gemv_config_supported({tn, wpb, stages, split, gemv_kind::wgmma_sw, cluster}, batch,
                                  6144, 2560);
   };
-  for (int tn : {40, 48, 64, 80, 96, 128, 152, 160, 168})
+  for (int tn : {40, 48, 64, 80, 96, 128})
     for (int stages : {4, 6, 8})
       for (int split : {1, 2, 3, 4, 8})
         for (int batch : {1, 16, 64, 65, 128, 300}) {
-          const bool fits = tn <= 128 ? stages < 8 || tn <= 80 || batch <= 64
-                                      : batch <= 64 && (stages < 8 || tn == 152);
+          const bool fits = stages < 8 || tn <= 80 || batch <= 64;
           EXPECT_EQ(ok(tn, 4, stages, split, batch), fits) << tn << " " << stages << " " << split;
           EXPECT_EQ(ok(tn, 4, stages, split, batch, 1), fits && split > 1);
         }
   EXPECT_FALSE(ok(112, 4, 6, 1, 16));
-  EXPECT_FALSE(ok(176, 4, 4, 1, 16));
   EXPECT_FALSE(ok(256, 4, 4, 1, 16));
   EXPECT_FALSE(ok(32, 4, 6, 1, 16));
   EXPECT_FALSE(ok(48, 8, 6, 1, 16)); // one consumer warpgroup

@@ -73,8 +73,7 @@ namespace kg {
 //         the warpgroup MMA's M (64 or 128 rows, zeros past the batch) and the weight rows its N,
 //         so rows_per_warp is the block's rows, 40, 48 (tiles that fill 132 SMs where 64-row
 //         tiles leave some idle), 64, or 80, 96, 128 (every block reads the whole x tile of its
-//         K slice, so wider tiles with a deeper split read less x for the same weights), or
-//         152, 160, 168 (one m64 batch tile: batch tiles up to 64; gate_up in one wave);
+//         K slice, so wider tiles with a deeper split read less x for the same weights);
 //         warps_per_block 4 (one consumer warpgroup, one producer); unroll (stages) 4, 6, 8
 //         where the ring fits; row-major weights by TMA; split K with either finish.
 enum class gemv_kind : int {

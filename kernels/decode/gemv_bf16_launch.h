@@ -119,8 +119,8 @@ cudaError_t launch_gemv_wgmma_ws(const gemv_args& a, int bn, int rows_per_group,
 cudaError_t launch_gemv_wgmma_pk(const gemv_args& a, int bn, int rows_per_group,
                                  int warps_per_block, int stages, int blocks, cudaStream_t s);
 // The wgmma_sw family (gemv_bf16_wgmma_sw.cu): the batch as M (bn <= 64: one m64, else two),
-// tile_rows (40, 48, 64, 80, 96, 128, 152, 160 or 168) weight rows as N, stages 4, 6, 8 where
-// the ring and the accumulators fit (cudaErrorInvalidValue elsewhere); row-major a.w by TMA.
+// tile_rows (40, 48, 64, 80, 96 or 128) weight rows as N, stages 4, 6, 8 where the ring fits
+// (cudaErrorInvalidValue elsewhere); row-major a.w by TMA.
 cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int stages, int blocks,
                                  cudaStream_t s);
 // The wgmma_tiles copy of w (n x k, k % 8 == 0) into `packed` (wgmma_tiles_bytes(n, k) bytes).

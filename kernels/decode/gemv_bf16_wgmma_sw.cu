@@ -16,9 +16,7 @@
 // times the weights' bytes. Wider tiles (80, 96, 128 rows) with a deeper split keep the grid at
 // about one wave and cut that ratio (qkv: 64 tiles of 96 at split 2, 1.3 bytes; o_proj and down:
 // 32 tiles of 80 at split 4, 1.6 bytes), at the price of more accumulators a thread (up to 128)
-// and a shallower ring where two m64 batch tiles fill the stage. 152-168 rows (one m64 batch
-// tile: up to 84 accumulators) cut gate_up's 19456 rows into one wave of long streams (128 tiles
-// of 152; cuBLAS's gate_up kernel takes 168-row tiles).
+// and a shallower ring where two m64 batch tiles fill the stage.
 //
 // The block: one consumer warpgroup and one producer warpgroup (256 threads), a ring of STAGES
 // stages, each the x tile (64 MB rows x one 64-column k tile) then the weights' TN rows of it,
@@ -148,18 +146,15 @@ __global__ void __launch_bounds__(256, 1)
 }
 
 // Whether a ring of STAGES stages fits a block (the wide tiles at two m64 batch tiles take 4 or
-// 6 stages, not 8: gemv_config_supported's rule) and holds the cluster finish's partials, and
-// the accumulators fit a thread (152-168 rows: one m64 batch tile only).
+// 6 stages, not 8: gemv_config_supported's rule) and holds the cluster finish's partials.
 template <int TN, int MB, int STAGES>
-constexpr bool sw_fits() {
-  constexpr int ring = STAGES * sw_stage_bytes(TN, MB);
-  return ring + smem_align <= wgmma_ws_max_smem_bytes && cluster_part_bytes<TN, MB * 64> <= ring &&
-         MB * TN / 2 <= wgmma_max_accumulators;
-}
+constexpr bool sw_ring_fits =
+    STAGES* sw_stage_bytes(TN, MB) + smem_align
+    <= wgmma_ws_max_smem_bytes&& cluster_part_bytes<TN, MB * 64> <= STAGES* sw_stage_bytes(TN, MB);
 
 template <int TN, int MB, int STAGES>
 cudaError_t launch_sw(const gemv_args& a, int blocks, cudaStream_t s) {
-  if constexpr (!sw_fits<TN, MB, STAGES>()) {
+  if constexpr (!sw_ring_fits<TN, MB, STAGES>) {
     return cudaErrorInvalidValue;
   } else {
     constexpr int smem_bytes = STAGES * sw_stage_bytes(TN, MB) + smem_align;
@@ -215,12 +210,6 @@ cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int 
     return launch_sw_batch<96>(a, bn, stages, blocks, s);
   case 128:
     return launch_sw_batch<128>(a, bn, stages, blocks, s);
-  case 152:
-    return launch_sw_batch<152>(a, bn, stages, blocks, s);
-  case 160:
-    return launch_sw_batch<160>(a, bn, stages, blocks, s);
-  case 168:
-    return launch_sw_batch<168>(a, bn, stages, blocks, s);
   default:
     return cudaErrorInvalidValue;
   }
