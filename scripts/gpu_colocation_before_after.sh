@@ -14,8 +14,8 @@
 #   PHASE=wait   waits again (call within the machine's warm time)
 # Knobs: FILTER (default the log-uniform band's production mix, solo and lora16), REPEATS (run's
 # --repeats, default 3), HOLD (a path: the runs wait, after both builds, while it exists, so a
-# call can time other work on the GPU while the builds take the CPUs, then remove it). Each call leaves summary.txt, the logs and, once done, compare.log in
-# $LOG_DIR (the device's $OUT).
+# call can time other work on the GPU while the builds take the CPUs, then remove it). Each call
+# leaves summary.txt, the logs and, once done, compare.log in $LOG_DIR (the device's $OUT).
 set -uo pipefail
 phase=${PHASE:-start}
 wait_s=${WAIT_S:-560}

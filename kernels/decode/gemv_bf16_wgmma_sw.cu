@@ -148,13 +148,14 @@ __global__ void __launch_bounds__(256, 1)
 // Whether a ring of STAGES stages fits a block (the wide tiles at two m64 batch tiles take 4 or
 // 6 stages, not 8: gemv_config_supported's rule) and holds the cluster finish's partials.
 template <int TN, int MB, int STAGES>
-constexpr bool sw_ring_fits =
-    STAGES* sw_stage_bytes(TN, MB) + smem_align
-    <= wgmma_ws_max_smem_bytes&& cluster_part_bytes<TN, MB * 64> <= STAGES* sw_stage_bytes(TN, MB);
+constexpr bool sw_ring_fits() {
+  constexpr int ring = STAGES * sw_stage_bytes(TN, MB);
+  return ring + smem_align <= wgmma_ws_max_smem_bytes && cluster_part_bytes<TN, MB * 64> <= ring;
+}
 
 template <int TN, int MB, int STAGES>
 cudaError_t launch_sw(const gemv_args& a, int blocks, cudaStream_t s) {
-  if constexpr (!sw_ring_fits<TN, MB, STAGES>) {
+  if constexpr (!sw_ring_fits<TN, MB, STAGES>()) {
     return cudaErrorInvalidValue;
   } else {
     constexpr int smem_bytes = STAGES * sw_stage_bytes(TN, MB) + smem_align;
