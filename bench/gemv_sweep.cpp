@@ -334,8 +334,8 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
           consider({rpg, wpb, stages, split, gemv_kind::wgmma_pk});
   // wgmma_sw: the swapped tile, 40 to 128 weight rows a block.
   for (int split : {1, 2, 3, 4, 8})
-    for (int tn : {40, 48, 64, 72, 80, 96, 128})
-      for (int stages : {4, 6, 8, 10, 12})
+    for (int tn : {40, 48, 64, 80, 96, 128})
+      for (int stages : {4, 6, 8})
         consider({tn, 4, stages, split, gemv_kind::wgmma_sw});
   return out;
 }

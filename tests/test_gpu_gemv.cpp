@@ -575,12 +575,11 @@ TEST(gpu_gemv, the_wgmma_cluster_finish_gives_the_workspace_finish_bits) {
   }
 }
 
-// The wgmma_sw family (the batch as the wgmma's M, 40 to 128 weight rows as its N, 4 to 12
-// stages): every configuration on odd shapes against the oracle -- rows past n in a part-filled
-// last tile, k tiles part filled, batches part filling one or two m64 tiles and a second batch
-// group (130) -- and with split K the cluster finish's bits equal to the workspace finish's (516
-// rows: 8-byte stores of 4 outputs; 517: one store an output). Then the projections' shapes,
-// repeated.
+// The wgmma_sw family (the batch as the wgmma's M, 40 to 128 weight rows as its N): every
+// configuration on odd shapes against the oracle -- rows past n in a part-filled last tile, k
+// tiles part filled, batches part filling one or two m64 tiles and a second batch group (130) --
+// and with split K the cluster finish's bits equal to the workspace finish's (516 rows: 8-byte
+// stores of 4 outputs; 517: one store an output). Then the projections' shapes, repeated.
 TEST(gpu_gemv, the_wgmma_sw_family_matches_the_oracle_and_its_finishes_agree) {
   KG_REQUIRE_GPU();
   for (const auto& [n, k] :
@@ -591,8 +590,8 @@ TEST(gpu_gemv, the_wgmma_sw_family_matches_the_oracle_and_its_finishes_agree) {
       KG_CUDA_CHECK(cudaMemset(ws.get(), 0, ws.size()));
       int checked = 0, compared = 0;
       for (int split : {1, 2, 3, 4, 8})
-        for (int tn : {40, 48, 64, 72, 80, 96, 128})
-          for (int stages : {4, 6, 8, 10, 12}) {
+        for (int tn : {40, 48, 64, 80, 96, 128})
+          for (int stages : {4, 6, 8}) {
             const gemv_config c{tn, 4, stages, split, gemv_kind::wgmma_sw};
             if (!gemv_config_supported(c, p.batch, p.n, p.k)) continue;
             check_config(p, c, ws.get());
@@ -604,10 +603,9 @@ TEST(gpu_gemv, the_wgmma_sw_family_matches_the_oracle_and_its_finishes_agree) {
                 << name(cl) << " on " << n << "x" << k << " batch " << batch;
             ++compared;
           }
-      // 5 splits x the rings that fit (test_gemv_config.cpp has them by hand): to batch 64, 7
-      // tiles at 4, 6 and 8 stages, 6 at 10, 5 at 12; above, 7, 7, 5, 1 and none
-      EXPECT_GE(checked, batch > 64 ? 100 : 160) << n << "x" << k << " batch " << batch;
-      EXPECT_GE(compared, batch > 64 ? 80 : 128) << n << "x" << k << " batch " << batch;
+      // 5 splits x 6 tiles x 3 stages, less 96 and 128 rows at 8 stages above batch 64
+      EXPECT_GE(checked, batch > 64 ? 80 : 90) << n << "x" << k << " batch " << batch;
+      EXPECT_GE(compared, batch > 64 ? 64 : 72) << n << "x" << k << " batch " << batch;
     }
   for (int batch : {16, 128}) {
     problem qkv(batch, 6144, 2560), o_proj(batch, 2560, 4096), down(batch, 2560, 9728);
@@ -620,13 +618,6 @@ TEST(gpu_gemv, the_wgmma_sw_family_matches_the_oracle_and_its_finishes_agree) {
       check_then_repeat(o_proj, c, 5);
       check_then_repeat(down, c, 5);
     }
-  }
-  problem qkv(64, 6144, 2560), o_proj(64, 2560, 4096); // the deep rings, one m64 batch tile
-  for (const gemv_config c : {gemv_config{72, 4, 12, 1, gemv_kind::wgmma_sw},
-                              gemv_config{48, 4, 12, 2, gemv_kind::wgmma_sw, 1},
-                              gemv_config{96, 4, 10, 2, gemv_kind::wgmma_sw, 1}}) {
-    check_then_repeat(qkv, c, 5);
-    check_then_repeat(o_proj, c, 5);
   }
 }
 

@@ -103,8 +103,8 @@ bool supported(const gemv_config& c) {
     return in(c.rows_per_warp, {64, 128}) && in(c.warps_per_block, {4, 8}) &&
            in(c.unroll, {4, 6, 8});
   case gemv_kind::wgmma_sw:
-    return in(c.rows_per_warp, {40, 48, 64, 72, 80, 96, 128}) && c.warps_per_block == 4 &&
-           in(c.unroll, {4, 6, 8, 10, 12});
+    return in(c.rows_per_warp, {40, 48, 64, 80, 96, 128}) && c.warps_per_block == 4 &&
+           in(c.unroll, {4, 6, 8});
   }
   return false;
 }

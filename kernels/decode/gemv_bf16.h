@@ -72,11 +72,10 @@ namespace kg {
 //   wgmma_sw: the wgmma_ws block with the operands swapped (gemv_bf16_wgmma_sw.cu): the batch is
 //         the warpgroup MMA's M (64 or 128 rows, zeros past the batch) and the weight rows its N,
 //         so rows_per_warp is the block's rows, 40, 48 (tiles that fill 132 SMs where 64-row
-//         tiles leave some idle), 64, 72 (cuBLAS's tile at qkv batch 64), or 80, 96, 128 (every
-//         block reads the whole x tile of its K slice, so wider tiles with a deeper split read
-//         less x for the same weights); warps_per_block 4 (one consumer warpgroup, one
-//         producer); unroll (stages) 4, 6, 8, 10, 12 where the ring fits; row-major weights by
-//         TMA; split K with either finish.
+//         tiles leave some idle), 64, or 80, 96, 128 (every block reads the whole x tile of its
+//         K slice, so wider tiles with a deeper split read less x for the same weights);
+//         warps_per_block 4 (one consumer warpgroup, one producer); unroll (stages) 4, 6, 8
+//         where the ring fits; row-major weights by TMA; split K with either finish.
 enum class gemv_kind : int {
   simt = 0,
   bulk = 1,

@@ -119,7 +119,7 @@ cudaError_t launch_gemv_wgmma_ws(const gemv_args& a, int bn, int rows_per_group,
 cudaError_t launch_gemv_wgmma_pk(const gemv_args& a, int bn, int rows_per_group,
                                  int warps_per_block, int stages, int blocks, cudaStream_t s);
 // The wgmma_sw family (gemv_bf16_wgmma_sw.cu): the batch as M (bn <= 64: one m64, else two),
-// tile_rows (40, 48, 64, 72, 80, 96 or 128) weight rows as N, stages 4 to 12 where the ring fits
+// tile_rows (40, 48, 64, 80, 96 or 128) weight rows as N, stages 4, 6, 8 where the ring fits
 // (cudaErrorInvalidValue elsewhere); row-major a.w by TMA.
 cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int stages, int blocks,
                                  cudaStream_t s);

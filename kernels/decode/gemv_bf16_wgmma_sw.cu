@@ -18,14 +18,10 @@
 // 32 tiles of 80 at split 4, 1.6 bytes), at the price of more accumulators a thread (up to 128)
 // and a shallower ring where two m64 batch tiles fill the stage.
 //
-// cuBLAS's kernel at qkv batch 64 has 72-row tiles and a ring of 12 stages (docs/performance.md,
-// What cuBLAS does there): some 110 KB of weights in flight a block, where 48 rows at 8 stages
-// hold 48 KB. Hence 72 rows, and rings of 10 and 12 stages where one m64 batch tile leaves room.
-//
 // The block: one consumer warpgroup and one producer warpgroup (256 threads), a ring of STAGES
-// (4 to 12) stages, each the x tile (64 MB rows x one 64-column k tile) then the weights' TN rows
-// of it, both 128-byte swizzled by the TMA. The producer refills a stage once the 4 consumer warps
-// have released it (the wgmma_ws protocol, gemv_bf16_wgmma_ws.cuh). Sums: every output's k tiles in
+// stages, each the x tile (64 MB rows x one 64-column k tile) then the weights' TN rows of it,
+// both 128-byte swizzled by the TMA. The producer refills a stage once the 4 consumer warps have
+// released it (the wgmma_ws protocol, gemv_bf16_wgmma_ws.cuh). Sums: every output's k tiles in
 // order, each tile's four k16 steps in order; split K adds the slices in slice order (the
 // workspace or the cluster finish, both the wgmma_ws family's), so the bits depend on the
 // configuration alone, never on the SMs.
@@ -149,9 +145,8 @@ __global__ void __launch_bounds__(256, 1)
     finish_split_k(a, r.tile, TN);
 }
 
-// Whether a ring of STAGES stages fits a block (gemv_config_supported's rule: the wide tiles at
-// two m64 batch tiles take 4 or 6 stages, not 8; 10 and 12 stages fit one m64 batch tile up to
-// 96 and 80 rows) and holds the cluster finish's partials.
+// Whether a ring of STAGES stages fits a block (the wide tiles at two m64 batch tiles take 4 or
+// 6 stages, not 8: gemv_config_supported's rule) and holds the cluster finish's partials.
 template <int TN, int MB, int STAGES>
 constexpr bool sw_ring_fits() {
   constexpr int ring = STAGES * sw_stage_bytes(TN, MB);
@@ -187,10 +182,6 @@ cudaError_t launch_sw_stages(const gemv_args& a, int stages, int blocks, cudaStr
     return launch_sw<TN, MB, 6>(a, blocks, s);
   case 8:
     return launch_sw<TN, MB, 8>(a, blocks, s);
-  case 10:
-    return launch_sw<TN, MB, 10>(a, blocks, s);
-  case 12:
-    return launch_sw<TN, MB, 12>(a, blocks, s);
   default:
     return cudaErrorInvalidValue;
   }
@@ -214,8 +205,6 @@ cudaError_t launch_gemv_wgmma_sw(const gemv_args& a, int bn, int tile_rows, int 
     return launch_sw_batch<48>(a, bn, stages, blocks, s);
   case 64:
     return launch_sw_batch<64>(a, bn, stages, blocks, s);
-  case 72:
-    return launch_sw_batch<72>(a, bn, stages, blocks, s);
   case 80:
     return launch_sw_batch<80>(a, bn, stages, blocks, s);
   case 96:
