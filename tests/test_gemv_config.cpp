@@ -568,8 +568,8 @@ TEST(gemv_config, a_norm_folds_into_the_simt_family_and_the_residual_add_into_ev
   EXPECT_FALSE(gemv_fusion_supported(gemv_config{2, 4, 2, 1}, add, 2560, true));
   EXPECT_TRUE(gemv_fusion_supported(gemv_config{2, 4, 2, 1}, gemv_fusion{}, 2560, true));
   // The engine's batch-1 folds: qkv and gate_up (gated) run the step's simt rows
-  // where the table's are wgmma_pk, lm_head its table row (simt); none from batch 2, where every
-  // row is a tensor-core family's and no simt row was measured.
+  // where the table's are packed and wgmma_pk, lm_head its table row (simt); none from batch 2,
+  // where every row is a tensor-core family's and no simt row was measured.
   for (const auto& [n, gated] : {std::pair{6144, false}, {19456, true}, {151936, false}}) {
     const auto c = pick_gemv_config_folded(1, n, 2560, gated);
     ASSERT_TRUE(c.has_value()) << n;
@@ -577,7 +577,7 @@ TEST(gemv_config, a_norm_folds_into_the_simt_family_and_the_residual_add_into_ev
     EXPECT_EQ(c->kind, gemv_kind::simt) << n;
     EXPECT_FALSE(pick_gemv_config_folded(2, n, 2560, gated).has_value()) << n;
   }
-  EXPECT_EQ(pick_gemv_config(1, 6144, 2560).kind, gemv_kind::wgmma_pk);
+  EXPECT_EQ(pick_gemv_config(1, 6144, 2560).kind, gemv_kind::packed);
   EXPECT_EQ(pick_gemv_config(1, 19456, 2560).kind, gemv_kind::wgmma_pk);
   const gemv_config table = pick_gemv_config(1, 151936, 2560),
                     folded = *pick_gemv_config_folded(1, 151936, 2560, false);

@@ -279,10 +279,10 @@ constexpr table_row config_table[] = {
     {2560, 9728, 32, {16, 4, 4, 8, gemv_kind::gemm, 0, 2}}, // down b32
     {2560, 9728, 64, {40, 4, 8, 2, gemv_kind::wgmma_sw, 1}}, // down b64
     {2560, 9728, 128, {64, 4, 6, 3, gemv_kind::wgmma_ws}}, // down b128
-    {6144, 2560, 1, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b1
+    {6144, 2560, 1, {16, 4, 2, 1, gemv_kind::packed}}, // qkv b1
     {6144, 2560, 2, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b2
     {6144, 2560, 4, {16, 4, 2, 1, gemv_kind::mma}}, // qkv b4
-    {6144, 2560, 8, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b8
+    {6144, 2560, 8, {16, 4, 2, 1, gemv_kind::packed}}, // qkv b8
     {6144, 2560, 16, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b16
     {6144, 2560, 32, {64, 4, 8, 1, gemv_kind::wgmma_pk}}, // qkv b32
     {6144, 2560, 64, {48, 4, 4, 2, gemv_kind::wgmma_sw, 1}}, // qkv b64
@@ -436,10 +436,10 @@ gemv_config pick_gemv_config(int batch, int n, int k) {
 
 // The step's own rows: where a configuration other than the table's made the decode step faster,
 // side by side in one process (kg_bench_decode_step --gemv; docs/performance.md, *The batch-1
-// step's own GEMV rows*). Alone, wgmma_pk wins these shapes on the H200; inside the step at batch
-// 1 the simt rows do (their first weight loads are issued while the kernel ahead drains, and
-// gate_up takes the SiLU gate as its epilogue). They also take a folded norm, which wgmma_pk
-// cannot (pick_gemv_config_folded).
+// step's own GEMV rows*). Alone, packed (qkv) and wgmma_pk (gate_up) win these shapes on the
+// H200; inside the step at batch 1 the simt rows do (their first weight loads are issued while
+// the kernel ahead drains, and gate_up takes the SiLU gate as its epilogue). They also take a
+// folded norm, which the table's rows cannot (pick_gemv_config_folded).
 // clang-format off
 constexpr table_row step_table[] = {
     {6144, 2560, 1, {2, 4, 2, 1}},  // qkv b1
