@@ -238,6 +238,10 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
     out.push_back(c);
   };
   add(pick_gemv_config(batch, s.n, s.k)); // the table's current choice, always timed
+  const auto kind_wanted = [&](const gemv_config& c) { // --kinds
+    return kinds.empty() ||
+           std::find(kinds.begin(), kinds.end(), gemv_kind_name(c.kind)) != kinds.end();
+  };
   if (s.few_configs) {
     for (const gemv_config c :
          {gemv_config{1, 8, 4, 1}, gemv_config{1, 8, 8, 1}, gemv_config{2, 8, 4, 1},
@@ -259,15 +263,12 @@ std::vector<gemv_config> first_pass(const shape_def& s, int batch, int sm_count,
           gemv_config{128, 4, 4, 1, gemv_kind::wgmma_sw},
           gemv_config{128, 4, 6, 1, gemv_kind::wgmma_sw}})
       if (batch <= gemv_batch_group(c) && gemv_config_supported(c, batch, s.n, s.k) &&
-          (kinds.empty() ||
-           std::find(kinds.begin(), kinds.end(), gemv_kind_name(c.kind)) != kinds.end()))
+          kind_wanted(c))
         add(c);
     return out;
   }
   auto consider = [&](gemv_config c) {
-    if (!kinds.empty() &&
-        std::find(kinds.begin(), kinds.end(), gemv_kind_name(c.kind)) == kinds.end())
-      return;
+    if (!kind_wanted(c)) return;
     // mma: every warps_per_block in the first pass (its warps split K, so the count matters
     // more than elsewhere, and the family has only five (unroll, warps) pairs).
     if (!full && c.warps_per_block != 8 && c.kind != gemv_kind::mma &&
