@@ -19,10 +19,14 @@
 // (configuration x shape) and the best configuration per shape.
 //
 //   kg_bench_attention_sweep [--list] [--max-wall S] [--config NAME]... [--no-ceiling]
+//                            [--profile N]
 //     --list        print the shapes and configurations (no GPU needed)
 //     --max-wall S  wall-clock cap per configuration's timing (default 0.3 s)
 //     --config NAME time only the named configurations (repeatable)
 //     --no-ceiling  skip each shape's read ceiling (its bytes read once by a plain kernel)
+//     --profile N   under a profiler (ncu): after each check, N plain launches, the device
+//                   synchronized after each, and no timing (the timing loop's blocking kernel
+//                   cannot wait out a profiler's replays)
 // Exit: 0 every configuration matched, 1 one was wrong or failed, 2 bad usage, 3 no GPU.
 #include <algorithm>
 #include <cstdint>
@@ -163,7 +167,7 @@ std::string check_config(const task_def& task, shape_data& d, const decode::atte
 
 int usage() {
   std::cerr << "usage: kg_bench_attention_sweep [--list] [--max-wall S] [--config NAME]... "
-               "[--no-ceiling]\n";
+               "[--no-ceiling] [--profile N]\n";
   return 2;
 }
 
@@ -173,6 +177,7 @@ int main(int argc, char** argv) {
   std::cout << std::unitbuf; // rows as they are measured
   double max_wall = 0.3;
   bool list = false, no_ceiling = false;
+  int profile = 0; // launches per (shape, configuration) under a profiler; 0: time them
   std::vector<std::string> only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -184,6 +189,8 @@ int main(int argc, char** argv) {
       only.push_back(argv[++i]);
     else if (a == "--no-ceiling")
       no_ceiling = true;
+    else if (a == "--profile" && i + 1 < argc && std::atoi(argv[i + 1]) > 0)
+      profile = std::atoi(argv[++i]);
     else
       return usage();
   }
@@ -234,8 +241,11 @@ int main(int argc, char** argv) {
   }
   const auto task =
       load_task(fs::path(KG_SOURCE_DIR) / "data/tasks/qwen3_decode_attention_splitkv.json");
-  const auto copy_1g = measure_copy_bandwidth(std::size_t{1} << 30);
+  // Under a profiler nothing is timed (the copy's timing loop would not survive its replays).
+  const auto copy_1g =
+      profile > 0 ? copy_bandwidth{} : measure_copy_bandwidth(std::size_t{1} << 30);
   const double copy = copy_1g.gbps, copy_us = copy_1g.median_us;
+  if (profile > 0) no_ceiling = true;
   timing_options o;
   o.max_wall_seconds = max_wall;
   gpu_timer timer(o);
@@ -279,6 +289,20 @@ int main(int argc, char** argv) {
                     << std::setw(20) << "" << std::setprecision(1) << std::setw(9) << gbps
                     << std::setw(8) << 100.0 * gbps / copy << "%  read ceiling\n";
         }
+      // The same bytes by bulk copies, every byte of a block's slice in flight from the start
+      // (a stage 1 that issues its chunk's loads at once could at best reach this).
+      for (const int blocks : {128, 132, 256, 264, 528}) {
+        const auto t = timer.measure([&](cudaStream_t st) {
+          read_bulk(plain.get(), bytes, static_cast<unsigned*>(sink.get()), blocks, st);
+        });
+        const double us = t.summary.median, gbps = bytes / (us * 1e-6) / 1e9;
+        if (!ceiling_us.count(si) || us < ceiling_us[si]) ceiling_us[si] = us;
+        std::cout << std::left << std::setw(20) << s.name() << std::setw(17)
+                  << ("bulk " + std::to_string(blocks)) << std::right << std::fixed
+                  << std::setprecision(2) << std::setw(10) << us << std::setw(20) << ""
+                  << std::setprecision(1) << std::setw(9) << gbps << std::setw(8)
+                  << 100.0 * gbps / copy << "%  read ceiling\n";
+      }
     }
     for (std::size_t ci = 0; ci < configs.size(); ++ci) {
       const auto& [name, c] = configs[ci];
@@ -289,6 +313,14 @@ int main(int argc, char** argv) {
           counters(static_cast<std::size_t>(s.batch) * hk * sizeof(unsigned));
       KG_CUDA_CHECK(cudaMemset(counters.get(), 0, counters.size()));
       m.check = check_config(task, d, c, work.get(), work_bytes, counters);
+      if (m.check.empty() && profile > 0) {
+        for (int r = 0; r < profile; ++r) {
+          KG_CUDA_CHECK(d.launch(c, work.get(), static_cast<unsigned*>(counters.get()), nullptr));
+          KG_CUDA_CHECK(cudaDeviceSynchronize());
+        }
+        std::cout << s.name() << " " << name << ": " << profile << " launches profiled\n";
+        continue;
+      }
       if (m.check.empty()) {
         try {
           const auto t = timer.measure([&](cudaStream_t st) {
@@ -319,6 +351,7 @@ int main(int argc, char** argv) {
     }
   }
 
+  if (profile > 0) return failures == 0 ? 0 : 1;
   std::cout << "\nfraction of copy bandwidth (median us in parentheses), configuration x shape:\n"
             << std::left << std::setw(17) << "config" << std::right;
   for (const auto& s : shapes)

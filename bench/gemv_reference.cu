@@ -65,7 +65,67 @@ __global__ void __launch_bounds__(256)
   if (threadIdx.x == 0) sink[blockIdx.x] = acc;
 }
 
+// Block b reads the b-th contiguous slice of `per` bytes (a multiple of 16) with bulk async
+// copies into shared memory, up to `round` bytes a round: one thread asks for the whole round in
+// 16 KB copies completing on one barrier, so every byte of it is in flight at once, then every
+// thread xors the words it owns.
+__global__ void __launch_bounds__(256)
+    read_bulk_kernel(const unsigned char* p, std::size_t bytes, std::size_t per, unsigned round,
+                     unsigned* sink) {
+  extern __shared__ __align__(16) unsigned char buf[];
+  __shared__ __align__(8) unsigned long long bar;
+  const unsigned bar_addr = static_cast<unsigned>(__cvta_generic_to_shared(&bar));
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const std::size_t begin = static_cast<std::size_t>(blockIdx.x) * per;
+  const std::size_t end = begin + per < bytes ? begin + per : bytes;
+  unsigned acc = 0, parity = 0;
+  for (std::size_t at = begin; at < end; at += round, parity ^= 1u) {
+    const unsigned n = static_cast<unsigned>(end - at < round ? end - at : round);
+    if (threadIdx.x == 0) {
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_addr), "r"(n)
+                   : "memory");
+      for (unsigned o = 0; o < n; o += 16384) {
+        const unsigned piece = n - o < 16384 ? n - o : 16384;
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
+            "[%1], %2, [%3];" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(buf + o))),
+            "l"(p + at + o), "r"(piece), "r"(bar_addr)
+            : "memory");
+      }
+    }
+    unsigned done = 0;
+    while (!done)
+      asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
+                   "selp.u32 %0, 1, 0, q;\n}"
+                   : "=r"(done)
+                   : "r"(bar_addr), "r"(parity)
+                   : "memory");
+    for (unsigned i = threadIdx.x * 16; i < n; i += 256 * 16) {
+      const uint4 v = *reinterpret_cast<const uint4*>(buf + i);
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    __syncthreads(); // everyone is done with buf before the next round overwrites it
+  }
+  for (int o = 16; o > 0; o /= 2)
+    acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
+  if (threadIdx.x == 0) sink[blockIdx.x] = acc;
+}
+
 } // namespace
+
+void read_bulk(const void* p, std::size_t bytes, unsigned* sink, int blocks, cudaStream_t s) {
+  const std::size_t per = (bytes / 16 + blocks - 1) / blocks * 16;
+  const unsigned round = static_cast<unsigned>(per < 96 * 1024 ? per : 96 * 1024);
+  KG_CUDA_CHECK(cudaFuncSetAttribute(read_bulk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(round)));
+  read_bulk_kernel<<<blocks, 256, round, s>>>(static_cast<const unsigned char*>(p), bytes, per,
+                                              round, sink);
+  KG_CUDA_CHECK(cudaGetLastError());
+}
 
 void read_stream(const void* p, std::size_t bytes, unsigned* sink, int blocks, int unroll,
                  cudaStream_t s) {

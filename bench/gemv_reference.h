@@ -27,4 +27,10 @@ void gemv_reference_f32(const __nv_bfloat16* x, const __nv_bfloat16* w, float* y
 void read_stream(const void* p, std::size_t bytes, unsigned* sink, int blocks, int unroll,
                  cudaStream_t s);
 
+// The same read by Hopper bulk async copies (sm_90): block b of `blocks` x 256 threads copies the
+// b-th contiguous slice of `bytes` (a multiple of 16, p 16-byte aligned) into shared memory, up
+// to 96 KB a round, every byte of a round in flight at once, and xors it into sink[block]: what a
+// kernel whose loads are all issued up front (a TMA or bulk-copy ring) could reach.
+void read_bulk(const void* p, std::size_t bytes, unsigned* sink, int blocks, cudaStream_t s);
+
 } // namespace kg
