@@ -276,33 +276,26 @@ int main(int argc, char** argv) {
       const std::size_t bytes = static_cast<std::size_t>(min_bytes) / 16 * 16;
       device_buffer plain(bytes);
       KG_CUDA_CHECK(cudaMemset(plain.get(), 0, bytes));
-      for (const int blocks : {132, 264, 528, 1056})
-        for (const int unroll : {4, 8, 16}) {
-          const auto t = timer.measure([&](cudaStream_t st) {
-            read_stream(plain.get(), bytes, static_cast<unsigned*>(sink.get()), blocks, unroll, st);
-          });
-          const double us = t.summary.median, gbps = bytes / (us * 1e-6) / 1e9;
-          if (!ceiling_us.count(si) || us < ceiling_us[si]) ceiling_us[si] = us;
-          std::cout << std::left << std::setw(20) << s.name() << std::setw(17)
-                    << ("read " + std::to_string(blocks) + "u" + std::to_string(unroll))
-                    << std::right << std::fixed << std::setprecision(2) << std::setw(10) << us
-                    << std::setw(20) << "" << std::setprecision(1) << std::setw(9) << gbps
-                    << std::setw(8) << 100.0 * gbps / copy << "%  read ceiling\n";
-        }
-      // The same bytes by bulk copies, every byte of a block's slice in flight from the start
-      // (a stage 1 that issues its chunk's loads at once could at best reach this).
-      for (const int blocks : {128, 132, 256, 264, 528}) {
-        const auto t = timer.measure([&](cudaStream_t st) {
-          read_bulk(plain.get(), bytes, static_cast<unsigned*>(sink.get()), blocks, st);
-        });
+      // One ceiling row: `read` timed, its median kept if it is the shape's best, and printed.
+      const auto time_read = [&](const std::string& label, const auto& read) {
+        const auto t = timer.measure(read);
         const double us = t.summary.median, gbps = bytes / (us * 1e-6) / 1e9;
         if (!ceiling_us.count(si) || us < ceiling_us[si]) ceiling_us[si] = us;
-        std::cout << std::left << std::setw(20) << s.name() << std::setw(17)
-                  << ("bulk " + std::to_string(blocks)) << std::right << std::fixed
-                  << std::setprecision(2) << std::setw(10) << us << std::setw(20) << ""
-                  << std::setprecision(1) << std::setw(9) << gbps << std::setw(8)
+        std::cout << std::left << std::setw(20) << s.name() << std::setw(17) << label << std::right
+                  << std::fixed << std::setprecision(2) << std::setw(10) << us << std::setw(20)
+                  << "" << std::setprecision(1) << std::setw(9) << gbps << std::setw(8)
                   << 100.0 * gbps / copy << "%  read ceiling\n";
-      }
+      };
+      auto* sunk = static_cast<unsigned*>(sink.get());
+      for (const int blocks : {132, 264, 528, 1056})
+        for (const int unroll : {4, 8, 16})
+          time_read("read " + std::to_string(blocks) + "u" + std::to_string(unroll),
+                    [&](cudaStream_t st) { read_stream(plain.get(), bytes, sunk, blocks, unroll, st); });
+      // The same bytes by bulk copies, every byte of a block's slice in flight from the start
+      // (a stage 1 that issues its chunk's loads at once could at best reach this).
+      for (const int blocks : {128, 132, 256, 264, 528})
+        time_read("bulk " + std::to_string(blocks),
+                  [&](cudaStream_t st) { read_bulk(plain.get(), bytes, sunk, blocks, st); });
     }
     for (std::size_t ci = 0; ci < configs.size(); ++ci) {
       const auto& [name, c] = configs[ci];
