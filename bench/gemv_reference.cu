@@ -2,6 +2,7 @@
 #include "bench/gemv_reference.h"
 
 #include "gpu/cuda_check.h"
+#include "kernels/decode/mbarrier.cuh"
 
 namespace kg {
 namespace {
@@ -74,10 +75,9 @@ __global__ void __launch_bounds__(256)
                      unsigned* sink) {
   extern __shared__ __align__(16) unsigned char buf[];
   __shared__ __align__(8) unsigned long long bar;
-  const unsigned bar_addr = static_cast<unsigned>(__cvta_generic_to_shared(&bar));
   if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    kg::decode::mbar_init(&bar, 1);
+    kg::decode::mbar_init_fence();
   }
   __syncthreads();
   const std::size_t begin = static_cast<std::size_t>(blockIdx.x) * per;
@@ -86,24 +86,11 @@ __global__ void __launch_bounds__(256)
   for (std::size_t at = begin; at < end; at += round, parity ^= 1u) {
     const unsigned n = static_cast<unsigned>(end - at < round ? end - at : round);
     if (threadIdx.x == 0) {
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_addr), "r"(n)
-                   : "memory");
-      for (unsigned o = 0; o < n; o += 16384) {
-        const unsigned piece = n - o < 16384 ? n - o : 16384;
-        asm volatile(
-            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
-            "[%1], %2, [%3];" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(buf + o))),
-            "l"(p + at + o), "r"(piece), "r"(bar_addr)
-            : "memory");
-      }
+      kg::decode::mbar_arrive_expect_tx(&bar, n);
+      for (unsigned o = 0; o < n; o += 16384)
+        kg::decode::bulk_copy(buf + o, p + at + o, n - o < 16384 ? n - o : 16384, &bar);
     }
-    unsigned done = 0;
-    while (!done)
-      asm volatile("{\n.reg .pred q;\nmbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2;\n"
-                   "selp.u32 %0, 1, 0, q;\n}"
-                   : "=r"(done)
-                   : "r"(bar_addr), "r"(parity)
-                   : "memory");
+    kg::decode::mbar_wait(&bar, parity);
     for (unsigned i = threadIdx.x * 16; i < n; i += 256 * 16) {
       const uint4 v = *reinterpret_cast<const uint4*>(buf + i);
       acc ^= v.x ^ v.y ^ v.z ^ v.w;
